@@ -1,0 +1,97 @@
+"""``needlebench`` command: export prompts of a config, rebuild reports."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+__all__ = ["main", "iter_config_samples"]
+
+
+def _dataset_type_name(cfg_type: Any) -> str:
+    if isinstance(cfg_type, str):
+        return cfg_type
+    return f"{getattr(cfg_type, '__module__', '')}.{getattr(cfg_type, '__qualname__', '')}"
+
+
+def iter_config_samples(config_path: str) -> Iterator[tuple[str, Any]]:
+    """(dataset abbr, Sample) for every needlebench dataset of an OpenCompass config, streamed."""
+    from mmengine.config import Config
+
+    from .tasks import get_task, make_params
+
+    if not Path(config_path).is_file():
+        raise ConfigError(f"config: {config_path} does not exist")
+    try:
+        cfg = Config.fromfile(config_path)
+    except ConfigError:
+        raise
+    except Exception as exc:
+        raise ConfigError(f"config: cannot load {config_path}: {exc}") from exc
+    datasets = cfg.get("datasets", [])
+    ours = [d for d in datasets if _dataset_type_name(d.get("type")).endswith("NeedleBenchDataset")]
+    if not ours:
+        raise ConfigError(f"config: {config_path} has no needlebench datasets")
+    reserved = {"type", "abbr", "reader_cfg", "infer_cfg", "eval_cfg", "task", "k", "n"}
+    for d in ours:
+        params = {k: v for k, v in d.items() if k not in reserved}
+        spec = get_task(d["task"])
+        p = make_params(d["task"], **params)
+        for sample in spec.generate(p):
+            yield d["abbr"], sample
+
+
+def _export(args: argparse.Namespace) -> int:
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
+    count = 0
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            for abbr, sample in iter_config_samples(args.config):
+                fh.write(json.dumps(sample.export_row(abbr), ensure_ascii=False, sort_keys=False) + "\n")
+                count += 1
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, out)
+    print(f"wrote {count} samples to {out}")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .report import build_report
+
+    path = build_report([Path(p) for p in args.work_dirs], Path(args.output) if args.output else None)
+    print(f"report written to {path}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="needlebench", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    ex = sub.add_parser("export", help="write every sample of a config's needlebench datasets as JSON lines")
+    ex.add_argument("config")
+    ex.add_argument("-o", "--output", required=True)
+    ex.set_defaults(func=_export)
+    rp = sub.add_parser("report", help="rebuild tables, figures and report.html from OpenCompass work dirs")
+    rp.add_argument("work_dirs", nargs="+")
+    rp.add_argument("-o", "--output", default=None, help="output folder (default: WORK_DIR/needlebench_report)")
+    rp.set_defaults(func=_report)
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except ConfigError as exc:
+        print(f"needlebench: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

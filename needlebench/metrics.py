@@ -1,0 +1,83 @@
+"""Aggregate metrics: task scores, ATC weighted score, ENL-50, suite overall.
+
+Inputs are plain numbers (percentages); missing cells are left out, never
+counted as 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .scoring import levenshtein_score
+
+__all__ = [
+    "atc_weighted_score",
+    "enl",
+    "overall_score",
+    "levenshtein_score",
+    "mean",
+    "summarise_details",
+    "PROFILES",
+]
+
+PROFILES: dict[str, tuple[float, float, float]] = {
+    "v2": (1 / 3, 1 / 3, 1 / 3),
+    "v1": (0.4, 0.3, 0.3),
+}
+
+
+def mean(values: Iterable[float]) -> float:
+    vals = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return sum(vals) / len(vals) if vals else float("nan")
+
+
+def atc_weighted_score(acc_by_needles: Mapping[int, float], max_needles: int | None = None) -> float:
+    """sum(P_N * N) / sum(N) over the needle counts present (up to ``max_needles``)."""
+    items = [(int(n), float(p)) for n, p in acc_by_needles.items() if max_needles is None or int(n) <= max_needles]
+    total = sum(n for n, _ in items)
+    if total == 0:
+        return float("nan")
+    return sum(p * n for n, p in items) / total
+
+
+def enl(acc_by_needles: Mapping[int, float], tau: float = 50.0) -> int:
+    """Effective needle length: the largest N with accuracy >= tau, 0 if none."""
+    passing = [int(n) for n, p in acc_by_needles.items() if float(p) >= tau]
+    return max(passing) if passing else 0
+
+
+def overall_score(srt: float, mrt: float, mrs: float, profile: str = "v2") -> float:
+    """Suite overall: equal weights (2025, "v2") or 0.4/0.3/0.3 (2024, "v1")."""
+    try:
+        w = PROFILES[profile]
+    except KeyError:
+        raise ValueError(f"profile: unknown {profile!r}; choose from {sorted(PROFILES)}") from None
+    return w[0] * srt + w[1] * mrt + w[2] * mrs
+
+
+def _group(details: Sequence[Mapping[str, Any]], key: str) -> dict[Any, list[float]]:
+    out: dict[Any, list[float]] = defaultdict(list)
+    for d in details:
+        if d.get(key) is not None:
+            out[d[key]].append(float(d["score"]))
+    return out
+
+
+def summarise_details(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """The numbers an evaluator reports for one dataset: score, failure rate, per length / needles."""
+    if not details:
+        return {"score": float("nan"), "format_failure_rate": float("nan"), "num_samples": 0}
+    out: dict[str, float] = {
+        "score": mean(float(d["score"]) for d in details),
+        "accuracy": 100.0 * sum(bool(d["correct"]) for d in details) / len(details),
+        "format_failure_rate": 100.0 * sum(bool(d.get("format_failure")) for d in details) / len(details),
+        "num_samples": len(details),
+    }
+    for length, vals in sorted(_group(details, "length").items()):
+        out[f"length_{length}"] = mean(vals)
+    for n, vals in sorted(_group(details, "num_needles").items()):
+        out[f"needles_{n}"] = mean(vals)
+    return out

@@ -1,0 +1,117 @@
+"""Needle banks: fictional facts with their question, answer format and keywords.
+
+Loading (I/O) happens once; picking needles for a sample is a pure function
+of the bank, the sample's coordinates and the suite seed.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ConfigError
+from .seeding import rng
+
+__all__ = ["Needle", "NeedleBank", "load_needle_bank", "default_needle_file", "pick_needles"]
+
+DATA_DIR = Path(__file__).resolve().parents[1] / "data"
+
+
+@dataclass(frozen=True)
+class Needle:
+    id: str
+    lang: str
+    text: str
+    question: str
+    answer_format: str
+    keywords: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class NeedleBank:
+    source: str
+    needles: tuple[Needle, ...]
+
+    def for_lang(self, lang: str) -> tuple[Needle, ...]:
+        return tuple(n for n in self.needles if n.lang == lang)
+
+
+def default_needle_file(lang: str) -> Path:
+    return DATA_DIR / "needles" / f"needles_{lang}.jsonl"
+
+
+_OC_LANG = {"English": "en", "Chinese": "zh"}
+
+
+def _parse(row: dict, path: Path, lineno: int) -> Needle:
+    """Our format, or OpenCompass's needles.jsonl (needle, retrieval_question, arg2, language)."""
+    try:
+        if "retrieval_question" in row:
+            lang = _OC_LANG.get(row["language"], row["language"])
+            question = row["retrieval_question"]
+            fmt = question.split("'")[1] if question.count("'") >= 2 else ""
+            return Needle(
+                f"oc-{lineno:04d}",
+                lang,
+                row["needle"].strip(),
+                question.split("'")[0].strip() if fmt else question,
+                fmt,
+                (str(row["arg2"]),),
+            )
+        keywords = tuple(str(k) for k in row["keywords"])
+        if not keywords or not all(keywords):
+            raise ValueError("empty keywords")
+        return Needle(
+            str(row["id"]),
+            row["lang"],
+            row["needle"].strip(),
+            row["question"].strip(),
+            row.get("answer_format", "").strip(),
+            keywords,
+        )
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise ConfigError(f"needle file {path} line {lineno}: bad needle record ({exc})") from exc
+
+
+@functools.lru_cache(maxsize=16)
+def load_needle_bank(path: str | Path) -> NeedleBank:
+    """Read a needle file (JSON lines), checking every record."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"needle_file: cannot read {path}: {exc}") from exc
+    needles = []
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise ConfigError(f"needle file {path} line {lineno}: not JSON ({exc})") from exc
+        needles.append(_parse(row, path, lineno))
+    if not needles:
+        raise ConfigError(f"needle_file: {path} holds no needles")
+    return NeedleBank(str(path), tuple(needles))
+
+
+def pick_needles(pool: tuple[Needle, ...], count: int, *coords: object) -> tuple[Needle, ...]:
+    """``count`` distinct needles with distinct keywords, chosen by the coordinates' seed."""
+    if count > len(pool):
+        raise ConfigError(f"num_needles={count} but the needle bank has only {len(pool)} for this language")
+    order = list(range(len(pool)))
+    rng("needles", *coords).shuffle(order)
+    chosen: list[Needle] = []
+    seen: set[str] = set()
+    for i in order:
+        needle = pool[i]
+        keys = {k.casefold() for k in needle.keywords}
+        if keys & seen:
+            continue
+        chosen.append(needle)
+        seen |= keys
+        if len(chosen) == count:
+            return tuple(chosen)
+    raise ConfigError(f"num_needles={count}: the needle bank has too few needles with distinct keywords")

@@ -1,0 +1,1 @@
+"""Thin OpenCompass adapters over the needlebench core."""

@@ -1,0 +1,39 @@
+"""The one record every task produces, and the dataset version it belongs to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .seeding import stable_hash
+
+__all__ = ["Sample", "DATASET_VERSION", "sample_id"]
+
+# Bump whenever generation changes what a config produces (prompts, gold, ids).
+DATASET_VERSION = "1.0"
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A prompt with its structured gold and the metadata the reports group by."""
+
+    id: str
+    task: str
+    lang: str
+    prompt: str
+    gold: dict[str, Any]
+    meta: dict[str, Any] = field(default_factory=dict)
+    system: str = ""
+
+    def export_row(self, dataset: str) -> dict[str, Any]:
+        row: dict[str, Any] = {"dataset": dataset, "id": self.id, "task": self.task, "lang": self.lang}
+        if self.system:
+            row["system"] = self.system
+        row.update(prompt=self.prompt, gold=self.gold, meta=self.meta)
+        return row
+
+
+def sample_id(task: str, lang: str, *coords: object, prompt: str) -> str:
+    """Readable coordinates plus a content hash, so a changed prompt never reuses an id."""
+    head = "-".join(str(c) for c in (task, lang, *coords))
+    return f"{head}-{stable_hash(prompt, digest_size=4)}"

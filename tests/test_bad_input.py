@@ -1,0 +1,84 @@
+"""Bad config values and files: one clear message naming the field or file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from needlebench.corpora import load_corpus
+from needlebench.errors import ConfigError
+from needlebench.needles import load_needle_bank
+from needlebench.opencompass.configs import needlebench_datasets
+from needlebench.sparse import SparseParams, generate_srt
+from needlebench.tasks import get_task, make_params
+
+
+def _first(p: SparseParams) -> None:
+    next(iter(generate_srt(p)))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"lang": "fr"}, ["lang", "fr"]),
+        ({"depths": (0, 101)}, ["depths", "101"]),
+        ({"depths": (-5,)}, ["depths", "-5"]),
+        ({"lengths": (200,), "buffer": 200}, ["lengths", "200", "buffer"]),
+        ({"lengths": (1000,), "buffer": -1}, ["buffer"]),
+        ({"question_position": "middle"}, ["question_position"]),
+        ({"repeats": 0}, ["repeats"]),
+    ],
+)
+def test_bad_values_name_the_field(kwargs: dict, words: list[str]) -> None:
+    base = {"lang": "en", "lengths": (1000,), "depths": (50,), "repeats": 1, "buffer": 100}
+    with pytest.raises(ConfigError) as err:
+        _first(SparseParams(**{**base, **kwargs}))
+    for w in words:
+        assert w in str(err.value)
+
+
+def test_missing_corpus_file_is_named(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.jsonl"
+    with pytest.raises(ConfigError, match="nope.jsonl"):
+        load_corpus("en", str(missing))
+    with pytest.raises(ConfigError, match="corpus"):
+        _first(SparseParams(lang="en", lengths=(1000,), depths=(50,), repeats=1, corpus=str(missing)))
+
+
+def test_unreadable_needle_file_is_named(tmp_path: Path) -> None:
+    bad = tmp_path / "needles.jsonl"
+    bad.write_text('{"id": "x", "lang": "en", "needle": "n"}\nnot json\n')
+    with pytest.raises(ConfigError, match=r"needles.jsonl line 1"):
+        load_needle_bank(str(bad))
+    with pytest.raises(ConfigError, match="needle_file"):
+        load_needle_bank(str(tmp_path / "absent.jsonl"))
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(b"\xff\xfe\xfa")
+    with pytest.raises(ConfigError, match="binary.jsonl"):
+        load_needle_bank(str(binary))
+
+
+def test_unknown_names_list_the_choices() -> None:
+    with pytest.raises(ConfigError, match="choose from"):
+        get_task("srtx")
+    with pytest.raises(ConfigError, match="unknown parameter"):
+        make_params("srt", lang="en", lengths=[1000], depths=[0], colour="red")
+    with pytest.raises(ConfigError, match="suite"):
+        needlebench_datasets(suite="64k")
+    with pytest.raises(ConfigError, match="langs"):
+        needlebench_datasets(suite="4k", langs=["de"])
+    with pytest.raises(ConfigError, match="tasks"):
+        needlebench_datasets(suite="4k", tasks=["atcx"])
+
+
+def test_opencompass_needle_format_is_accepted(tmp_path: Path) -> None:
+    f = tmp_path / "needles.jsonl"
+    f.write_text(
+        '{"needle": "Hidden on Emerald Island is the Amber Lamp.", "retrieval_question": '
+        "\"What is hidden on Emerald Island? Please answer in the format 'Hidden on Emerald Island is ______.'\", "
+        '"arg1": "Emerald Island", "arg2": "Amber Lamp", "language": "English"}\n'
+    )
+    bank = load_needle_bank(str(f))
+    (n,) = bank.for_lang("en")
+    assert n.keywords == ("Amber Lamp",) and n.answer_format.startswith("Hidden on Emerald")

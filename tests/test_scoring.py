@@ -1,0 +1,101 @@
+"""Graders and the evaluator on hand-made predictions, garbage included."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from needlebench.graders import ScoreOptions, grade_mrt, grade_srt
+from needlebench.metrics import levenshtein_score
+from needlebench.scoring import clean_prediction, keyword_hit, last_boxed, normalise_answer, strip_thinking
+
+SRT_GOLD = {
+    "keywords": ["Pothgon spyglass"],
+    "needle": "The hidden treasure of Tailkolde Island is the Pothgon spyglass.",
+}
+
+
+def test_keyword_hit_and_miss() -> None:
+    kw = ScoreOptions(metric="keyword")
+    assert grade_srt("It is the Pothgon spyglass.", SRT_GOLD, kw).score == 100.0
+    assert grade_srt("the POTHGON   Spyglass", SRT_GOLD, kw).score == 100.0  # case and spacing
+    miss = grade_srt("It is a golden compass.", SRT_GOLD, kw)
+    assert miss.score == 0.0 and not miss.correct and miss.error == "missed"
+    assert grade_srt("<think>Pothgon spyglass?</think>No idea.", SRT_GOLD, kw).score == 0.0
+    assert grade_srt("<think>hmm</think>Pothgon spyglass", SRT_GOLD, kw).score == 100.0
+
+
+def test_levenshtein_partial_credit_values() -> None:
+    ref = "abcdefghij"
+    assert levenshtein_score("xx abc", ref, ["zzz"]) == pytest.approx(
+        100 * 0.2 * (1 - 9 / 10)
+    )  # 2 deletions + 7 insertions
+    assert levenshtein_score("abcdefghiX", ref, ["zzz"]) == pytest.approx(100 * 0.2 * 0.9)
+    assert levenshtein_score("", ref, ["zzz"]) == 0.0
+    assert levenshtein_score("... zzz ...", ref, ["zzz"]) == 100.0
+    assert levenshtein_score("a b c d e f g h i j", ref, ["zzz"]) == pytest.approx(20.0)  # whitespace ignored
+    lev = ScoreOptions(metric="levenshtein")
+    partial = grade_srt("The hidden treasure of Tailkolde Island is the golden spyglass.", SRT_GOLD, lev)
+    assert 0 < partial.score < 20 and not partial.correct
+
+
+def test_mrt_share_of_needles() -> None:
+    gold = {
+        "needles": [
+            {"keywords": ["alpha"], "needle": "a", "depth": 0},
+            {"keywords": ["beta"], "needle": "b", "depth": 50},
+            {"keywords": ["gamma"], "needle": "c", "depth": 100},
+        ]
+    }
+    result = grade_mrt("1. alpha 2. gamma", gold, ScoreOptions())
+    assert result.score == pytest.approx(200 / 3)
+    assert result.extras["recalled"] == [True, False, True]
+    assert not result.correct
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [None, "", b"\xff\xfe\x00bytes", "\x00\x01\x02" * 1000, "x" * 5_000_000, 12345, ["list"], "\ufffd" * 50],
+)
+def test_garbage_predictions_score_zero_without_crashing(garbage: object) -> None:
+    for metric in ("keyword", "levenshtein"):
+        r = grade_srt(garbage, SRT_GOLD, ScoreOptions(metric=metric))
+        assert r.score < 20.0
+        assert not r.correct
+    assert len(clean_prediction("x" * 5_000_000)) <= 200_000
+
+
+def test_boxed_extraction_and_normalisation() -> None:
+    assert last_boxed(r"so \boxed{Alice} and finally \boxed{\text{Bob Smith}}") == r"\text{Bob Smith}"
+    assert last_boxed(r"\boxed{a{b}c}") == "a{b}c"
+    assert last_boxed("no box here") is None
+    assert last_boxed(r"\boxed{unclosed") is None
+    assert normalise_answer(r"\text{ Bob  Smith }") == "bob smith"
+    assert normalise_answer("“张伟”。") == "张伟"
+    assert strip_thinking("<think>long\nthoughts</think>final") == "final"
+    assert strip_thinking("answer<think>never closed") == "answer"
+    assert strip_thinking("leftover</think> tail") == " tail"
+    assert keyword_hit("ＡＢＣ", ["abc"])  # full-width folds
+
+
+def test_evaluator_scores_rows_and_survives_bad_rows(tmp_path) -> None:
+    from needlebench.opencompass.evaluator import NeedleBenchEvaluator
+
+    ev = NeedleBenchEvaluator(metric="keyword")
+    ev._out_dir = str(tmp_path / "results" / "m" / "ds")
+    meta = json.dumps({"length": 1000, "depth": 50, "repeat": 0})
+    rows = [
+        {"id": "a", "task": "srt", "lang": "en", "meta": meta},
+        {"id": "b", "task": "srt", "lang": "en", "meta": meta},
+        {"id": "c", "task": "srt", "lang": "en", "meta": meta},
+    ]
+    refs = [json.dumps(SRT_GOLD), json.dumps(SRT_GOLD), "{not json"]
+    out = ev.score(["Pothgon spyglass", None, "Pothgon spyglass"], refs, rows)
+    assert out["score"] == pytest.approx(100 / 3)
+    assert out["length_1000"] == pytest.approx(100 / 3)
+    assert out["details"][2]["error"].startswith("grader_error")
+    lines = (tmp_path / "results" / "m" / "ds.samples.jsonl").read_text().splitlines()
+    assert len(lines) == 3 and json.loads(lines[0])["score"] == 100.0
+    with pytest.raises(ValueError, match="metric"):
+        NeedleBenchEvaluator(metric="bleu")
