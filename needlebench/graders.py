@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .scoring import clean_prediction, keyword_hit, levenshtein_score, strip_thinking
+from .scoring import clean_prediction, keyword_hit, last_boxed, levenshtein_score, normalise_answer, strip_thinking
 
-__all__ = ["SampleScore", "ScoreOptions", "grade_srt", "grade_mrt", "METRICS"]
+__all__ = [
+    "SampleScore",
+    "ScoreOptions",
+    "grade_srt",
+    "grade_mrt",
+    "grade_boxed",
+    "parse_int",
+    "is_repetitive",
+    "METRICS",
+]
 
 METRICS = ("keyword", "levenshtein")
 
@@ -69,3 +79,61 @@ def grade_mrt(prediction: object, gold: dict, options: ScoreOptions) -> SampleSc
         error=None if correct else ("empty" if not text.strip() else "missed"),
         extras={"recalled": found},
     )
+
+
+_NUMBER_WORDS = {
+    w: i
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+        "sixteen seventeen eighteen nineteen twenty".split()
+    )
+}
+
+
+def parse_int(answer: str) -> int | None:
+    """An integer answer: "5", "5 generations", "第5代" and the words zero..twenty are the same answer."""
+    m = re.search(r"-?\d+", answer.replace(",", ""))
+    if m:
+        return int(m.group())
+    word = answer.strip().lower().split(" ")[0] if answer.strip() else ""
+    return _NUMBER_WORDS.get(word)
+
+
+def is_repetitive(text: str, n: int = 4, threshold: float = 0.3, min_grams: int = 60) -> bool:
+    """Degenerate looping output: few distinct n-grams among many (words, or characters for Chinese)."""
+    units = text.split() if len(text.split()) > len(text) / 8 else list(text.replace(" ", ""))
+    grams = [tuple(units[i : i + n]) for i in range(len(units) - n + 1)]
+    return len(grams) >= min_grams and len(set(grams)) / len(grams) < threshold
+
+
+def grade_boxed(prediction: object, gold: dict, options: ScoreOptions) -> SampleScore:
+    """ATC and M-RS: last balanced \\boxed{} against a name or an integer, with an error kind.
+
+    Error kinds: ``no_boxed_answer`` (instruction following), ``repetition`` (looping output),
+    ``stopped_early`` (a chain name between the asked person and the answer),
+    ``wrong_chain_name`` (another chain name), ``hallucination`` (a name not in the context),
+    ``wrong_distance`` (a wrong or unparsable number).
+    """
+    text = prepare(prediction, options)
+    boxed = last_boxed(text)
+    if boxed is None:
+        kind = "repetition" if is_repetitive(text) else "no_boxed_answer"
+        return SampleScore(0.0, False, format_failure=True, error=kind)
+    answer = normalise_answer(boxed)
+    if gold["kind"] == "int":
+        value = parse_int(answer)
+        if value is not None and value == int(gold["answer"]):
+            return SampleScore(100.0, True, extracted=boxed)
+        return SampleScore(0.0, False, extracted=boxed, error="wrong_distance")
+    if answer == normalise_answer(gold["answer"]):
+        return SampleScore(100.0, True, extracted=boxed)
+    chain = [normalise_answer(x) for x in gold.get("chain_names", [])]
+    if answer in chain:
+        subject = normalise_answer(gold.get("subject", ""))
+        target = normalise_answer(gold["answer"])
+        i, j, k = chain.index(answer), chain.index(subject) if subject in chain else -1, chain.index(target)
+        between = j >= 0 and min(j, k) < i < max(j, k)
+        kind = "stopped_early" if between else "wrong_chain_name"
+    else:
+        kind = "repetition" if is_repetitive(text) else "hallucination"
+    return SampleScore(0.0, False, extracted=boxed, error=kind)

@@ -20,8 +20,11 @@ __all__ = [
     "levenshtein_score",
     "mean",
     "summarise_details",
+    "error_shares",
     "PROFILES",
 ]
+
+SHORT_CONTEXT_NEEDLES = 64  # ATC prompts up to ~2K tokens
 
 PROFILES: dict[str, tuple[float, float, float]] = {
     "v2": (1 / 3, 1 / 3, 1 / 3),
@@ -78,6 +81,22 @@ def summarise_details(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     }
     for length, vals in sorted(_group(details, "length").items()):
         out[f"length_{length}"] = mean(vals)
-    for n, vals in sorted(_group(details, "num_needles").items()):
-        out[f"needles_{n}"] = mean(vals)
+    by_needles = {n: mean(vals) for n, vals in sorted(_group(details, "num_needles").items())}
+    for n, value in by_needles.items():
+        out[f"needles_{n}"] = value
+    if by_needles and all(d.get("task") == "atc" for d in details):
+        out["weighted_score"] = atc_weighted_score(by_needles)
+        out["weighted_score_short"] = atc_weighted_score(by_needles, max_needles=SHORT_CONTEXT_NEEDLES)
+        out["enl50"] = float(enl(by_needles))
+    for kind, share in error_shares(details).items():
+        out[f"error_{kind}"] = share
     return out
+
+
+def error_shares(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Percentage of all samples that failed with each error kind."""
+    counts: dict[str, int] = defaultdict(int)
+    for d in details:
+        if not d.get("correct") and d.get("error"):
+            counts[str(d["error"]).split(":")[0]] += 1
+    return {k: 100.0 * v / len(details) for k, v in sorted(counts.items())} if details else {}

@@ -115,5 +115,5 @@ def normalise_answer(answer: str) -> str:
         answer = re.sub(r"\\(?:text|textbf|mathrm|mbox|emph)\s*\{([^{}]*)\}", r"\1", answer)
     answer = answer.replace("\\ ", " ").replace("~", " ")
     answer = unicodedata.normalize("NFKC", answer)
-    answer = answer.strip().strip("\"'`“”‘’「」『』.。,，:：;； ")
+    answer = answer.strip().strip("\"'`“”‘’「」『』.。,，:：;； {}")
     return re.sub(r"\s+", " ", answer).casefold()

@@ -16,7 +16,7 @@ from ..errors import ConfigError
 from ..sparse import LANGS
 from ..suites import get_suite, suite_buffer
 
-__all__ = ["needlebench_datasets", "task_dataset", "SPARSE_TASKS"]
+__all__ = ["needlebench_datasets", "atc_datasets", "task_dataset", "SPARSE_TASKS"]
 
 SPARSE_TASKS = ("srt", "mrt", "mrs")
 PROMPT_TEMPLATE = "opencompass.openicl.icl_prompt_template.PromptTemplate"
@@ -121,4 +121,34 @@ def needlebench_datasets(
             )
             evaluator = {"metric": metric} if task in ("srt", "mrt") else {}
             out.append(task_dataset(f"needlebench_{task}_{lang}_{suite}", task, params, out_len, evaluator))
+    return out
+
+
+def atc_datasets(
+    langs: Sequence[str] = LANGS,
+    needle_counts: Sequence[int] = tuple(2**i for i in range(1, 10)),
+    question_types: Sequence[str] | None = None,
+    repeats: int = 10,
+    few_shot: bool = True,
+    seed: int = 0,
+    max_out_len: int = 8192,
+    strip_think: bool = True,
+) -> list[dict[str, Any]]:
+    """The Ancestral Trace Challenge: one dataset per language, every needle count inside."""
+    from ..kinship import QUESTION_TYPES
+
+    qtypes = list(question_types or QUESTION_TYPES)
+    out = []
+    for lang in langs:
+        if lang not in LANGS:
+            raise ConfigError(f"langs: unknown language {lang!r}; choose from {LANGS}")
+        params = dict(
+            lang=lang,
+            needle_counts=list(needle_counts),
+            question_types=qtypes,
+            repeats=repeats,
+            few_shot=few_shot,
+            seed=seed,
+        )
+        out.append(task_dataset(f"needlebench_atc_{lang}", "atc", params, max_out_len, {"strip_think": strip_think}))
     return out

@@ -1,0 +1,113 @@
+"""ATC, the Ancestral Trace Challenge (information-dense; spec section 4).
+
+No haystack: every sentence is a link of one kinship chain. Needle counts
+2..512 (powers of two), R repeats per count and question type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from .errors import ConfigError
+from .graders import grade_boxed
+from .kinship import QUESTION_TYPES, KinshipChain, KinshipQuestion, ask, load_name_pool, make_chain, rules_text
+from .sample import DATASET_VERSION, Sample, sample_id
+from .tasks import TaskSpec, register_task
+from .tokenizer import get_encoding
+
+__all__ = ["AtcParams", "generate_atc", "atc_prompt", "kinship_gold", "DEFAULT_COUNTS"]
+
+DEFAULT_COUNTS: tuple[int, ...] = tuple(2**i for i in range(1, 10))
+
+_INTRO = {
+    "en": (
+        "This is the Ancestral Trace Challenge, a test of multi-step reasoning. The family relationships "
+        "below are given in scrambled order; follow them link by link to answer the question."
+    ),
+    "zh": "这是祖先追溯测试，考察多步推理能力。下面的家族关系顺序是打乱的，请逐条追溯关系来回答问题。",
+}
+_HEADER = {"en": "The scrambled family relationships:", "zh": "打乱顺序的家族关系如下："}
+
+
+@dataclass(frozen=True)
+class AtcParams:
+    lang: str
+    needle_counts: tuple[int, ...] = DEFAULT_COUNTS
+    question_types: tuple[str, ...] = QUESTION_TYPES
+    repeats: int = 10
+    seed: int = 0
+    few_shot: bool = True
+    encoding: str = "cl100k_base"
+
+
+def _validate(p: AtcParams) -> None:
+    if p.lang not in ("en", "zh"):
+        raise ConfigError(f"lang: unknown language {p.lang!r}; choose from ('en', 'zh')")
+    for n in p.needle_counts:
+        if not isinstance(n, int) or n < 1:
+            raise ConfigError(f"needle_counts: {n!r} must be a positive integer")
+    for q in p.question_types:
+        if q not in QUESTION_TYPES:
+            raise ConfigError(f"question_types: unknown {q!r}; choose from {QUESTION_TYPES}")
+    if p.repeats < 1:
+        raise ConfigError(f"repeats: {p.repeats} must be at least 1")
+
+
+def atc_prompt(chain: KinshipChain, question: KinshipQuestion, few_shot: bool = True) -> str:
+    joiner = " " if chain.lang == "en" else ""
+    story = joiner.join(chain.statements())
+    lang = chain.lang
+    return f"{_INTRO[lang]}\n\n{rules_text(lang, few_shot)}\n\n{_HEADER[lang]}\n{story}\n\n{question.text}\n"
+
+
+def kinship_gold(chain: KinshipChain, question: KinshipQuestion) -> dict:
+    return {
+        "answer": question.answer,
+        "kind": question.kind,
+        "subject": question.subject,
+        "question_type": question.type,
+        "chain_names": list(chain.names),
+    }
+
+
+def kinship_meta(chain: KinshipChain, question: KinshipQuestion) -> dict:
+    return {
+        "num_needles": len(chain.links),
+        "question_type": question.type,
+        "generations": chain.generations,
+        "chain": chain.as_meta(),
+        "names_reasoning_order": list(chain.names),
+    }
+
+
+def generate_atc(p: AtcParams) -> Iterator[Sample]:
+    _validate(p)
+    pool = load_name_pool(p.lang)
+    enc = get_encoding(p.encoding)
+    for n in p.needle_counts:
+        for qtype in p.question_types:
+            for repeat in range(p.repeats):
+                chain = make_chain(pool, n, "atc", n, qtype, repeat, p.seed)
+                question = ask(chain, qtype)
+                prompt = atc_prompt(chain, question, p.few_shot)
+                meta = {
+                    **kinship_meta(chain, question),
+                    "repeat": repeat,
+                    "prompt_tokens": len(enc.encode_ordinary(prompt)),
+                    "few_shot": p.few_shot,
+                    "seed": p.seed,
+                    "encoding": p.encoding,
+                    "version": DATASET_VERSION,
+                }
+                yield Sample(
+                    id=sample_id("atc", p.lang, n, qtype, repeat, prompt=prompt),
+                    task="atc",
+                    lang=p.lang,
+                    prompt=prompt,
+                    gold=kinship_gold(chain, question),
+                    meta=meta,
+                )
+
+
+register_task(TaskSpec("atc", "dense", AtcParams, generate_atc, grade_boxed, "Ancestral Trace Challenge (ATC)"))

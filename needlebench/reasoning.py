@@ -1,0 +1,160 @@
+"""M-RS, multi-needle reasoning (2025 form), and the 2024 bring-your-own-needles form.
+
+2025: 2-5 kinship statements spread through the haystack at distinct depths
+(spacing computed once from the requested depth, with no accumulated
+offsets), asked with the ATC question types, answered in ``\\boxed{}``.
+2024: records of OpenCompass's ``multi_needle_reasoning_{en,zh}.json``
+layout (``derivation_count``, ``derivations``, ``question``, ``answer``),
+scored by keyword.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from .atc import kinship_gold, kinship_meta
+from .errors import ConfigError
+from .graders import SampleScore, ScoreOptions, grade_boxed, grade_srt
+from .kinship import QUESTION_TYPES, ask, load_name_pool, make_chain, rules_text
+from .prompts import sparse_prompt
+from .sample import Sample, sample_id
+from .seeding import rng
+from .sparse import SparseParams, fill, haystack_for, validate_sparse
+from .tasks import TaskSpec, register_task
+
+__all__ = ["needle_depths", "generate_mrs", "grade_mrs", "MRS_COUNTS"]
+
+MRS_COUNTS = (2, 3, 4, 5)
+
+
+def needle_depths(depth: float, count: int) -> tuple[float, ...]:
+    """``count`` distinct depths starting at ``depth``, spread toward the roomier end.
+
+    Spacing is (room / count), computed once; OpenCompass adds the previous
+    needle's length on top of the spacing, so its later needles pile up at the end.
+    """
+    if count == 1:
+        return (float(depth),)
+    if depth <= 50:
+        step = (100.0 - depth) / count
+        out = [depth + i * step for i in range(count)]
+    else:
+        step = depth / count
+        out = [depth - i * step for i in range(count)]
+    return tuple(sorted(round(x, 3) for x in out))
+
+
+@functools.lru_cache(maxsize=8)
+def _multihop_records(path: str) -> tuple[dict, ...]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        records = tuple(
+            {
+                "count": int(r["derivation_count"]),
+                "needles": list(r["derivations"]),
+                "question": str(r["question"]),
+                "answer": str(r["answer"]),
+            }
+            for r in data
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"needle_file: {path} is not a multi_needle_reasoning JSON list ({exc})") from exc
+    if not records:
+        raise ConfigError(f"needle_file: {path} holds no records")
+    return records
+
+
+def _kinship_samples(p: SparseParams, qtypes: tuple[str, ...]) -> Iterator[Sample]:
+    pool = load_name_pool(p.lang)
+    counts = p.num_needles or MRS_COUNTS
+    for repeat in range(p.repeats):
+        hay = haystack_for(p, repeat)
+        for length in p.lengths:
+            for count in counts:
+                for depth in p.depths:
+                    coords = ("mrs", p.lang, length, count, depth, repeat, p.seed)
+                    qtype = rng("mrs-question", *coords).choice(qtypes)
+                    chain = make_chain(pool, count, *coords)
+                    question = ask(chain, qtype)
+                    parts = sparse_prompt(
+                        p.lang,
+                        [question.text],
+                        [""],
+                        p.question_position,
+                        p.recall_step,
+                        extra_instruction=rules_text(p.lang, few_shot=False),
+                    )
+                    depths = needle_depths(depth, count)
+                    statements = chain.statements()
+                    fitted, meta = fill(p, hay, length, parts.head, parts.tail, list(zip(depths, statements)))
+                    meta.update(
+                        depth=depth,
+                        depths=list(depths),
+                        realised_depths=[pl.realised_depth for pl in fitted.placements],
+                        repeat=repeat,
+                        **kinship_meta(chain, question),
+                    )
+                    yield Sample(
+                        id=sample_id("mrs", p.lang, length, count, depth, repeat, prompt=fitted.text),
+                        task="mrs",
+                        lang=p.lang,
+                        prompt=fitted.text,
+                        gold={**kinship_gold(chain, question), "form": "kinship"},
+                        meta=meta,
+                    )
+
+
+def _multihop_samples(p: SparseParams) -> Iterator[Sample]:
+    records = _multihop_records(p.needle_file)
+    counts = p.num_needles or MRS_COUNTS
+    for repeat in range(p.repeats):
+        hay = haystack_for(p, repeat)
+        for length in p.lengths:
+            for count in counts:
+                pool = [r for r in records if r["count"] == count]
+                if not pool:
+                    raise ConfigError(f"needle_file: {p.needle_file} has no records with derivation_count={count}")
+                record = rng("mrs-record", p.lang, length, count, repeat, p.seed).choice(pool)
+                parts = sparse_prompt(p.lang, [record["question"]], [""], p.question_position, p.recall_step)
+                for depth in p.depths:
+                    depths = needle_depths(depth, count)
+                    fitted, meta = fill(p, hay, length, parts.head, parts.tail, list(zip(depths, record["needles"])))
+                    meta.update(
+                        depth=depth,
+                        depths=list(depths),
+                        num_needles=count,
+                        repeat=repeat,
+                        realised_depths=[pl.realised_depth for pl in fitted.placements],
+                    )
+                    yield Sample(
+                        id=sample_id("mrs", p.lang, length, count, depth, repeat, prompt=fitted.text),
+                        task="mrs",
+                        lang=p.lang,
+                        prompt=fitted.text,
+                        gold={"form": "multihop", "keywords": [record["answer"]], "needle": record["answer"]},
+                        meta=meta,
+                    )
+
+
+def generate_mrs(p: SparseParams) -> Iterator[Sample]:
+    validate_sparse(p)
+    qtypes = tuple(p.extra.get("question_types", ("eldest_ancestor",))) if p.extra else ("eldest_ancestor",)
+    for q in qtypes:
+        if q not in QUESTION_TYPES:
+            raise ConfigError(f"question_types: unknown {q!r}; choose from {QUESTION_TYPES}")
+    if p.needle_file:
+        yield from _multihop_samples(p)
+    else:
+        yield from _kinship_samples(p, qtypes)
+
+
+def grade_mrs(prediction: object, gold: dict, options: ScoreOptions) -> SampleScore:
+    if gold.get("form") == "multihop":
+        return grade_srt(prediction, gold, options)
+    return grade_boxed(prediction, gold, options)
+
+
+register_task(TaskSpec("mrs", "sparse", SparseParams, generate_mrs, grade_mrs, "Multi-needle reasoning (M-RS)"))
