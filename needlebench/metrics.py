@@ -90,6 +90,24 @@ def summarise_details(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         out["enl50"] = float(enl(by_needles))
     for kind, share in error_shares(details).items():
         out[f"error_{kind}"] = share
+    if all(d.get("task") == "needlechain" for d in details):
+        out.update(chain_cells(details))
+    return out
+
+
+def chain_cells(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """NeedleChain accuracy per (variant, k, question) and error shares per (variant, k)."""
+    out: dict[str, float] = {}
+    cells: dict[tuple[str, int, str], list[float]] = defaultdict(list)
+    groups: dict[tuple[str, int], list[Mapping[str, Any]]] = defaultdict(list)
+    for d in details:
+        cells[(d["variant"], d["k"], d["question"])].append(float(d["score"]))
+        groups[(d["variant"], d["k"])].append(d)
+    for (variant, k, question), vals in sorted(cells.items()):
+        out[f"acc_{variant}_k{k}_{question}"] = mean(vals)
+    for (variant, k), rows in sorted(groups.items()):
+        for kind, share in error_shares(rows).items():
+            out[f"err_{variant}_k{k}_{kind}"] = share
     return out
 
 

@@ -47,3 +47,58 @@ def test_summary_csv_matches_per_sample_results(tiny_run: Path) -> None:
             assert s["prompt_tokens"] <= 1000 and s["length"] == 1000
     mrt = json.loads((tiny_run / "results" / model / "needlebench_mrt_en_4k.samples.jsonl").read_text().splitlines()[0])
     assert len(mrt["recalled"]) == 2
+
+
+@pytest.fixture(scope="module")
+def dense_run(root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("oc_dense")
+    result = subprocess.run(
+        [bin_path("opencompass"), "tests/configs/e2e_dense.py", "-w", str(work)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (run_dir,) = [p for p in work.iterdir() if p.is_dir()]
+    return run_dir
+
+
+def test_atc_run_reports_per_n_accuracy_weighted_score_and_enl(dense_run: Path) -> None:
+    model = "smollm2-135m-instruct"
+    result = json.loads((dense_run / "results" / model / "needlebench_atc_en.json").read_text())
+    samples = [
+        json.loads(x)
+        for x in (dense_run / "results" / model / "needlebench_atc_en.samples.jsonl").read_text().splitlines()
+    ]
+    assert len(samples) == 2
+    by_n = {s["num_needles"]: s["score"] for s in samples}
+    assert result["needles_2"] == by_n[2] and result["needles_4"] == by_n[4]
+    assert result["weighted_score"] == pytest.approx((2 * by_n[2] + 4 * by_n[4]) / 6)
+    assert result["enl50"] == max([n for n, v in by_n.items() if v >= 50], default=0)
+    for s in samples:
+        assert s["correct"] or s["error"] in {
+            "no_boxed_answer",
+            "repetition",
+            "stopped_early",
+            "wrong_chain_name",
+            "hallucination",
+            "wrong_distance",
+        }
+
+
+def test_needlechain_run_reports_cells_and_error_shares(dense_run: Path) -> None:
+    model = "smollm2-135m-instruct"
+    base = dense_run / "results" / model / "needlechain"
+    result = json.loads(base.with_suffix(".json").read_text())
+    samples = [json.loads(x) for x in base.with_suffix(".samples.jsonl").read_text().splitlines()]
+    assert len(samples) == 8
+    for variant in ("forward", "backward", "mixed", "stack"):
+        for question in ("single", "total"):
+            cell = [s["score"] for s in samples if s["variant"] == variant and s["question"] == question]
+            assert result[f"acc_{variant}_k5_{question}"] == pytest.approx(sum(cell) / len(cell))
+        wrong = [s for s in samples if s["variant"] == variant and not s["correct"]]
+        shares = sum(v for k, v in result.items() if k.startswith(f"err_{variant}_k5_"))
+        assert shares == pytest.approx(100.0 * len(wrong) / 2)
+    positions = json.loads((dense_run / "results" / model / "needlechain.positions.json").read_text())
+    assert set(positions["all_k"]) == {"forward", "backward", "mixed", "stack"}

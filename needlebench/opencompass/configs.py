@@ -16,7 +16,17 @@ from ..errors import ConfigError
 from ..sparse import LANGS
 from ..suites import get_suite, suite_buffer
 
-__all__ = ["needlebench_datasets", "atc_datasets", "task_dataset", "SPARSE_TASKS"]
+__all__ = [
+    "needlebench_datasets",
+    "atc_datasets",
+    "needlechain_datasets",
+    "task_dataset",
+    "SPARSE_TASKS",
+    "NEEDLECHAIN_SAMPLING",
+]
+
+# The NeedleChain paper sampled open models at temperature 0.6, top-p 0.95.
+NEEDLECHAIN_SAMPLING = dict(do_sample=True, temperature=0.6, top_p=0.95)
 
 SPARSE_TASKS = ("srt", "mrt", "mrs")
 PROMPT_TEMPLATE = "opencompass.openicl.icl_prompt_template.PromptTemplate"
@@ -152,3 +162,32 @@ def atc_datasets(
         )
         out.append(task_dataset(f"needlebench_atc_{lang}", "atc", params, max_out_len, {"strip_think": strip_think}))
     return out
+
+
+def needlechain_datasets(
+    quick: bool = False,
+    k_values: Sequence[int] | None = None,
+    points: int | None = None,
+    variants: Sequence[str] = ("forward", "backward", "mixed", "stack"),
+    questions: Sequence[str] = ("single", "total"),
+    seed: int = 0,
+    max_out_len: int = 4096,
+    lenient: bool = False,
+    strip_think: bool = True,
+) -> list[dict[str, Any]]:
+    """NeedleChain: one dataset holding every (k, variant, question); quick = k 5/10/20, 10 points."""
+    ks = list(k_values or ((5, 10, 20) if quick else (5, 10, 20, 50, 100, 200)))
+    params = dict(
+        k_values=ks,
+        points=points or (10 if quick else 200),
+        variants=list(variants),
+        questions=list(questions),
+        seed=seed,
+        lang="en",
+    )
+    abbr = "needlechain_quick" if quick else "needlechain"
+    return [
+        task_dataset(
+            abbr, "needlechain", params, max_out_len, {"lenient": lenient, "strip_think": strip_think}, system=True
+        )
+    ]

@@ -14,6 +14,7 @@ from typing import Any
 
 from opencompass.openicl.icl_evaluator import BaseEvaluator
 
+from ..chains import position_profile
 from ..errors import ConfigError
 from ..graders import METRICS, SampleScore, ScoreOptions
 from ..metrics import summarise_details
@@ -83,7 +84,21 @@ class NeedleBenchEvaluator(BaseEvaluator):
             return {"error": f"{len(predictions)} predictions for {len(references)} samples"}
         details = grade_rows(predictions, references, test_set, self.options)
         self._write_samples(details, predictions)
+        if any(d["task"] == "needlechain" for d in details):
+            self._write_json(
+                "positions", {"all_k": position_profile(details), "k200": position_profile(details, min_k=200)}
+            )
         return {**summarise_details(details), "details": details}
+
+    def _write_json(self, suffix: str, data: Any) -> None:
+        out = getattr(self, "_out_dir", None)
+        if not out:
+            return
+        path = f"{out}.{suffix}.json"
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(f"{path}.tmp", "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=1, allow_nan=True)
+        os.replace(f"{path}.tmp", path)
 
     def _write_samples(self, details: list[dict[str, Any]], predictions: list[Any]) -> None:
         out = getattr(self, "_out_dir", None)
