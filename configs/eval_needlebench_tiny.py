@@ -23,3 +23,4 @@ eval = dict(
     runner=dict(type="LocalRunner", max_num_workers=2, task=dict(type="OpenICLEvalTask")),
 )
 work_dir = "outputs/needlebench_tiny"
+summarizer = dict(type="needlebench.opencompass.summarizer.NeedleBenchSummarizer")

@@ -22,7 +22,7 @@ from .kinship import QUESTION_TYPES, ask, load_name_pool, make_chain, rules_text
 from .prompts import sparse_prompt
 from .sample import Sample, sample_id
 from .seeding import rng
-from .sparse import SparseParams, fill, haystack_for, validate_sparse
+from .sparse import SkipSample, SparseParams, fill, haystack_for, prefix_order, validate_sparse
 from .tasks import TaskSpec, register_task
 
 __all__ = ["needle_depths", "generate_mrs", "grade_mrs", "MRS_COUNTS"]
@@ -72,9 +72,9 @@ def _kinship_samples(p: SparseParams, qtypes: tuple[str, ...]) -> Iterator[Sampl
     counts = p.num_needles or MRS_COUNTS
     for repeat in range(p.repeats):
         hay = haystack_for(p, repeat)
-        for length in p.lengths:
+        for length in prefix_order(p.lengths):
             for count in counts:
-                for depth in p.depths:
+                for depth in prefix_order(p.depths):
                     coords = ("mrs", p.lang, length, count, depth, repeat, p.seed)
                     qtype = rng("mrs-question", *coords).choice(qtypes)
                     chain = make_chain(pool, count, *coords)
@@ -89,7 +89,10 @@ def _kinship_samples(p: SparseParams, qtypes: tuple[str, ...]) -> Iterator[Sampl
                     )
                     depths = needle_depths(depth, count)
                     statements = chain.statements()
-                    fitted, meta = fill(p, hay, length, parts.head, parts.tail, list(zip(depths, statements)))
+                    try:
+                        fitted, meta = fill(p, hay, length, parts.head, parts.tail, list(zip(depths, statements)))
+                    except SkipSample:
+                        continue
                     meta.update(
                         depth=depth,
                         depths=list(depths),
@@ -112,16 +115,21 @@ def _multihop_samples(p: SparseParams) -> Iterator[Sample]:
     counts = p.num_needles or MRS_COUNTS
     for repeat in range(p.repeats):
         hay = haystack_for(p, repeat)
-        for length in p.lengths:
+        for length in prefix_order(p.lengths):
             for count in counts:
                 pool = [r for r in records if r["count"] == count]
                 if not pool:
                     raise ConfigError(f"needle_file: {p.needle_file} has no records with derivation_count={count}")
                 record = rng("mrs-record", p.lang, length, count, repeat, p.seed).choice(pool)
                 parts = sparse_prompt(p.lang, [record["question"]], [""], p.question_position, p.recall_step)
-                for depth in p.depths:
+                for depth in prefix_order(p.depths):
                     depths = needle_depths(depth, count)
-                    fitted, meta = fill(p, hay, length, parts.head, parts.tail, list(zip(depths, record["needles"])))
+                    try:
+                        fitted, meta = fill(
+                            p, hay, length, parts.head, parts.tail, list(zip(depths, record["needles"]))
+                        )
+                    except SkipSample:
+                        continue
                     meta.update(
                         depth=depth,
                         depths=list(depths),

@@ -18,9 +18,24 @@ from .prompts import QUESTION_POSITIONS, sparse_prompt
 from .sample import DATASET_VERSION, Sample, sample_id
 from .tokenizer import get_encoding
 
-__all__ = ["SparseParams", "generate_srt", "generate_mrt", "validate_sparse", "haystack_for", "fill"]
+__all__ = [
+    "SparseParams",
+    "SkipSample",
+    "generate_srt",
+    "generate_mrt",
+    "validate_sparse",
+    "haystack_for",
+    "fill",
+    "OVERLENGTH_POLICIES",
+    "prefix_order",
+]
 
 LANGS = ("en", "zh")
+OVERLENGTH_POLICIES = ("shorten", "skip")
+
+
+class SkipSample(Exception):
+    """A sample that cannot fit the model's context under the ``skip`` policy."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +55,8 @@ class SparseParams:
     recall_step: bool = False
     encoding: str = "cl100k_base"
     min_fill: float = 0.25
+    max_prompt_tokens: int = 0  # the model's room (max_seq_len - output budget); 0 = no limit
+    overlength: str = "shorten"  # what to do with prompts over max_prompt_tokens
     extra: dict = field(default_factory=dict)
 
     def __hash__(self) -> int:  # extra and buffer may be dicts; hash on the rest
@@ -76,6 +93,8 @@ def validate_sparse(p: SparseParams) -> None:
         raise ConfigError(f"repeats: {p.repeats} must be at least 1")
     if p.question_position not in QUESTION_POSITIONS:
         raise ConfigError(f"question_position: {p.question_position!r}; choose from {QUESTION_POSITIONS}")
+    if p.overlength not in OVERLENGTH_POLICIES:
+        raise ConfigError(f"overlength: {p.overlength!r}; choose from {OVERLENGTH_POLICIES}")
     if not 0 < p.min_fill < 1:
         raise ConfigError(f"min_fill: {p.min_fill} must be between 0 and 1")
     get_encoding(p.encoding)
@@ -87,6 +106,11 @@ def _bank(p: SparseParams) -> tuple[Needle, ...]:
     if not pool:
         raise ConfigError(f"needle_file: {path} has no needles for language {p.lang!r}")
     return pool
+
+
+def prefix_order(values: tuple) -> list:
+    """Longest and deepest first: each later prompt of a repeat finds its prefix already computed."""
+    return sorted(values, reverse=True)
 
 
 def haystack_for(p: SparseParams, repeat: int) -> Haystack:
@@ -110,7 +134,14 @@ def fill(
             f"lengths: {length} is too short for this task's text ({text_tokens} tokens of "
             f"instructions, question and needles plus {min_hay} of filler)"
         )
-    fitted = fit_prompt(hay, length - buffer, head, tail, needles, p.encoding)
+    budget = length - buffer
+    shortened_from = None
+    if p.max_prompt_tokens and budget > p.max_prompt_tokens:
+        # never cut the question or the needles: only the haystack gets shorter
+        if p.overlength == "skip" or p.max_prompt_tokens - text_tokens < 1:
+            raise SkipSample(f"length {length} needs {budget} tokens, the model has {p.max_prompt_tokens}")
+        shortened_from, budget = budget, p.max_prompt_tokens
+    fitted = fit_prompt(hay, budget, head, tail, needles, p.encoding)
     meta = {
         "length": length,
         "buffer": buffer,
@@ -125,6 +156,8 @@ def fill(
         "question_position": p.question_position,
         "recall_step": p.recall_step,
     }
+    if shortened_from is not None:
+        meta["shortened_from"] = shortened_from
     return fitted, meta
 
 
@@ -134,11 +167,14 @@ def generate_srt(p: SparseParams) -> Iterator[Sample]:
     pool = _bank(p)
     for repeat in range(p.repeats):
         hay = haystack_for(p, repeat)
-        for length in p.lengths:
+        for length in prefix_order(p.lengths):
             (needle,) = pick_needles(pool, 1, "srt", p.lang, repeat, length, p.seed)
             parts = sparse_prompt(p.lang, [needle.question], [needle.answer_format], p.question_position, p.recall_step)
-            for depth in p.depths:
-                fitted, meta = fill(p, hay, length, parts.head, parts.tail, [(depth, needle.text)])
+            for depth in prefix_order(p.depths):
+                try:
+                    fitted, meta = fill(p, hay, length, parts.head, parts.tail, [(depth, needle.text)])
+                except SkipSample:
+                    continue
                 placement = fitted.placements[0]
                 meta.update(
                     depth=depth,
@@ -173,7 +209,7 @@ def generate_mrt(p: SparseParams) -> Iterator[Sample]:
     counts = p.num_needles or (len(p.depths),)
     for repeat in range(p.repeats):
         hay = haystack_for(p, repeat)
-        for length in p.lengths:
+        for length in prefix_order(p.lengths):
             for count in counts:
                 depths = tuple(p.depths) if count == len(p.depths) else _spread(count)
                 needles = pick_needles(pool, count, "mrt", p.lang, repeat, length, count, p.seed)

@@ -49,6 +49,32 @@ def test_summary_csv_matches_per_sample_results(tiny_run: Path) -> None:
     assert len(mrt["recalled"]) == 2
 
 
+def test_needlebench_summary_csv_and_report_from_real_run(tiny_run: Path) -> None:
+    model = "smollm2-135m-instruct"
+    table = {
+        (r["task"], r["lang"], r["length"]): r
+        for r in csv.DictReader((tiny_run / "summary" / "needlebench_summary.csv").open(encoding="utf-8"))
+    }
+
+    def sample_score(abbr: str) -> float:
+        (s,) = [
+            json.loads(x) for x in (tiny_run / "results" / model / f"{abbr}.samples.jsonl").read_text().splitlines()
+        ]
+        return s["score"]
+
+    en, zh = sample_score("needlebench_srt_en_4k"), sample_score("needlebench_srt_zh_4k")
+    assert float(table[("S-RT", "EN", "1000")][model]) == pytest.approx(en, abs=0.01)
+    assert float(table[("S-RT", "ZH", "all")][model]) == pytest.approx(zh, abs=0.01)
+    assert float(table[("S-RT", "OVERALL", "all")][model]) == pytest.approx((en + zh) / 2, abs=0.01)
+    assert float(table[("M-RT", "EN", "1000")][model]) == pytest.approx(sample_score("needlebench_mrt_en_4k"), abs=0.01)
+    # M-RT ran in English only, so its overall is the English score
+    assert float(table[("M-RT", "OVERALL", "all")][model]) == pytest.approx(
+        sample_score("needlebench_mrt_en_4k"), abs=0.01
+    )
+    assert (tiny_run / "summary" / "report.html").stat().st_size > 1000
+    assert list((tiny_run / "summary" / "figures").glob("heatmap_srt_en_*.png"))
+
+
 @pytest.fixture(scope="module")
 def dense_run(root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("oc_dense")

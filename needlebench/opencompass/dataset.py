@@ -8,6 +8,7 @@ full config and read back memory-mapped by the infer and eval tasks.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from opencompass.datasets.base import BaseDataset
 from ..store import ROW_COLUMNS, cache_dir, cache_key, rows
 from ..tasks import get_task, make_params
 
-__all__ = ["NeedleBenchDataset", "materialize"]
+__all__ = ["NeedleBenchDataset", "materialize", "load_rows"]
 
 FEATURES = Features({c: Value("string") for c in ROW_COLUMNS})
 
@@ -51,10 +52,29 @@ def materialize(task: str, **params: Any) -> Path | Dataset:
     return path
 
 
+def load_rows(task: str, max_prompt_tokens: int = 0, overlength: str = "shorten", **params: Any) -> Dataset:
+    """The rows a model actually gets, after its context limit is applied.
+
+    Sparse tasks shorten the haystack (or skip the sample) at generation;
+    dense tasks cannot be shortened, so their over-length samples are skipped.
+    The partitioner injects ``max_prompt_tokens`` and ``overlength`` per model
+    into both the infer and the eval config, so both see the same rows.
+    """
+    spec = get_task(task)
+    if spec.family == "sparse" and max_prompt_tokens:
+        params = {**params, "max_prompt_tokens": int(max_prompt_tokens), "overlength": overlength}
+    result = materialize(task, **params)
+    ds = result if isinstance(result, Dataset) else Dataset.from_file(str(result))
+    if spec.family != "sparse" and max_prompt_tokens:
+        keep = [i for i, m in enumerate(ds["meta"]) if json.loads(m)["prompt_tokens"] <= max_prompt_tokens]
+        if len(keep) < len(ds):
+            ds = ds.select(keep)
+    return ds
+
+
 class NeedleBenchDataset(BaseDataset):
     """``type=NeedleBenchDataset, task='srt', lang='en', lengths=[...], ...``."""
 
     @staticmethod
     def load(task: str, **params: Any) -> Dataset:
-        result = materialize(task, **params)
-        return result if isinstance(result, Dataset) else Dataset.from_file(str(result))
+        return load_rows(task, **params)

@@ -15,3 +15,4 @@ eval = dict(
     partitioner=dict(type="NaivePartitioner"),
     runner=dict(type="LocalRunner", max_num_workers=2, task=dict(type="OpenICLEvalTask")),
 )
+summarizer = dict(type="needlebench.opencompass.summarizer.NeedleBenchSummarizer")
