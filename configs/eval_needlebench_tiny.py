@@ -2,7 +2,7 @@
 # three depths, against the bundled CPU model. A few minutes on 2 cores.
 _base_ = ["models/smollm2_135m_cpu.py"]
 
-from needlebench.opencompass.configs import needlebench_datasets
+from needlebench.opencompass.configs import SUMMARIZER, needlebench_datasets, runtime
 
 datasets = needlebench_datasets(
     suite="4k",
@@ -14,13 +14,6 @@ datasets = needlebench_datasets(
     mrt=dict(num_needles=[3]),
 )
 
-infer = dict(
-    partitioner=dict(type="NumWorkerPartitioner", num_worker=1),
-    runner=dict(type="LocalRunner", max_num_workers=1, task=dict(type="OpenICLInferTask")),
-)
-eval = dict(
-    partitioner=dict(type="NaivePartitioner"),
-    runner=dict(type="LocalRunner", max_num_workers=2, task=dict(type="OpenICLEvalTask")),
-)
+infer, eval = runtime(num_shards=1, max_workers=1, eval_workers=2)
+summarizer = dict(type=SUMMARIZER)
 work_dir = "outputs/needlebench_tiny"
-summarizer = dict(type="needlebench.opencompass.summarizer.NeedleBenchSummarizer")

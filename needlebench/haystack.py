@@ -15,6 +15,7 @@ each insertion's effect is measured by encoding a small window around it.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -22,8 +23,8 @@ import numpy as np
 
 from .corpora import Corpus
 from .errors import ConfigError
-from .seeding import rng
-from .tokenizer import get_encoding, token_byte_lengths
+from .seeding import content_digest, rng
+from .tokenizer import count_tokens, get_encoding, token_byte_lengths
 
 __all__ = [
     "TokenizedCorpus",
@@ -31,14 +32,18 @@ __all__ = [
     "Placement",
     "FittedPrompt",
     "tokenize_corpus",
+    "load_tokenized",
     "build_haystack",
     "fit_prompt",
+    "text_tokens",
 ]
 
 _SEPARATOR = "\n\n"
 _TERMINATORS = tuple(t.encode() for t in (".", "?", "!", "。", "？", "！"))
 _CLOSERS = b" \t\r\n\"')]" + "”’」』）".encode()
-_WINDOW = 24  # tokens either side of an insertion; cl100k pretokens are far shorter
+
+
+_CACHE_FORMAT = "1"
 
 
 @dataclass(frozen=True)
@@ -70,13 +75,63 @@ def tokenize_corpus(corpus: Corpus, encoding: str = "cl100k_base") -> TokenizedC
 
 
 @functools.lru_cache(maxsize=8)
-def _token_tables(encoding: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per token id: ends a sentence, ends with whitespace, starts with whitespace."""
+def load_tokenized(lang: str, choice: str = "packaged", encoding: str = "cl100k_base") -> TokenizedCorpus:
+    """A corpus with its tokens, from the on-disk cache when the source files are unchanged.
+
+    Every OpenCompass task is a new process; reading ~3M tokens back takes
+    milliseconds where normalising and encoding the corpus takes seconds.
+    """
+    import json
+
+    from .corpora import corpus_identity, load_corpus
+    from .seeding import stable_hash
+    from .store import cache_dir
+
+    key = stable_hash(corpus_identity(lang, choice), choice, encoding, _CACHE_FORMAT)
+    path = cache_dir() / "corpora" / f"{lang}-{key}.npz"
+    if path.is_file():
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                info = json.loads(bytes(z["info"]).decode())
+                tokens, data = z["tokens"], bytes(z["data"])
+                tok_cuts = np.cumsum(z["tok_lens"])[:-1]
+                byte_cuts = np.cumsum(z["byte_lens"]).tolist()
+            doc_bytes = tuple(data[a:b] for a, b in zip([0, *byte_cuts[:-1]], byte_cuts))
+            docs = tuple(b.decode("utf-8")[: -len(_SEPARATOR)] for b in doc_bytes)
+            corpus = Corpus(info["name"], lang, docs, info["source"])
+            return TokenizedCorpus(corpus, encoding, tuple(np.split(tokens.astype(np.int64), tok_cuts)), doc_bytes)
+        except (OSError, ValueError, KeyError):
+            pass  # unreadable cache: rebuild it below
+    tc = tokenize_corpus(load_corpus(lang, choice), encoding)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
+        info = json.dumps({"name": tc.corpus.name, "source": tc.corpus.source}).encode()
+        np.savez(
+            tmp,
+            tokens=np.concatenate(tc.doc_tokens).astype(np.int32),
+            tok_lens=np.array([len(t) for t in tc.doc_tokens], dtype=np.int64),
+            data=np.frombuffer(b"".join(tc.doc_bytes), dtype=np.uint8),
+            byte_lens=np.array([len(b) for b in tc.doc_bytes], dtype=np.int64),
+            info=np.frombuffer(info, dtype=np.uint8),
+        )
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only cache only costs speed
+    return tc
+
+
+@functools.lru_cache(maxsize=8)
+def _token_tables(encoding: str) -> tuple[np.ndarray, ...]:
+    """Per token id: ends a sentence, ends / starts with whitespace, ends with a letter or digit,
+    starts with a character that is neither (the last two decide stable pretoken boundaries)."""
     enc = get_encoding(encoding)
     n = enc.n_vocab
     ends_sentence = np.zeros(n, dtype=bool)
     trailing_ws = np.zeros(n, dtype=bool)
     leading_ws = np.zeros(n, dtype=bool)
+    ends_alnum = np.zeros(n, dtype=bool)
+    starts_other = np.zeros(n, dtype=bool)
     for token in range(n):
         try:
             raw = enc.decode_single_token_bytes(token)
@@ -87,7 +142,12 @@ def _token_tables(encoding: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         ends_sentence[token] = raw.rstrip(_CLOSERS).endswith(_TERMINATORS)
         trailing_ws[token] = raw[-1:] in (b" ", b"\n", b"\t", b"\r")
         leading_ws[token] = raw[:1] in (b" ", b"\n", b"\t", b"\r")
-    return ends_sentence, trailing_ws, leading_ws
+        # only a whole character at a token's edge can vouch for that edge
+        text = raw.decode("utf-8", errors="ignore")
+        if text:
+            ends_alnum[token] = raw.endswith(text[-1].encode()) and text[-1].isalnum()
+            starts_other[token] = raw.startswith(text[0].encode()) and not text[0].isalnum()
+    return ends_sentence, trailing_ws, leading_ws, ends_alnum, starts_other
 
 
 @dataclass(frozen=True)
@@ -105,6 +165,7 @@ class Haystack:
     sentence_starts: np.ndarray
     char_start: np.ndarray  # True where a token boundary is also a UTF-8 character boundary
     tokens: np.ndarray
+    stable: np.ndarray  # sorted token counts k whose boundary is a pretoken boundary in any context
 
     @property
     def n_tokens(self) -> int:
@@ -139,7 +200,7 @@ def build_haystack(tc: TokenizedCorpus, min_tokens: int, *coords: object) -> Hay
     data = b"".join(parts_bytes)
     lengths = token_byte_lengths(tc.encoding)
     tok_end = np.cumsum(lengths[tokens])
-    ends_sentence, trailing_ws, leading_ws = _token_tables(tc.encoding)
+    ends_sentence, trailing_ws, leading_ws, ends_alnum, starts_other = _token_tables(tc.encoding)
     after = np.zeros(len(tokens), dtype=bool)  # boundary after token i starts a sentence
     if tc.corpus.lang == "zh":
         after[:] = ends_sentence[tokens]
@@ -153,7 +214,9 @@ def build_haystack(tc: TokenizedCorpus, min_tokens: int, *coords: object) -> Hay
     ends = tok_end[:-1]
     char_start = np.ones(len(tokens) + 1, dtype=bool)
     char_start[1:-1] = (raw[ends] & 0xC0) != 0x80
-    return Haystack(tc.corpus.name, tc.corpus.lang, data, tok_end, starts, char_start, tokens)
+    # cl100k never joins a letter or digit to a following space or punctuation mark
+    stable = np.flatnonzero(ends_alnum[tokens[:-1]] & starts_other[tokens[1:]]) + 1
+    return Haystack(tc.corpus.name, tc.corpus.lang, data, tok_end, starts, char_start, tokens, stable)
 
 
 @dataclass(frozen=True)
@@ -172,6 +235,7 @@ class FittedPrompt:
     haystack_tokens: int
     budget: int
     placements: tuple[Placement, ...]
+    digest: str  # content digest of the prompt bytes, for sample ids
 
 
 def _cut(hay: Haystack, h: int) -> int:
@@ -214,14 +278,22 @@ def _needle_bytes(hay: Haystack, offset: int, end: int, text: str) -> bytes:
     return (" " + text).encode()
 
 
-def _window_delta(enc, hay: Haystack, lo: int, hi: int, inserts: list[tuple[int, bytes]]) -> int:
-    """Token-count change caused by ``inserts`` (byte offset, bytes) inside tokens [lo, hi)."""
-    while lo > 0 and not hay.char_start[lo]:
-        lo -= 1
-    while hi < hay.n_tokens and not hay.char_start[hi]:
-        hi += 1
+def _edge(hay: Haystack, k: int, step: int, stop: int) -> int:
+    """The nearest stable boundary at or beyond ``k`` in direction ``step``, else ``stop``."""
+    if step < 0:
+        i = int(np.searchsorted(hay.stable, k, side="right")) - 1
+        return int(hay.stable[i]) if i >= 0 and hay.stable[i] > stop else stop
+    i = int(np.searchsorted(hay.stable, k, side="left"))
+    return int(hay.stable[i]) if i < len(hay.stable) and hay.stable[i] < stop else stop
+
+
+def _interval_tokens(enc, hay: Haystack, lo: int, hi: int, inserts: list[tuple[int, bytes]]) -> int:
+    """Tokens of haystack[lo:hi] with ``inserts`` (byte offset, bytes) applied, in place in the prompt.
+
+    ``lo`` is 0 or a stable boundary and ``hi`` is ``cut`` or a stable boundary, so the
+    interval encodes the same alone as inside the prompt.
+    """
     a, b = hay.offset(lo), hay.offset(hi)
-    original = hay.data[a:b]
     pieces = []
     cursor = a
     for off, ins in inserts:
@@ -229,8 +301,7 @@ def _window_delta(enc, hay: Haystack, lo: int, hi: int, inserts: list[tuple[int,
         pieces.append(ins)
         cursor = off
     pieces.append(hay.data[cursor:b])
-    new = b"".join(pieces)
-    return len(enc.encode_ordinary(new.decode("utf-8"))) - len(enc.encode_ordinary(original.decode("utf-8")))
+    return len(enc.encode_ordinary(b"".join(pieces).decode("utf-8")))
 
 
 def _assemble(
@@ -247,17 +318,21 @@ def _assemble(
         inserts.append((k, order, _needle_bytes(hay, off, end_offset, text)))
     inserts.sort(key=lambda x: (x[0], x[1]))
     all_inserts = [(0, -1, head.encode())] + inserts + [(cut, 1 << 30, tail.encode())]
-    # group insertions whose windows would overlap, and measure each group once
+    # each insertion gets an interval with stable edges; overlapping intervals merge;
+    # an interval's tokens replace its haystack tokens in the count
+    intervals: list[list] = []
+    for k, order, b in all_inserts:
+        # edges strictly outside the insertion point, so original text borders each edge
+        lo = 0 if k <= 1 else _edge(hay, k - 1, -1, 0)
+        hi = cut if k >= cut - 1 else _edge(hay, k + 1, 1, cut)
+        if intervals and lo <= intervals[-1][1]:
+            intervals[-1][1] = max(intervals[-1][1], hi)
+            intervals[-1][2].append((hay.offset(k), b))
+        else:
+            intervals.append([lo, hi, [(hay.offset(k), b)]])
     count = cut
-    group: list[tuple[int, int, bytes]] = []
-    for item in all_inserts + [None]:
-        if item is not None and (not group or item[0] - group[-1][0] <= 2 * _WINDOW):
-            group.append(item)
-            continue
-        lo = max(0, group[0][0] - _WINDOW)
-        hi = min(cut, group[-1][0] + _WINDOW)
-        count += _window_delta(enc, hay, lo, hi, [(hay.offset(k), b) for k, _, b in group])
-        group = [item] if item is not None else []
+    for lo, hi, items in intervals:
+        count += _interval_tokens(enc, hay, lo, hi, items) - (hi - lo)
     pieces = [head.encode()]
     cursor = 0
     for k, _, b in inserts:
@@ -270,6 +345,12 @@ def _assemble(
     return b"".join(pieces), count, placements
 
 
+def text_tokens(head: str, tail: str, needles: Sequence[tuple[float, str]], encoding: str = "cl100k_base") -> int:
+    """Tokens of everything but the filler (one spare token per needle for its joining space)."""
+    total = count_tokens(head, encoding) + count_tokens(tail, encoding)
+    return total + sum(count_tokens(t, encoding) + 1 for _, t in needles)
+
+
 def fit_prompt(
     hay: Haystack,
     budget: int,
@@ -277,6 +358,7 @@ def fit_prompt(
     tail: str,
     needles: Sequence[tuple[float, str]],
     encoding: str = "cl100k_base",
+    overhead: int | None = None,
 ) -> FittedPrompt:
     """Fill ``head + haystack-with-needles + tail`` to at most ``budget`` tokens, as close as possible.
 
@@ -284,8 +366,8 @@ def fit_prompt(
     size by the measured excess until the prompt fits.
     """
     enc = get_encoding(encoding)
-    overhead = len(enc.encode_ordinary(head)) + len(enc.encode_ordinary(tail))
-    overhead += sum(len(enc.encode_ordinary(t)) + 1 for _, t in needles)
+    if overhead is None:
+        overhead = text_tokens(head, tail, needles, encoding)
     h = budget - overhead
     if h <= 0:
         raise ConfigError(f"length budget {budget} tokens leaves no room for filler (needs {overhead} for the text)")
@@ -295,6 +377,6 @@ def fit_prompt(
         cut = _cut(hay, h)
         data, count, placements = _assemble(hay, cut, head, tail, needles, enc)
         if count <= budget:
-            return FittedPrompt(data.decode("utf-8"), count, cut, budget, tuple(placements))
+            return FittedPrompt(data.decode("utf-8"), count, cut, budget, tuple(placements), content_digest(data))
         h -= count - budget
     raise ConfigError(f"could not fit the prompt into {budget} tokens")  # pragma: no cover

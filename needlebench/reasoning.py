@@ -101,7 +101,7 @@ def _kinship_samples(p: SparseParams, qtypes: tuple[str, ...]) -> Iterator[Sampl
                         **kinship_meta(chain, question),
                     )
                     yield Sample(
-                        id=sample_id("mrs", p.lang, length, count, depth, repeat, prompt=fitted.text),
+                        id=sample_id("mrs", p.lang, length, count, depth, repeat, digest=fitted.digest),
                         task="mrs",
                         lang=p.lang,
                         prompt=fitted.text,
@@ -138,7 +138,7 @@ def _multihop_samples(p: SparseParams) -> Iterator[Sample]:
                         realised_depths=[pl.realised_depth for pl in fitted.placements],
                     )
                     yield Sample(
-                        id=sample_id("mrs", p.lang, length, count, depth, repeat, prompt=fitted.text),
+                        id=sample_id("mrs", p.lang, length, count, depth, repeat, digest=fitted.digest),
                         task="mrs",
                         lang=p.lang,
                         prompt=fitted.text,

@@ -55,6 +55,8 @@ def assemble(results: RunResults) -> Report:
     models = rep.models
     if not records:
         return rep
+    if results.overlength:
+        rep.tables["overlength"] = pd.DataFrame(results.overlength)
     summary = tables.summary_table(records, models)
     if not summary.empty:
         rep.tables["needlebench_summary"] = summary

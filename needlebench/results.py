@@ -25,6 +25,7 @@ class RunResults:
     records: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
+    overlength: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def models(self) -> list[str]:
@@ -58,6 +59,7 @@ def load_results(paths: list[Path], label_by_dir: bool = False) -> RunResults:
             continue
         for run in runs:
             out.sources.append(str(run))
+            out.overlength.extend(_read_overlength(run / "needlebench_overlength.json", out.warnings))
             for model_dir in sorted(p for p in (run / "results").iterdir() if p.is_dir()):
                 files = sorted(model_dir.glob("*.samples.jsonl"))
                 others = [p for p in model_dir.glob("*.json") if not p.name.endswith((".positions.json",))]
@@ -103,4 +105,32 @@ def _read_lines(path: Path, warnings: list[str]) -> list[dict[str, Any]]:
             bad += 1
     if bad:
         warnings.append(f"{path}: skipped {bad} malformed line(s)")
+    return rows
+
+
+def _read_overlength(path: Path, warnings: list[str]) -> list[dict[str, Any]]:
+    """The partitioner's record of prompts shortened or skipped to fit each model."""
+    if not path.is_file():
+        return []
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        warnings.append(f"{path}: unreadable over-length record")
+        return []
+    rows = []
+    for model, per_dataset in data.items():
+        for dataset, info in per_dataset.items():
+            cells = [f"{c[0]}/{c[1]}" if c[1] is not None else str(c[0]) for c in info.get("skipped", [])]
+            short = [f"{c[0]}/{c[1]}" if c[1] is not None else str(c[0]) for c in info.get("shortened", [])]
+            rows.append(
+                {
+                    "model": model,
+                    "dataset": dataset,
+                    "policy": info.get("policy"),
+                    "max_prompt_tokens": info.get("max_prompt_tokens"),
+                    "shortened": info.get("num_shortened", 0),
+                    "skipped": info.get("num_skipped", 0),
+                    "cells (length/depth)": ", ".join(short or cells),
+                }
+            )
     return rows

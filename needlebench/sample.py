@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .seeding import stable_hash
+from .seeding import content_digest
 
 __all__ = ["Sample", "DATASET_VERSION", "sample_id"]
 
@@ -33,7 +33,7 @@ class Sample:
         return row
 
 
-def sample_id(task: str, lang: str, *coords: object, prompt: str) -> str:
+def sample_id(task: str, lang: str, *coords: object, prompt: str = "", digest: str = "") -> str:
     """Readable coordinates plus a content hash, so a changed prompt never reuses an id."""
     head = "-".join(str(c) for c in (task, lang, *coords))
-    return f"{head}-{stable_hash(prompt, digest_size=4)}"
+    return f"{head}-{(digest or content_digest(prompt.encode('utf-8')))[:8]}"

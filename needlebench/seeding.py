@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import random
 
-__all__ = ["stable_hash", "stable_seed", "rng"]
+__all__ = ["stable_hash", "stable_seed", "rng", "content_digest"]
 
 
 def stable_hash(*parts: object, digest_size: int = 8) -> str:
@@ -27,3 +27,12 @@ def stable_seed(*parts: object) -> int:
 def rng(*parts: object) -> random.Random:
     """A private ``Random`` seeded from ``parts``; never touches global state."""
     return random.Random(stable_seed(*parts))
+
+
+def content_digest(data: bytes) -> str:
+    """A fast, machine-independent digest of prompt bytes (xxh3 where installed, else blake2b)."""
+    try:
+        import xxhash
+    except ImportError:  # pragma: no cover - datasets brings xxhash
+        return hashlib.blake2b(data, digest_size=8).hexdigest()
+    return xxhash.xxh3_64_hexdigest(data)

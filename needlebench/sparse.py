@@ -10,9 +10,8 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from .corpora import load_corpus
 from .errors import ConfigError
-from .haystack import Haystack, build_haystack, fit_prompt, tokenize_corpus
+from .haystack import Haystack, build_haystack, fit_prompt, load_tokenized, text_tokens
 from .needles import Needle, default_needle_file, load_needle_bank, pick_needles
 from .prompts import QUESTION_POSITIONS, sparse_prompt
 from .sample import DATASET_VERSION, Sample, sample_id
@@ -115,7 +114,7 @@ def prefix_order(values: tuple) -> list:
 
 def haystack_for(p: SparseParams, repeat: int) -> Haystack:
     """A repeat's filler, shared by every task, length and depth of that repeat."""
-    tc = tokenize_corpus(load_corpus(p.lang, p.corpus), p.encoding)
+    tc = load_tokenized(p.lang, p.corpus, p.encoding)
     return build_haystack(tc, max(p.lengths), "haystack", p.lang, repeat, p.seed)
 
 
@@ -123,25 +122,26 @@ def fill(
     p: SparseParams, hay: Haystack, length: int, head: str, tail: str, needles: list[tuple[float, str]]
 ) -> tuple[object, dict]:
     """Fit one prompt, shrinking the buffer (and saying so) if it would eat the haystack."""
-    enc = get_encoding(p.encoding)
-    text_tokens = len(enc.encode_ordinary(head)) + len(enc.encode_ordinary(tail))
-    text_tokens += sum(len(enc.encode_ordinary(t)) + 1 for _, t in needles)
+    text = text_tokens(head, tail, needles, p.encoding)
     min_hay = math.ceil(p.min_fill * length)
     requested = p.buffer_for(length)
-    buffer = min(requested, length - text_tokens - min_hay)
+    buffer = min(requested, length - text - min_hay)
+    if buffer < 0 and length - text >= math.ceil(0.1 * length):
+        # many needles at a short length (M-RT, 11 needles at 1k): give the filler all that is left
+        buffer = 0
     if buffer < 0:
         raise ConfigError(
-            f"lengths: {length} is too short for this task's text ({text_tokens} tokens of "
+            f"lengths: {length} is too short for this task's text ({text} tokens of "
             f"instructions, question and needles plus {min_hay} of filler)"
         )
     budget = length - buffer
     shortened_from = None
     if p.max_prompt_tokens and budget > p.max_prompt_tokens:
         # never cut the question or the needles: only the haystack gets shorter
-        if p.overlength == "skip" or p.max_prompt_tokens - text_tokens < 1:
+        if p.overlength == "skip" or p.max_prompt_tokens - text < 1:
             raise SkipSample(f"length {length} needs {budget} tokens, the model has {p.max_prompt_tokens}")
         shortened_from, budget = budget, p.max_prompt_tokens
-    fitted = fit_prompt(hay, budget, head, tail, needles, p.encoding)
+    fitted = fit_prompt(hay, budget, head, tail, needles, p.encoding, overhead=text)
     meta = {
         "length": length,
         "buffer": buffer,
@@ -183,7 +183,7 @@ def generate_srt(p: SparseParams) -> Iterator[Sample]:
                     needles=[needle.id],
                 )
                 yield Sample(
-                    id=sample_id("srt", p.lang, length, depth, repeat, prompt=fitted.text),
+                    id=sample_id("srt", p.lang, length, depth, repeat, digest=fitted.digest),
                     task="srt",
                     lang=p.lang,
                     prompt=fitted.text,
@@ -231,7 +231,7 @@ def generate_mrt(p: SparseParams) -> Iterator[Sample]:
                     needles=[n.id for n in needles],
                 )
                 yield Sample(
-                    id=sample_id("mrt", p.lang, length, count, repeat, prompt=fitted.text),
+                    id=sample_id("mrt", p.lang, length, count, repeat, digest=fitted.digest),
                     task="mrt",
                     lang=p.lang,
                     prompt=fitted.text,

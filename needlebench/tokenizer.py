@@ -20,7 +20,7 @@ import tiktoken
 
 from .errors import ConfigError
 
-__all__ = ["get_encoding", "token_byte_lengths", "ensure_offline_bpe"]
+__all__ = ["get_encoding", "token_byte_lengths", "ensure_offline_bpe", "count_tokens"]
 
 _CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
 _CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
@@ -85,3 +85,9 @@ def token_byte_lengths(name: str = "cl100k_base") -> np.ndarray:
         except KeyError:
             lengths[token] = 0
     return lengths
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def count_tokens(text: str, name: str = "cl100k_base") -> int:
+    """Token count of a short, often repeated text (templates, needles, questions)."""
+    return len(get_encoding(name).encode_ordinary(text))

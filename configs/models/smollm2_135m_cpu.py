@@ -3,7 +3,7 @@
 # `_base_` first keeps mmengine in plain-Python mode, so the helper call below runs.
 _base_ = []
 
-from needlebench.models import smollm2_gguf
+from needlebench.opencompass.models import smollm2_gguf
 
 _folder, _gguf = smollm2_gguf()
 

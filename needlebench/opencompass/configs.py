@@ -33,6 +33,8 @@ PROMPT_TEMPLATE = "opencompass.openicl.icl_prompt_template.PromptTemplate"
 ZERO_RETRIEVER = "opencompass.openicl.icl_retriever.ZeroRetriever"
 GEN_INFERENCER = "opencompass.openicl.icl_inferencer.GenInferencer"
 DATASET = "needlebench.opencompass.dataset.NeedleBenchDataset"
+PARTITIONER = "needlebench.opencompass.partitioner.NeedleBenchPartitioner"
+SUMMARIZER = "needlebench.opencompass.summarizer.NeedleBenchSummarizer"
 EVALUATOR = "needlebench.opencompass.evaluator.NeedleBenchEvaluator"
 _REPEATS = {"srt": 10, "mrt": 25, "mrs": 10}
 _MAX_OUT = {"srt": 256, "mrt": 512, "mrs": 1024}
@@ -191,3 +193,27 @@ def needlechain_datasets(
             abbr, "needlechain", params, max_out_len, {"lenient": lenient, "strip_think": strip_think}, system=True
         )
     ]
+
+
+def runtime(
+    num_shards: int = 1,
+    max_workers: int = 1,
+    eval_workers: int = 4,
+    overlength: str = "shorten",
+    runner: str = "LocalRunner",
+    **runner_options: Any,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``infer`` and ``eval`` sections: token-aware shards, per-model over-length handling.
+
+    ``num_shards`` is how many inference tasks to cut (e.g. one per GPU, or per Slurm job);
+    ``runner="SlurmRunner"`` with ``partition=...`` passes straight through to OpenCompass.
+    """
+    infer = dict(
+        partitioner=dict(type=PARTITIONER, num_shards=num_shards, stage="infer", overlength=overlength),
+        runner=dict(type=runner, max_num_workers=max_workers, task=dict(type="OpenICLInferTask"), **runner_options),
+    )
+    evaluation = dict(
+        partitioner=dict(type=PARTITIONER, stage="eval", overlength=overlength),
+        runner=dict(type=runner, max_num_workers=eval_workers, task=dict(type="OpenICLEvalTask"), **runner_options),
+    )
+    return infer, evaluation

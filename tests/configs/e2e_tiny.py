@@ -1,7 +1,7 @@
 # Three samples through the real opencompass pipeline with the tiny CPU model.
 _base_ = ["../../configs/models/smollm2_135m_cpu.py"]
 
-from needlebench.opencompass.configs import needlebench_datasets
+from needlebench.opencompass.configs import SUMMARIZER, needlebench_datasets, runtime
 
 datasets = needlebench_datasets(
     suite="4k", tasks=["srt"], langs=["en", "zh"], lengths=[1000], depths=[50], repeats=1, max_out_len=24
@@ -9,12 +9,6 @@ datasets = needlebench_datasets(
     suite="4k", tasks=["mrt"], langs=["en"], lengths=[1000], repeats=1, max_out_len=24, mrt=dict(num_needles=[2])
 )
 
-infer = dict(
-    partitioner=dict(type="NumWorkerPartitioner", num_worker=1),
-    runner=dict(type="LocalRunner", max_num_workers=1, task=dict(type="OpenICLInferTask")),
-)
-eval = dict(
-    partitioner=dict(type="NaivePartitioner"),
-    runner=dict(type="LocalRunner", max_num_workers=2, task=dict(type="OpenICLEvalTask")),
-)
-summarizer = dict(type="needlebench.opencompass.summarizer.NeedleBenchSummarizer")
+# 2 shard(s): the token-aware partitioner and, with 2, OpenCompass merging split predictions
+infer, eval = runtime(num_shards=2, eval_workers=2)
+summarizer = dict(type=SUMMARIZER)

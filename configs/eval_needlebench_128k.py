@@ -1,0 +1,15 @@
+# NeedleBench 128k: S-RT, M-RT and M-RS, English and Chinese (OpenCompass v2 lengths and depths).
+#   opencompass configs/eval_needlebench_128k.py
+#   NEEDLEBENCH_MODELS=models/lmdeploy_qwen2_5_7b_instruct_128k.py opencompass configs/eval_needlebench_128k.py
+# Change lengths, depths, repeats, languages or prompt options in the needlebench_datasets(...) call;
+# profile="v1" gives the 2024 buffers and 0.4/0.3/0.3 weighting.
+_base_ = []
+
+from needlebench.opencompass.configs import SUMMARIZER, needlebench_datasets, runtime
+from needlebench.opencompass.models import load_models
+
+models = load_models(default="models/vllm_qwen2_5_7b_instruct_128k.py")
+datasets = needlebench_datasets(suite="128k")
+infer, eval = runtime(num_shards=8)
+summarizer = dict(type=SUMMARIZER)
+work_dir = "outputs/needlebench_128k"

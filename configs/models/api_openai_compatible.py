@@ -1,0 +1,19 @@
+# Any OpenAI-compatible server: vLLM serve, SGLang, llama.cpp's server, LMDeploy serve.
+#   NEEDLEBENCH_API_BASE=http://127.0.0.1:8000/v1 NEEDLEBENCH_API_MODEL=my-model \
+#   NEEDLEBENCH_MODELS=models/api_openai_compatible.py opencompass configs/eval_needlebench_32k.py
+_base_ = []
+
+import os
+
+from needlebench.opencompass.models import api_model
+
+models = [
+    api_model(
+        abbr=os.environ.get("NEEDLEBENCH_API_ABBR", "api-model"),
+        model=os.environ.get("NEEDLEBENCH_API_MODEL", "default"),
+        base_url=os.environ.get("NEEDLEBENCH_API_BASE", "http://127.0.0.1:8000/v1"),
+        key=os.environ.get("NEEDLEBENCH_API_KEY", "EMPTY"),
+        max_seq_len=int(os.environ.get("NEEDLEBENCH_API_MAX_SEQ_LEN", "32768")),
+        max_out_len=int(os.environ.get("NEEDLEBENCH_API_MAX_OUT_LEN", "512")),
+    )
+]

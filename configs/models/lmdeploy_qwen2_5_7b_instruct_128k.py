@@ -1,0 +1,15 @@
+# Qwen2.5-7B-Instruct on LMDeploy TurboMind, 128k session with dynamic RoPE scaling factor 4.
+_base_ = []
+
+from needlebench.opencompass.models import lmdeploy_model
+
+models = [
+    lmdeploy_model(
+        abbr="qwen2.5-7b-instruct-turbomind-128k",
+        path="Qwen/Qwen2.5-7B-Instruct",
+        max_seq_len=131072,
+        tp=2,
+        max_out_len=1024,
+        rope_scaling_factor=4.0,
+    )
+]

