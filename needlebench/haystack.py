@@ -321,7 +321,7 @@ def _assemble(
     # each insertion gets an interval with stable edges; overlapping intervals merge;
     # an interval's tokens replace its haystack tokens in the count
     intervals: list[list] = []
-    for k, order, b in all_inserts:
+    for k, _, b in all_inserts:
         # edges strictly outside the insertion point, so original text borders each edge
         lo = 0 if k <= 1 else _edge(hay, k - 1, -1, 0)
         hi = cut if k >= cut - 1 else _edge(hay, k + 1, 1, cut)

@@ -106,7 +106,7 @@ def test_overlength_prompts_are_shortened_or_skipped_and_reported(tmp_path: Path
             assert not long
         else:
             assert long and all(m["shortened_from"] > room for m, _ in long)
-            for m, row in long:  # question and needles survive
+            for _, row in long:  # question and needles survive
                 gold = json.loads(row["answer"])
                 needles = [gold["needle"]] if "needle" in gold else []
                 assert all(n in row["prompt"] for n in needles)
