@@ -10,6 +10,7 @@ corpus and needle files, so an edited input never serves stale samples.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 from collections.abc import Iterator
@@ -18,9 +19,9 @@ from pathlib import Path
 from .corpora import corpus_identity
 from .needles import default_needle_file
 from .sample import DATASET_VERSION, Sample
-from .seeding import stable_hash
+from .seeding import content_digest, stable_hash
 
-__all__ = ["cache_dir", "cache_key", "ROW_COLUMNS", "sample_to_row"]
+__all__ = ["cache_dir", "cache_key", "ROW_COLUMNS", "sample_to_row", "rows"]
 
 ROW_COLUMNS = ("id", "task", "lang", "prompt", "system", "answer", "meta")
 
@@ -39,9 +40,20 @@ def _file_identity(path: str) -> str:
     return f"{p.resolve()}:{st.st_size}:{st.st_mtime_ns}"
 
 
+@functools.lru_cache(maxsize=1)
+def _code_identity() -> str:
+    """Digest of the generator sources and committed data, so a code edit never serves stale rows."""
+    package = Path(__file__).resolve().parent
+    data = package.parent / "data"
+    files = sorted(package.glob("*.py"))
+    if data.is_dir():
+        files += sorted(data.rglob("*.json*"))
+    return content_digest(b"".join(f.read_bytes() for f in files))
+
+
 def cache_key(task: str, params: object) -> str:
     fields = dataclasses.asdict(params)
-    ident = {"task": task, "params": fields, "version": DATASET_VERSION}
+    ident = {"task": task, "params": fields, "version": DATASET_VERSION, "code": _code_identity()}
     lang = fields.get("lang")
     if "corpus" in fields and lang:
         ident["corpus"] = corpus_identity(lang, fields["corpus"])

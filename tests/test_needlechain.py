@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
-from conftest import bin_path
+from conftest import run_export
 
 from needlebench.chains import VARIANTS, format_value, grade_needlechain, make_datapoint, parse_answer, render
 from needlebench.graders import ScoreOptions
@@ -50,17 +47,8 @@ def solve(user_prompt: str) -> Fraction:
 
 
 @pytest.fixture(scope="module")
-def chain_export(root: Path, tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
-    out = tmp_path_factory.mktemp("chain") / "chain.jsonl"
-    r = subprocess.run(
-        [bin_path("needlebench"), "export", "tests/configs/export_chain.py", "-o", str(out)],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr
-    return [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+def chain_export(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    return run_export("tests/configs/export_chain.py", tmp_path_factory.mktemp("chain") / "chain.jsonl")
 
 
 def test_independent_solver_matches_gold_everywhere(chain_export: list[dict]) -> None:

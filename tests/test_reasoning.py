@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import bin_path
+from conftest import run_export
 from kinship_solver import solve
 
 from needlebench.atc import AtcParams, generate_atc
@@ -19,17 +18,8 @@ from needlebench.sparse import SparseParams
 
 
 @pytest.fixture(scope="module")
-def atc_export(root: Path, tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
-    out = tmp_path_factory.mktemp("atc") / "atc.jsonl"
-    r = subprocess.run(
-        [bin_path("needlebench"), "export", "tests/configs/export_atc.py", "-o", str(out)],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr
-    return [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+def atc_export(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    return run_export("tests/configs/export_atc.py", tmp_path_factory.mktemp("atc") / "atc.jsonl")
 
 
 def test_independent_solver_agrees_on_every_exported_sample(atc_export: list[dict]) -> None:
@@ -53,18 +43,8 @@ def test_solver_agrees_at_512_needles(lang: str) -> None:
         assert len(set(s.meta["names_reasoning_order"])) == 513
 
 
-def test_atc_export_identical_across_processes(root: Path, tmp_path: Path, atc_export: list[dict]) -> None:
-    out = tmp_path / "again.jsonl"
-    r = subprocess.run(
-        [bin_path("needlebench"), "export", "tests/configs/export_atc.py", "-o", str(out)],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr
-    again = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
-    assert again == atc_export
+def test_atc_export_identical_across_processes(tmp_path: Path, atc_export: list[dict]) -> None:
+    assert run_export("tests/configs/export_atc.py", tmp_path / "again.jsonl") == atc_export
 
 
 def test_repeats_give_different_chains() -> None:
@@ -178,3 +158,27 @@ def test_mrs_depths_are_distinct_and_solvable() -> None:
             assert solve(s.prompt, lang) == s.gold["answer"], s.id
             realised = s.meta["realised_depths"]
             assert realised == sorted(realised) and len(set(realised)) == len(realised)
+
+
+def test_bring_your_own_multihop_needles(tmp_path: Path) -> None:
+    from needlebench.reasoning import grade_mrs
+
+    records = [{"derivation_count": 2, "derivations": ["Zorvik Hall was designed by Ilma Trask.",
+                                                       "Ilma Trask was born in the town of Quellmoor."],
+                "question": "In which town was the designer of Zorvik Hall born?", "answer": "Quellmoor"}]
+    path = tmp_path / "multi_needle_reasoning_en.json"
+    path.write_text(json.dumps(records))
+    p = SparseParams(lang="en", lengths=(2000,), depths=(10, 60), repeats=1, buffer=200, needle_file=str(path),
+                     num_needles=(2,))
+    samples = list(generate_mrs(p))
+    assert len(samples) == 2
+    for s in samples:
+        assert all(d in s.prompt for d in records[0]["derivations"])
+        assert s.gold["form"] == "multihop"
+        assert grade_mrs("It is Quellmoor.", s.gold, ScoreOptions()).correct
+        assert not grade_mrs("Zorvik", s.gold, ScoreOptions()).correct
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"not": "a list"}')
+    with pytest.raises(Exception, match="needle_file"):
+        list(generate_mrs(SparseParams(lang="en", lengths=(2000,), depths=(10,), repeats=1, needle_file=str(bad),
+                                       num_needles=(2,))))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parents[1] / "data" / "needles"
@@ -178,28 +179,27 @@ def invented_word(rnd: random.Random, syllables: int) -> str:
     return word.capitalize()
 
 
-def english(rnd: random.Random) -> list[dict]:
+def build(lang: str, templates: list, makers: dict[str, Callable[[], str]], answer: Callable[[str], str],
+          key: Callable[[str], str]) -> list[dict]:
+    """PER_TEMPLATE needles per template; every place, person and answer is used once."""
     rows: list[dict] = []
     used: set[str] = set()
 
-    def fresh(make) -> str:
+    def fresh(make: Callable[[], str]) -> str:
         while True:
             value = make()
-            if value.lower() not in used:
-                used.add(value.lower())
+            if key(value) not in used:
+                used.add(key(value))
                 return value
 
-    for t_index, (fact, question, fmt) in enumerate(EN_TEMPLATES):
+    for t_index, (fact, question, fmt) in enumerate(templates):
         for _ in range(PER_TEMPLATE):
-            place = fresh(lambda: invented_word(rnd, 3))
-            person = fresh(lambda: f"{invented_word(rnd, 2)} {invented_word(rnd, 3)}")
-            core = fresh(lambda: f"{invented_word(rnd, 2)} {rnd.choice(EN_NOUNS)}")
-            answer = f"the {core}"
-            slots = {"place": place, "person": person, "answer": answer}
+            place, person, core = fresh(makers["place"]), fresh(makers["person"]), fresh(makers["core"])
+            slots = {"place": place, "person": person, "answer": answer(core)}
             rows.append(
                 {
-                    "id": f"en-{len(rows) + 1:03d}",
-                    "lang": "en",
+                    "id": f"{lang}-{len(rows) + 1:03d}",
+                    "lang": lang,
                     "needle": fact.format(**slots),
                     "question": question.format(**slots),
                     "answer_format": fmt.format(**slots),
@@ -208,41 +208,24 @@ def english(rnd: random.Random) -> list[dict]:
                 }
             )
     return rows
+
+
+def english(rnd: random.Random) -> list[dict]:
+    makers = {
+        "place": lambda: invented_word(rnd, 3),
+        "person": lambda: f"{invented_word(rnd, 2)} {invented_word(rnd, 3)}",
+        "core": lambda: f"{invented_word(rnd, 2)} {rnd.choice(EN_NOUNS)}",
+    }
+    return build("en", EN_TEMPLATES, makers, lambda core: f"the {core}", str.lower)
 
 
 def chinese(rnd: random.Random) -> list[dict]:
-    rows: list[dict] = []
-    used: set[str] = set()
-
-    def fresh(make) -> str:
-        while True:
-            value = make()
-            if value not in used:
-                used.add(value)
-                return value
-
-    for t_index, (fact, question, fmt) in enumerate(ZH_TEMPLATES):
-        for _ in range(PER_TEMPLATE):
-            place = fresh(lambda: "".join(rnd.sample(ZH_PLACE_CHARS, 2)))
-            person = fresh(lambda: "".join(rnd.sample(ZH_NAME_CHARS, 2)) + "·" + "".join(rnd.sample(ZH_PLACE_CHARS, 2)))
-            core = fresh(
-                lambda: (
-                    "".join(rnd.sample(ZH_PLACE_CHARS, 2)) + rnd.choice(ZH_ANSWER_HEADS) + rnd.choice(ZH_ANSWER_TAILS)
-                )
-            )
-            slots = {"place": place, "person": person, "answer": core}
-            rows.append(
-                {
-                    "id": f"zh-{len(rows) + 1:03d}",
-                    "lang": "zh",
-                    "needle": fact.format(**slots),
-                    "question": question.format(**slots),
-                    "answer_format": fmt.format(**slots),
-                    "keywords": [core],
-                    "template": t_index,
-                }
-            )
-    return rows
+    makers = {
+        "place": lambda: "".join(rnd.sample(ZH_PLACE_CHARS, 2)),
+        "person": lambda: "".join(rnd.sample(ZH_NAME_CHARS, 2)) + "·" + "".join(rnd.sample(ZH_PLACE_CHARS, 2)),
+        "core": lambda: "".join(rnd.sample(ZH_PLACE_CHARS, 2)) + rnd.choice(ZH_ANSWER_HEADS) + rnd.choice(ZH_ANSWER_TAILS),
+    }
+    return build("zh", ZH_TEMPLATES, makers, lambda core: core, lambda v: v)
 
 
 def main() -> None:

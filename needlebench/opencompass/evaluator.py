@@ -32,6 +32,8 @@ _META_KEYS = (
     "k",
     "variant",
     "question",
+    "point",
+    "presented_positions",
     "prompt_tokens",
     "realised_depth",
     "realised_depths",
