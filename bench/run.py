@@ -28,8 +28,14 @@ OC = str(Path(PY).parent / "opencompass")
 
 def _gen(impl: str, suite: str, workdir: Path, cache: Path) -> dict[str, Any]:
     env = dict(os.environ, NEEDLEBENCH_CACHE=str(cache), PYTHONPATH=str(ROOT))
-    out = subprocess.run([PY, "-m", "bench.gen_worker", impl, suite, str(workdir)], cwd=ROOT, env=env,
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [PY, "-m", "bench.gen_worker", impl, suite, str(workdir)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -45,8 +51,13 @@ def generation(suite: str, runs: int, workdir: Path, with_builtin: bool = True) 
         if not rs:
             continue
         secs = statistics.median(r["seconds"] for r in rs)
-        row[impl] = {"seconds": secs, "samples": rs[0]["samples"], "mb": rs[0]["bytes"] / 1e6,
-                     "mb_per_s": rs[0]["bytes"] / 1e6 / secs, "peak_rss_gb": max(r["peak_rss"] for r in rs) / 1e9}
+        row[impl] = {
+            "seconds": secs,
+            "samples": rs[0]["samples"],
+            "mb": rs[0]["bytes"] / 1e6,
+            "mb_per_s": rs[0]["bytes"] / 1e6 / secs,
+            "peak_rss_gb": max(r["peak_rss"] for r in rs) / 1e9,
+        }
     if with_builtin:
         row["speedup"] = row["builtin"]["seconds"] / row["ours"]["seconds"]
     return row
@@ -86,18 +97,27 @@ def pipeline(suite: str, workdir: Path, tiny: bool) -> dict[str, Any]:
     row: dict[str, Any] = {"suite": suite}
     cfgs = {
         "builtin": _BUILTIN_CFG.format(suite=suite, subset="[:4]" if tiny else ""),
-        "ours": _OURS_CFG.format(suite=suite, subset=', tasks=["srt"], lengths=[1000], depths=[0, 100], repeats=1'
-                                 if tiny else ""),
+        "ours": _OURS_CFG.format(
+            suite=suite, subset=', tasks=["srt"], lengths=[1000], depths=[0, 100], repeats=1' if tiny else ""
+        ),
     }
     for impl, text in cfgs.items():
         cfg = workdir / f"pipeline_{impl}.py"
         cfg.write_text(text)
-        env = dict(os.environ, NEEDLEBENCH_CACHE=str(workdir / f"pipeline_cache_{impl}"),
-                   PYTHONPATH=os.pathsep.join([str(ROOT / "bench" / "offline_hub"), str(ROOT)]),
-                   HF_HUB_OFFLINE="1")
+        env = dict(
+            os.environ,
+            NEEDLEBENCH_CACHE=str(workdir / f"pipeline_cache_{impl}"),
+            PYTHONPATH=os.pathsep.join([str(ROOT / "bench" / "offline_hub"), str(ROOT)]),
+            HF_HUB_OFFLINE="1",
+        )
         start = time.perf_counter()
-        out = subprocess.run([OC, str(cfg), "-w", str(workdir / f"pipeline_out_{impl}")], cwd=workdir, env=env,
-                             capture_output=True, text=True)
+        out = subprocess.run(
+            [OC, str(cfg), "-w", str(workdir / f"pipeline_out_{impl}")],
+            cwd=workdir,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         seconds = time.perf_counter() - start
         if out.returncode != 0:
             raise RuntimeError(f"{impl} pipeline failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
@@ -141,8 +161,13 @@ def prefix_share(suite: str, shards: int) -> dict[str, Any]:
                 reused += max(0, len(enc.encode_ordinary(shared)) - 1)
             total += tokens
             earlier.setdefault(group, []).append(raw)
-    return {"suite": suite, "shards": shards, "prompt_tokens": total, "reusable_tokens": reused,
-            "share": reused / total if total else 0.0}
+    return {
+        "suite": suite,
+        "shards": shards,
+        "prompt_tokens": total,
+        "reusable_tokens": reused,
+        "share": reused / total if total else 0.0,
+    }
 
 
 def _table(result: dict[str, Any]) -> str:
@@ -150,20 +175,27 @@ def _table(result: dict[str, Any]) -> str:
     for g in result["generation"]:
         b, o = g.get("builtin"), g["ours"]
         if b:
-            lines.append(f"| generate {g['suite']} suite (median of {g['runs']}) | {b['seconds']:.1f} s, "
-                         f"{b['mb_per_s']:.1f} MB/s, {b['peak_rss_gb']:.2f} GB | {o['seconds']:.1f} s, "
-                         f"{o['mb_per_s']:.1f} MB/s, {o['peak_rss_gb']:.2f} GB | {g['speedup']:.1f}x |")
+            lines.append(
+                f"| generate {g['suite']} suite (median of {g['runs']}) | {b['seconds']:.1f} s, "
+                f"{b['mb_per_s']:.1f} MB/s, {b['peak_rss_gb']:.2f} GB | {o['seconds']:.1f} s, "
+                f"{o['mb_per_s']:.1f} MB/s, {o['peak_rss_gb']:.2f} GB | {g['speedup']:.1f}x |"
+            )
         else:
-            lines.append(f"| generate {g['suite']} suite | not run | {o['seconds']:.1f} s, {o['mb_per_s']:.1f} MB/s, "
-                         f"{o['peak_rss_gb']:.2f} GB peak RSS | |")
+            lines.append(
+                f"| generate {g['suite']} suite | not run | {o['seconds']:.1f} s, {o['mb_per_s']:.1f} MB/s, "
+                f"{o['peak_rss_gb']:.2f} GB peak RSS | |"
+            )
     p = result.get("pipeline")
     if p:
-        lines.append(f"| opencompass run, {p['suite']} suite, instant model | {p['builtin']['seconds']:.0f} s | "
-                     f"{p['ours']['seconds']:.0f} s | {p['speedup']:.1f}x |")
+        lines.append(
+            f"| opencompass run, {p['suite']} suite, instant model | {p['builtin']['seconds']:.0f} s | "
+            f"{p['ours']['seconds']:.0f} s | {p['speedup']:.1f}x |"
+        )
     s = result.get("prefix")
     if s:
-        lines.append(f"| prefix-cache reusable share, S-RT {s['suite']}, {s['shards']} shards | | "
-                     f"{100 * s['share']:.1f}% | |")
+        lines.append(
+            f"| prefix-cache reusable share, S-RT {s['suite']}, {s['shards']} shards | | {100 * s['share']:.1f}% | |"
+        )
     return "\n".join(lines)
 
 
@@ -180,8 +212,10 @@ def main(argv: list[str] | None = None) -> int:
         workdir = Path(tmp)
         build_standin(workdir)
         runs = 1 if args.tiny else args.runs
-        result: dict[str, Any] = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
-                                  "mode": "tiny" if args.tiny else "full"}
+        result: dict[str, Any] = {
+            "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
+            "mode": "tiny" if args.tiny else "full",
+        }
         result["generation"] = [generation("4k" if args.tiny else "128k", runs, workdir)]
         if not args.tiny:
             result["generation"].append(generation("1000k", 1, workdir, with_builtin=False))

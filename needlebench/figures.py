@@ -136,8 +136,9 @@ def chain_positions_png(records: Sequence[dict[str, Any]], model: str, bins: int
     k_max = max((int(r["k"]) for r in mine), default=0)
     profile = position_profile(mine, bins=bins, min_k=k_max)
     variants = [v for v in ("forward", "backward", "mixed", "stack") if v in profile]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 1.6 + 0.5 * max(1, len(variants))), squeeze=False,
-                             constrained_layout=True)
+    fig, axes = plt.subplots(
+        1, 2, figsize=(11, 1.6 + 0.5 * max(1, len(variants))), squeeze=False, constrained_layout=True
+    )
     for ax, axis in zip(axes[0], ("presented", "reasoning")):
         data = np.array([profile[v][axis] for v in variants], dtype=float) if variants else np.full((1, bins), np.nan)
         im = ax.imshow(np.ma.masked_invalid(data), cmap="viridis", vmin=0, vmax=100, aspect="auto")

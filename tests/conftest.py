@@ -30,8 +30,13 @@ def run_export(config: str, out: Path) -> list[dict]:
     import json
     import subprocess
 
-    r = subprocess.run([bin_path("needlebench"), "export", config, "-o", str(out)], cwd=ROOT, capture_output=True,
-                       text=True, timeout=300)
+    r = subprocess.run(
+        [bin_path("needlebench"), "export", config, "-o", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     return [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
 
@@ -40,8 +45,14 @@ def run_opencompass(config: str, work: Path, env: dict | None = None) -> Path:
     """A real ``opencompass`` run; the timestamped run folder it made."""
     import subprocess
 
-    result = subprocess.run([bin_path("opencompass"), config, "-w", str(work)], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=1200)
+    result = subprocess.run(
+        [bin_path("opencompass"), config, "-w", str(work)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     (run_dir,) = [p for p in work.iterdir() if p.is_dir()]
     return run_dir

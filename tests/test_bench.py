@@ -14,8 +14,13 @@ pytestmark = pytest.mark.e2e
 
 def test_bench_tiny_mode_runs_end_to_end(root: Path, tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
-    r = subprocess.run([sys.executable, "-m", "bench.run", "--tiny", "--out", str(out)], cwd=root,
-                       capture_output=True, text=True, timeout=1200)
+    r = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--tiny", "--out", str(out)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     result = json.loads(out.read_text())
     (gen,) = result["generation"]

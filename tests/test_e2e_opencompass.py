@@ -31,7 +31,9 @@ def test_summary_csv_matches_per_sample_results(tiny_run: Path) -> None:
         assert float(scores[(abbr, "score")]) == pytest.approx(expected, abs=0.01)
         assert float(scores[(abbr, "num_samples")]) == n
         folder = tiny_run / "predictions" / model
-        files = [folder / f"{abbr}.json"] if (folder / f"{abbr}.json").exists() else sorted(folder.glob(f"{abbr}_*.json"))
+        files = (
+            [folder / f"{abbr}.json"] if (folder / f"{abbr}.json").exists() else sorted(folder.glob(f"{abbr}_*.json"))
+        )
         assert sum(len(json.loads(f.read_text())) for f in files) == n  # whole, or the parts of a split dataset
         for s in samples:
             assert s["prompt_tokens"] <= 1000 and s["length"] == 1000

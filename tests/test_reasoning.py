@@ -163,13 +163,19 @@ def test_mrs_depths_are_distinct_and_solvable() -> None:
 def test_bring_your_own_multihop_needles(tmp_path: Path) -> None:
     from needlebench.reasoning import grade_mrs
 
-    records = [{"derivation_count": 2, "derivations": ["Zorvik Hall was designed by Ilma Trask.",
-                                                       "Ilma Trask was born in the town of Quellmoor."],
-                "question": "In which town was the designer of Zorvik Hall born?", "answer": "Quellmoor"}]
+    records = [
+        {
+            "derivation_count": 2,
+            "derivations": ["Zorvik Hall was designed by Ilma Trask.", "Ilma Trask was born in the town of Quellmoor."],
+            "question": "In which town was the designer of Zorvik Hall born?",
+            "answer": "Quellmoor",
+        }
+    ]
     path = tmp_path / "multi_needle_reasoning_en.json"
     path.write_text(json.dumps(records))
-    p = SparseParams(lang="en", lengths=(2000,), depths=(10, 60), repeats=1, buffer=200, needle_file=str(path),
-                     num_needles=(2,))
+    p = SparseParams(
+        lang="en", lengths=(2000,), depths=(10, 60), repeats=1, buffer=200, needle_file=str(path), num_needles=(2,)
+    )
     samples = list(generate_mrs(p))
     assert len(samples) == 2
     for s in samples:
@@ -180,5 +186,10 @@ def test_bring_your_own_multihop_needles(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"not": "a list"}')
     with pytest.raises(Exception, match="needle_file"):
-        list(generate_mrs(SparseParams(lang="en", lengths=(2000,), depths=(10,), repeats=1, needle_file=str(bad),
-                                       num_needles=(2,))))
+        list(
+            generate_mrs(
+                SparseParams(
+                    lang="en", lengths=(2000,), depths=(10,), repeats=1, needle_file=str(bad), num_needles=(2,)
+                )
+            )
+        )

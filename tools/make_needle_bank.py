@@ -179,8 +179,13 @@ def invented_word(rnd: random.Random, syllables: int) -> str:
     return word.capitalize()
 
 
-def build(lang: str, templates: list, makers: dict[str, Callable[[], str]], answer: Callable[[str], str],
-          key: Callable[[str], str]) -> list[dict]:
+def build(
+    lang: str,
+    templates: list,
+    makers: dict[str, Callable[[], str]],
+    answer: Callable[[str], str],
+    key: Callable[[str], str],
+) -> list[dict]:
     """PER_TEMPLATE needles per template; every place, person and answer is used once."""
     rows: list[dict] = []
     used: set[str] = set()
@@ -223,7 +228,9 @@ def chinese(rnd: random.Random) -> list[dict]:
     makers = {
         "place": lambda: "".join(rnd.sample(ZH_PLACE_CHARS, 2)),
         "person": lambda: "".join(rnd.sample(ZH_NAME_CHARS, 2)) + "·" + "".join(rnd.sample(ZH_PLACE_CHARS, 2)),
-        "core": lambda: "".join(rnd.sample(ZH_PLACE_CHARS, 2)) + rnd.choice(ZH_ANSWER_HEADS) + rnd.choice(ZH_ANSWER_TAILS),
+        "core": lambda: (
+            "".join(rnd.sample(ZH_PLACE_CHARS, 2)) + rnd.choice(ZH_ANSWER_HEADS) + rnd.choice(ZH_ANSWER_TAILS)
+        ),
     }
     return build("zh", ZH_TEMPLATES, makers, lambda core: core, lambda v: v)
 
