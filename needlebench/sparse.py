@@ -58,9 +58,6 @@ class SparseParams:
     overlength: str = "shorten"  # what to do with prompts over max_prompt_tokens
     extra: dict = field(default_factory=dict)
 
-    def __hash__(self) -> int:  # extra and buffer may be dicts; hash on the rest
-        return hash((self.lang, self.lengths, self.depths, self.repeats, self.seed))
-
     def buffer_for(self, length: int) -> int:
         """A suite may give each length its own buffer (``{length: buffer}``)."""
         if isinstance(self.buffer, dict):

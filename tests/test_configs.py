@@ -13,7 +13,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import bin_path
+from conftest import run_opencompass
 from mmengine.config import Config
 
 from needlebench.errors import ConfigError
@@ -113,19 +113,10 @@ def test_api_config_runs_against_a_local_openai_server(tmp_path: Path) -> None:
             NEEDLEBENCH_API_MAX_SEQ_LEN="8192",
             NEEDLEBENCH_API_MAX_OUT_LEN="24",
         )
-        result = subprocess.run(
-            [bin_path("opencompass"), "tests/configs/e2e_api.py", "-w", str(tmp_path)],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+        run = run_opencompass("tests/configs/e2e_api.py", tmp_path, env=env)
     finally:
         server.terminate()
         server.wait(timeout=30)
-    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     samples = [
         json.loads(x)
         for x in (run / "results" / "api-model" / "needlebench_srt_en_4k.samples.jsonl").read_text().splitlines()
