@@ -16,12 +16,11 @@ from pathlib import Path
 
 def ours(suite: str) -> tuple[int, int]:
     from needlebench.opencompass.configs import needlebench_datasets
-    from needlebench.tasks import get_task, make_params
+    from needlebench.tasks import config_params, get_task, make_params
 
-    reserved = {"type", "abbr", "reader_cfg", "infer_cfg", "eval_cfg", "task"}
     samples = nbytes = 0
     for d in needlebench_datasets(suite=suite):
-        params = make_params(d["task"], **{k: v for k, v in d.items() if k not in reserved})
+        params = make_params(d["task"], **config_params(d))
         for s in get_task(d["task"]).generate(params):
             samples += 1
             nbytes += len(s.prompt) if s.prompt.isascii() else len(s.prompt.encode("utf-8"))

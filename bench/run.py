@@ -134,14 +134,13 @@ def prefix_share(suite: str, shards: int) -> dict[str, Any]:
     """
     from needlebench.opencompass.configs import needlebench_datasets
     from needlebench.sharding import shard_ranges
-    from needlebench.tasks import get_task, make_params
+    from needlebench.tasks import config_params, get_task, make_params
     from needlebench.tokenizer import get_encoding
 
     enc = get_encoding()
-    reserved = {"type", "abbr", "reader_cfg", "infer_cfg", "eval_cfg", "task"}
     prompts: list[tuple[int, str, int]] = []  # (group, prompt, tokens)
     for gi, d in enumerate(needlebench_datasets(suite=suite, tasks=["srt"])):
-        params = make_params(d["task"], **{k: v for k, v in d.items() if k not in reserved})
+        params = make_params(d["task"], **config_params(d))
         for s in get_task("srt").generate(params):
             prompts.append((gi * 1000 + s.meta["repeat"], s.prompt, s.meta["prompt_tokens"]))
     ranges = shard_ranges([p[2] for p in prompts], shards)

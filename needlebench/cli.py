@@ -15,17 +15,11 @@ from .errors import ConfigError
 __all__ = ["main", "iter_config_samples"]
 
 
-def _dataset_type_name(cfg_type: Any) -> str:
-    if isinstance(cfg_type, str):
-        return cfg_type
-    return f"{getattr(cfg_type, '__module__', '')}.{getattr(cfg_type, '__qualname__', '')}"
-
-
 def iter_config_samples(config_path: str) -> Iterator[tuple[str, Any]]:
     """(dataset abbr, Sample) for every needlebench dataset of an OpenCompass config, streamed."""
     from mmengine.config import Config
 
-    from .tasks import get_task, make_params
+    from .tasks import config_params, get_task, is_needlebench, make_params
 
     if not Path(config_path).is_file():
         raise ConfigError(f"config: {config_path} does not exist")
@@ -36,15 +30,11 @@ def iter_config_samples(config_path: str) -> Iterator[tuple[str, Any]]:
     except Exception as exc:
         raise ConfigError(f"config: cannot load {config_path}: {exc}") from exc
     datasets = cfg.get("datasets", [])
-    ours = [d for d in datasets if _dataset_type_name(d.get("type")).endswith("NeedleBenchDataset")]
+    ours = [d for d in datasets if is_needlebench(d)]
     if not ours:
         raise ConfigError(f"config: {config_path} has no needlebench datasets")
-    reserved = {"type", "abbr", "reader_cfg", "infer_cfg", "eval_cfg", "task", "k", "n"}
     for d in ours:
-        params = {k: v for k, v in d.items() if k not in reserved}
-        spec = get_task(d["task"])
-        p = make_params(d["task"], **params)
-        for sample in spec.generate(p):
+        for sample in get_task(d["task"]).generate(make_params(d["task"], **config_params(d))):
             yield d["abbr"], sample
 
 

@@ -7,7 +7,7 @@ here and nowhere else.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +16,20 @@ from .graders import SampleScore, ScoreOptions, grade_mrt, grade_srt
 from .sample import Sample
 from .sparse import SparseParams, generate_mrt, generate_srt
 
-__all__ = ["TaskSpec", "TASKS", "get_task", "make_params", "register_task"]
+__all__ = [
+    "TaskSpec",
+    "TASKS",
+    "get_task",
+    "make_params",
+    "register_task",
+    "config_params",
+    "type_name",
+    "is_needlebench",
+    "CONFIG_KEYS",
+]
+
+# Keys of an OpenCompass dataset config that belong to OpenCompass, not to the task's parameters.
+CONFIG_KEYS = frozenset({"type", "abbr", "reader_cfg", "infer_cfg", "eval_cfg", "task", "k", "n"})
 
 
 @dataclass(frozen=True)
@@ -65,6 +78,20 @@ def make_params(task: str, **kwargs: Any) -> Any:
         return spec.params(**clean)
     except TypeError as exc:
         raise ConfigError(f"task {task!r}: {exc}") from exc
+
+
+def config_params(dataset: Mapping[str, Any]) -> dict[str, Any]:
+    """The task parameters of an OpenCompass dataset config (everything but OpenCompass's own keys)."""
+    return {k: v for k, v in dataset.items() if k not in CONFIG_KEYS}
+
+
+def type_name(t: Any) -> str:
+    """A config ``type`` as a dotted name, whether given as a string or as a class."""
+    return t if isinstance(t, str) else f"{getattr(t, '__module__', '')}.{getattr(t, '__qualname__', '')}"
+
+
+def is_needlebench(dataset: Mapping[str, Any]) -> bool:
+    return type_name(dataset.get("type")).endswith("NeedleBenchDataset")
 
 
 def _load_plugins() -> None:

@@ -18,11 +18,10 @@ from mmengine.config import Config
 
 from needlebench.errors import ConfigError
 from needlebench.opencompass.models import check_model, load_models, rope_scaling
-from needlebench.tasks import get_task, make_params
+from needlebench.tasks import config_params, get_task, make_params
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = sorted(p for p in (ROOT / "configs").rglob("*.py"))
-_RESERVED = {"type", "abbr", "reader_cfg", "infer_cfg", "eval_cfg", "task", "k", "n"}
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: str(p.relative_to(ROOT)))
@@ -33,7 +32,7 @@ def test_every_config_loads_and_builds_first_samples(path: Path) -> None:
         assert check_model(model) == [], (path, check_model(model))
     for d in cfg.get("datasets", []):
         assert str(d["type"]).endswith("NeedleBenchDataset")
-        params = make_params(d["task"], **{k: v for k, v in d.items() if k not in _RESERVED})
+        params = make_params(d["task"], **config_params(d))
         first = list(itertools.islice(get_task(d["task"]).generate(params), 2))
         assert first and all(s.prompt for s in first), d["abbr"]
     if path.name.startswith("eval_"):

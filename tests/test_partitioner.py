@@ -12,6 +12,7 @@ from needlebench.opencompass.dataset import load_rows
 from needlebench.opencompass.partitioner import NeedleBenchPartitioner
 from needlebench.report import build_report
 from needlebench.sharding import shard_ranges
+from needlebench.tasks import config_params
 
 MODEL = dict(
     type="opencompass.models.HuggingFacewithChatTemplate",
@@ -21,11 +22,6 @@ MODEL = dict(
     max_out_len=256,
     batch_size=1,
 )
-_RESERVED = {"type", "abbr", "reader_cfg", "infer_cfg", "eval_cfg", "k", "n", "task"}
-
-
-def _params(d: dict) -> dict:
-    return {k: v for k, v in d.items() if k not in _RESERVED}
 
 
 def _partition(datasets: list[dict], tmp_path: Path, model: dict = MODEL, **kwargs) -> list:
@@ -52,7 +48,7 @@ def test_128k_suite_shards_are_balanced_and_cover_every_sample(tmp_path: Path) -
     for task in tasks:
         total = 0
         for chunk in task["datasets"][0]:
-            rows = load_rows(chunk["task"], **_params(chunk))
+            rows = load_rows(chunk["task"], **config_params(chunk))
             start, end = 0, len(rows)
             if chunk["reader_cfg"].get("test_range"):
                 start, end = (int(x) for x in chunk["reader_cfg"]["test_range"].strip("[]").split(":"))
@@ -71,7 +67,7 @@ def test_128k_suite_shards_are_balanced_and_cover_every_sample(tmp_path: Path) -
     mean = sum(tokens) / len(tokens)
     assert max(abs(t - mean) for t in tokens) <= 0.10 * mean, tokens
     for d in datasets:
-        n = len(load_rows(d["task"], **_params(d)))
+        n = len(load_rows(d["task"], **config_params(d)))
         assert sorted(seen[d["abbr"]]) == list(range(n)), d["abbr"]
 
 
@@ -97,8 +93,8 @@ def test_overlength_prompts_are_shortened_or_skipped_and_reported(tmp_path: Path
     for infer_chunk, eval_task in zip(tasks[0]["datasets"][0], eval_tasks):
         eval_chunk = eval_task["datasets"][0][0]
         assert infer_chunk["max_prompt_tokens"] == eval_chunk["max_prompt_tokens"] == room
-        rows = load_rows(infer_chunk["task"], **_params(infer_chunk))
-        assert len(rows) == len(load_rows(eval_chunk["task"], **_params(eval_chunk)))
+        rows = load_rows(infer_chunk["task"], **config_params(infer_chunk))
+        assert len(rows) == len(load_rows(eval_chunk["task"], **config_params(eval_chunk)))
         metas = [json.loads(m) for m in rows["meta"]]
         assert all(m["prompt_tokens"] <= room for m in metas)
         long = [(m, rows[i]) for i, m in enumerate(metas) if m["length"] == 4000]

@@ -87,30 +87,25 @@ class NeedleBenchEvaluator(BaseEvaluator):
         details = grade_rows(predictions, references, test_set, self.options)
         self._write_samples(details, predictions)
         if any(d["task"] == "needlechain" for d in details):
-            self._write_json(
-                "positions", {"all_k": position_profile(details), "k200": position_profile(details, min_k=200)}
-            )
+            profile = {"all_k": position_profile(details), "k200": position_profile(details, min_k=200)}
+            self._write("positions.json", [json.dumps(profile, indent=1)])
         return {**summarise_details(details), "details": details}
 
-    def _write_json(self, suffix: str, data: Any) -> None:
+    def _write(self, suffix: str, lines: Any) -> None:
+        """Write ``<result>.<suffix>`` beside OpenCompass's result file, atomically."""
         out = getattr(self, "_out_dir", None)
         if not out:
             return
-        path = f"{out}.{suffix}.json"
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        with open(f"{path}.tmp", "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=1, allow_nan=True)
-        os.replace(f"{path}.tmp", path)
-
-    def _write_samples(self, details: list[dict[str, Any]], predictions: list[Any]) -> None:
-        out = getattr(self, "_out_dir", None)
-        if not out:
-            return
-        path = f"{out}.samples.jsonl"
+        path = f"{out}.{suffix}"
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
-            for detail, pred in zip(details, predictions, strict=False):
-                text = pred if isinstance(pred, str) else ("" if pred is None else str(pred))
-                fh.write(json.dumps({**detail, "prediction": text[:4000]}, ensure_ascii=False) + "\n")
+            fh.writelines(lines)
         os.replace(tmp, path)
+
+    def _write_samples(self, details: list[dict[str, Any]], predictions: list[Any]) -> None:
+        def line(detail: dict[str, Any], pred: Any) -> str:
+            text = pred if isinstance(pred, str) else ("" if pred is None else str(pred))
+            return json.dumps({**detail, "prediction": text[:4000]}, ensure_ascii=False) + "\n"
+
+        self._write("samples.jsonl", (line(d, p) for d, p in zip(details, predictions, strict=False)))

@@ -18,6 +18,7 @@ from typing import Any
 from mmengine.config import Config
 
 from ..errors import ConfigError
+from ..tasks import type_name
 
 __all__ = [
     "smollm2_gguf",
@@ -219,8 +220,7 @@ DEFAULT_MAX_SEQ_LEN = 32768
 def check_model(cfg: dict[str, Any]) -> list[str]:
     """Problems with a model config, without importing its engine (empty list = fine)."""
     problems: list[str] = []
-    t = cfg.get("type")
-    name = t if isinstance(t, str) else f"{getattr(t, '__module__', '')}.{getattr(t, '__qualname__', '')}"
+    name = type_name(cfg.get("type"))
     short = {v.rsplit(".", 1)[1]: v for v in _REQUIRED}
     key = name if name in _REQUIRED else short.get(name.rsplit(".", 1)[-1])
     if key is None:
@@ -268,7 +268,7 @@ def load_models(default: str, env: str = "NEEDLEBENCH_MODELS") -> list[dict[str,
             m = m.to_dict() if hasattr(m, "to_dict") else dict(m)
             t = m.get("type")
             if not isinstance(t, str):  # a class or mmengine lazy object from an OpenCompass-style file
-                m["type"] = str(t) if type(t).__name__.startswith("Lazy") else f"{t.__module__}.{t.__qualname__}"
+                m["type"] = str(t) if type(t).__name__.startswith("Lazy") else type_name(t)
             problems = check_model(m)
             if problems:
                 raise ConfigError(f"{path}: " + "; ".join(problems))

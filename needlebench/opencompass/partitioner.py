@@ -32,18 +32,11 @@ from opencompass.utils import get_infer_output_path
 from ..errors import ConfigError
 from ..sharding import shard_ranges
 from ..sparse import OVERLENGTH_POLICIES
+from ..tasks import config_params, is_needlebench
 from .dataset import load_rows
 from .models import DEFAULT_MAX_SEQ_LEN
 
 __all__ = ["NeedleBenchPartitioner", "model_room", "is_needlebench"]
-
-_RESERVED = {"type", "abbr", "reader_cfg", "infer_cfg", "eval_cfg", "k", "n", "task"}
-
-
-def is_needlebench(dataset: dict) -> bool:
-    t = dataset.get("type")
-    name = t if isinstance(t, str) else f"{getattr(t, '__module__', '')}.{getattr(t, '__qualname__', '')}"
-    return name.endswith("NeedleBenchDataset")
 
 
 def _out_len(model: dict, dataset: dict) -> int:
@@ -84,8 +77,12 @@ def model_room(model: dict, dataset: dict, margin: int, logger: Any = None) -> t
     return int(max_seq_len), int(max_seq_len) - _out_len(model, dataset) - margin
 
 
-def _params(dataset: dict) -> dict[str, Any]:
-    return {k: v for k, v in dataset.items() if k not in _RESERVED}
+def _cells(metas: Any) -> dict[tuple, int]:
+    """Sample counts per (length or needle count, depth) cell."""
+    counts: dict[tuple, int] = defaultdict(int)
+    for m in metas:
+        counts[(m.get("length", m.get("num_needles", m.get("k"))), m.get("depth"))] += 1
+    return counts
 
 
 class NeedleBenchPartitioner(BasePartitioner):
@@ -123,7 +120,7 @@ class NeedleBenchPartitioner(BasePartitioner):
             ratios[key] = 1.0
             tokenizer = model.get("tokenizer_path") or model.get("path")
             if self.measure and tokenizer and osp.isdir(str(tokenizer)):
-                rows = load_rows(dataset["task"], **_params(dataset))
+                rows = load_rows(dataset["task"], **config_params(dataset))
                 prompts = [rows[i]["prompt"] for i in range(0, len(rows), max(1, len(rows) // 3))][:3]
                 ratios[key] = _tokenizer_ratio(model, prompts)
         limit = max(1, math.floor(room / ratios[key]))
@@ -136,23 +133,14 @@ class NeedleBenchPartitioner(BasePartitioner):
         """Which cells were shortened or skipped for this model."""
         if not is_needlebench(original):
             return
-        full = load_rows(original["task"], **_params(original))
+        full = load_rows(original["task"], **config_params(original))
         limit = limited["max_prompt_tokens"]
         if all(json.loads(m)["prompt_tokens"] <= limit for m in full["meta"]):
             return
-        kept = load_rows(limited["task"], **_params(limited))
+        kept = load_rows(limited["task"], **config_params(limited))
         kept_meta = [json.loads(m) for m in kept["meta"]]
-        shortened = defaultdict(int)
-        for m in kept_meta:
-            if "shortened_from" in m:
-                shortened[(m.get("length"), m.get("depth"))] += 1
-        full_cells = defaultdict(int)
-        for m in full["meta"]:
-            m = json.loads(m)
-            full_cells[(m.get("length", m.get("num_needles", m.get("k"))), m.get("depth"))] += 1
-        kept_cells = defaultdict(int)
-        for m in kept_meta:
-            kept_cells[(m.get("length", m.get("num_needles", m.get("k"))), m.get("depth"))] += 1
+        shortened = _cells(m for m in kept_meta if "shortened_from" in m)
+        full_cells, kept_cells = _cells(json.loads(m) for m in full["meta"]), _cells(kept_meta)
         skipped = {c: n - kept_cells.get(c, 0) for c, n in full_cells.items() if n > kept_cells.get(c, 0)}
         path = osp.join(work_dir, "needlebench_overlength.json")
         data = {}
@@ -212,7 +200,7 @@ class NeedleBenchPartitioner(BasePartitioner):
             if not is_needlebench(d):
                 foreign.append(d)
                 continue
-            rows = load_rows(d["task"], **_params(d))
+            rows = load_rows(d["task"], **config_params(d))
             for ri, meta in enumerate(rows["meta"]):
                 stream.append((di, ri))
                 costs.append(int(json.loads(meta)["prompt_tokens"]) + _out_len(model, d))
