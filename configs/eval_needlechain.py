@@ -6,12 +6,11 @@ _base_ = []
 
 import os
 
-from needlebench.opencompass.configs import NEEDLECHAIN_SAMPLING, SUMMARIZER, needlechain_datasets, runtime
-from needlebench.opencompass.models import load_models
+from needlebench.opencompass.configs import SUMMARIZER, needlechain_datasets, runtime
+from needlebench.opencompass.models import NEEDLECHAIN_SAMPLING, load_models, with_sampling
 
 models = [
-    dict(m, generation_kwargs=dict(m.get("generation_kwargs", {}), **NEEDLECHAIN_SAMPLING))
-    for m in load_models(default="models/vllm_qwen2_5_7b_instruct_128k.py")
+    with_sampling(m, **NEEDLECHAIN_SAMPLING) for m in load_models(default="models/vllm_qwen2_5_7b_instruct_128k.py")
 ]
 datasets = needlechain_datasets(quick=bool(os.environ.get("NEEDLECHAIN_QUICK")))
 infer, eval = runtime(num_shards=4)

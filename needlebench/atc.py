@@ -12,11 +12,28 @@ from dataclasses import dataclass
 from .errors import ConfigError
 from .graders import grade_boxed
 from .kinship import QUESTION_TYPES, KinshipChain, KinshipQuestion, ask, load_name_pool, make_chain, rules_text
+from .protocol import Option, resolve_options
+from .reference_text import REFERENCE_PROMPTS
 from .sample import DATASET_VERSION, Sample, sample_id
 from .tasks import TaskSpec, register_task
 from .tokenizer import get_encoding
 
-__all__ = ["AtcParams", "generate_atc", "atc_prompt", "kinship_gold", "DEFAULT_COUNTS"]
+__all__ = [
+    "AtcParams",
+    "generate_atc",
+    "atc_prompt",
+    "reference_atc_prompt",
+    "kinship_gold",
+    "DEFAULT_COUNTS",
+    "ATC_OPTIONS",
+]
+
+# Where ``protocol="clarified"`` differs: our wording (correct ordinals, rules, statements joined with a
+# space) and names compared ignoring case, against OpenCompass v2's prompts and exact match.
+ATC_OPTIONS: dict[str, Option] = {
+    "prompt_style": Option("reference", "clarified"),
+    "answer_match": Option("exact", "normalised"),
+}
 
 DEFAULT_COUNTS: tuple[int, ...] = tuple(2**i for i in range(1, 10))
 
@@ -39,6 +56,13 @@ class AtcParams:
     seed: int = 0
     few_shot: bool = True
     encoding: str = "cl100k_base"
+    protocol: str = "reference"
+    prompt_style: str = ""  # "" = what the protocol says; see ATC_OPTIONS
+    answer_match: str = ""
+
+    def options(self) -> dict[str, str]:
+        """The resolved protocol options (given values, else the protocol's)."""
+        return resolve_options(self.protocol, ATC_OPTIONS, {k: getattr(self, k) for k in ATC_OPTIONS})
 
 
 def _validate(p: AtcParams) -> None:
@@ -52,6 +76,21 @@ def _validate(p: AtcParams) -> None:
             raise ConfigError(f"question_types: unknown {q!r}; choose from {QUESTION_TYPES}")
     if p.repeats < 1:
         raise ConfigError(f"repeats: {p.repeats} must be at least 1")
+    p.options()
+
+
+def reference_atc_prompt(chain: KinshipChain, question_type: str) -> str:
+    """OpenCompass v2's ATC prompt: its per-type instructions and examples, statements joined with nothing."""
+    old, young = chain.names[0], chain.names[-1]
+    person = old if question_type == "nth_descendant" else young
+    return REFERENCE_PROMPTS[(chain.lang, question_type)].format(
+        shuffled_story="".join(chain.statements()),
+        last_person=young,
+        person=person,
+        n=chain.generations,
+        person_a=old,
+        person_b=young,
+    )
 
 
 def atc_prompt(chain: KinshipChain, question: KinshipQuestion, few_shot: bool = True) -> str:
@@ -61,13 +100,15 @@ def atc_prompt(chain: KinshipChain, question: KinshipQuestion, few_shot: bool = 
     return f"{_INTRO[lang]}\n\n{rules_text(lang, few_shot)}\n\n{_HEADER[lang]}\n{story}\n\n{question.text}\n"
 
 
-def kinship_gold(chain: KinshipChain, question: KinshipQuestion) -> dict:
+def kinship_gold(chain: KinshipChain, question: KinshipQuestion, match: str = "normalised") -> dict:
+    """The structured gold of a kinship question; ``match`` is how the grader compares the boxed answer."""
     return {
         "answer": question.answer,
         "kind": question.kind,
         "subject": question.subject,
         "question_type": question.type,
         "chain_names": list(chain.names),
+        "match": match,
     }
 
 
@@ -85,12 +126,14 @@ def generate_atc(p: AtcParams) -> Iterator[Sample]:
     _validate(p)
     pool = load_name_pool(p.lang)
     enc = get_encoding(p.encoding)
+    opts = p.options()
+    reference = opts["prompt_style"] == "reference"
     for n in p.needle_counts:
         for qtype in p.question_types:
             for repeat in range(p.repeats):
-                chain = make_chain(pool, n, "atc", n, qtype, repeat, p.seed)
+                chain = make_chain(pool, n, "atc", n, qtype, repeat, p.seed, style=opts["prompt_style"])
                 question = ask(chain, qtype)
-                prompt = atc_prompt(chain, question, p.few_shot)
+                prompt = reference_atc_prompt(chain, qtype) if reference else atc_prompt(chain, question, p.few_shot)
                 meta = {
                     **kinship_meta(chain, question),
                     "repeat": repeat,
@@ -99,13 +142,15 @@ def generate_atc(p: AtcParams) -> Iterator[Sample]:
                     "seed": p.seed,
                     "encoding": p.encoding,
                     "version": DATASET_VERSION,
+                    "protocol": p.protocol,
+                    "options": opts,
                 }
                 yield Sample(
                     id=sample_id("atc", p.lang, n, qtype, repeat, prompt=prompt),
                     task="atc",
                     lang=p.lang,
                     prompt=prompt,
-                    gold=kinship_gold(chain, question),
+                    gold=kinship_gold(chain, question, opts["answer_match"]),
                     meta=meta,
                 )
 

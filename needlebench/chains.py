@@ -3,21 +3,34 @@
 One data point is k people: one independent salary needle and k-1
 dependent needles (twice / half / the same as the previous person). The
 same needles are shown as a forward, backward or mixed chain, and as
-NeedleStack (k independent salaries). Arithmetic is exact (fractions); every
-running value stays within [v/64, v*64] by construction, so no chain is
-rejected and redrawn.
+NeedleStack (k independent salaries). Arithmetic is exact (fractions).
+
+Two protocols. ``reference`` (the default) reproduces the NeedleChain
+authors' released generator: their prompt, a roster in reasoning order,
+single first names, base salary 1600 with uniform relations and chains
+whose final value leaves [1600/64, 1600*64] redrawn, and NeedleStack values
+drawn on their own. ``clarified`` is this project's reading of the spec: a
+neutral prompt, a shuffled roster that leaks no order, full names, and a
+bounded walk from a varied base so no chain is ever redrawn. Each of the
+four options can also be set on its own.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import re
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from random import Random
 
 from .errors import ConfigError
 from .graders import SampleScore, ScoreOptions, prepare
 from .kinship import load_name_pool
+from .protocol import PROTOCOLS, Option
+from .protocol import resolve_options as _resolve
 from .sample import DATASET_VERSION, Sample, sample_id
 from .seeding import rng
 from .tasks import TaskSpec, register_task
@@ -25,16 +38,27 @@ from .tokenizer import get_encoding
 
 __all__ = [
     "ChainParams",
+    "ChainOptions",
     "DataPoint",
     "make_datapoint",
     "render",
+    "resolve_options",
     "generate_needlechain",
     "grade_needlechain",
+    "mentioned_positions",
+    "needed_positions",
     "parse_answer",
     "format_value",
+    "position_profile",
     "VARIANTS",
     "QUESTIONS",
     "ERROR_KINDS",
+    "PROTOCOLS",
+    "OPTION_CHOICES",
+    "CHAIN_OPTIONS",
+    "REFERENCE_SYSTEM",
+    "REFERENCE_QUESTIONS",
+    "SYSTEM",
 ]
 
 VARIANTS = ("forward", "backward", "mixed", "stack")
@@ -43,6 +67,10 @@ RELATIONS = ("twice", "half", "same")
 ERROR_KINDS = ("instruction_not_followed", "needle_omission", "calculation_error")
 BASE_VALUES = (320, 480, 640, 800, 960, 1200, 1600, 2000, 2400, 3200)
 MAX_EXPONENT = 6  # values stay within [v / 2**6, v * 2**6]
+RELEASED_BASE = 1600  # the released generator's only base salary
+STACK_FACTORS = tuple(Fraction(2) ** e for e in range(-3, 4))  # 1/8 .. 8: released NeedleStack salaries
+MAX_ATTEMPTS = 10_000  # released values: redraws before giving up (k=200 needs ~2.3 on average)
+_STEP = {"twice": 1, "half": -1, "same": 0}
 _FACTOR = {"twice": Fraction(2), "half": Fraction(1, 2), "same": Fraction(1)}
 _DEPENDENT = {
     "twice": "{x} earns twice as much as {y}.",
@@ -51,15 +79,72 @@ _DEPENDENT = {
 }
 _INDEPENDENT = "{x} received ${v} last week."
 
+# Where ``protocol="clarified"`` differs from the authors' released generator (spec: needlechain.md).
+CHAIN_OPTIONS: dict[str, Option] = {
+    # their system prompt, user layout and questions / ours
+    "prompt_style": Option("reference", "clarified"),
+    # roster in reasoning order (as the paper lists it) / shuffled so it leaks no order
+    "roster": Option("paper", "shuffled"),
+    # single first names / "First Last"
+    "names": Option("single", "full"),
+    # base 1600, uniform relations, redraw out-of-bounds chains, own NeedleStack values / bounded walk
+    "values": Option("released", "bounded"),
+}
+OPTION_CHOICES: dict[str, tuple[str, ...]] = {name: opt.choices for name, opt in CHAIN_OPTIONS.items()}
+
 SYSTEM = (
     "You are a careful payroll assistant. Answer only from the salary facts you are given; do not assume "
     "anything else. First give a brief explanation of your calculation, then end your reply with the final "
     "value on its own line, strictly in the form:\n## Answer: <value>"
 )
+# The released generator's system prompt, byte for byte (the paper's Table 3; note the trailing space).
+REFERENCE_SYSTEM = "\n".join(
+    [
+        "You are a financial assistant AI skilled in calculating wages and solving salary-related queries.",
+        "I will give you context with the facts about salary of several people.",
+        "You need to answer the question based only on the information from the facts.",
+        "Before you derive the final answer, provide me a brief explanation.",
+        "Output your final verdict by strictly following this format: '## Answer: ${your_answer}' ",
+    ]
+)
+REFERENCE_QUESTIONS = {
+    "single": "How much salary did {x} get?",
+    "total": "How much is the total salary of the referenced people?",
+}
+
+
+@dataclass(frozen=True)
+class ChainOptions:
+    """The resolved protocol options; see ``OPTION_CHOICES`` (defaults: the reference protocol)."""
+
+    prompt_style: str = "reference"
+    roster: str = "paper"
+    names: str = "single"
+    values: str = "released"
+
+
+REFERENCE = ChainOptions(**{name: opt.reference for name, opt in CHAIN_OPTIONS.items()})
+CLARIFIED = ChainOptions(**{name: opt.clarified for name, opt in CHAIN_OPTIONS.items()})
+
+
+def resolve_options(protocol: str = "reference", **overrides: str) -> ChainOptions:
+    """The protocol's options with any non-empty override applied.
+
+    Args:
+        protocol: "reference" (the authors' released generator) or "clarified".
+        overrides: option name -> value; "" keeps what the protocol says.
+    Raises ConfigError naming the field, the value and the choices.
+    """
+    unknown = sorted(set(overrides) - set(CHAIN_OPTIONS))
+    if unknown:
+        raise ConfigError(f"{unknown[0]}: not a NeedleChain option; choose from {tuple(CHAIN_OPTIONS)}")
+    return ChainOptions(**_resolve(protocol, CHAIN_OPTIONS, overrides))
 
 
 @dataclass(frozen=True)
 class ChainParams:
+    """What to generate; ``protocol`` picks the prompt and value rules, each option may override it."""
+
     k_values: tuple[int, ...] = (5, 10, 20, 50, 100, 200)
     variants: tuple[str, ...] = VARIANTS
     questions: tuple[str, ...] = QUESTIONS
@@ -67,11 +152,27 @@ class ChainParams:
     seed: int = 0
     lang: str = "en"
     encoding: str = "cl100k_base"
+    protocol: str = "reference"
+    # Each "" means "what the protocol says"; see OPTION_CHOICES.
+    prompt_style: str = ""
+    roster: str = ""
+    names: str = ""
+    values: str = ""
+
+    def options(self) -> ChainOptions:
+        """The protocol's options with this config's overrides (raises ConfigError on bad values)."""
+        return resolve_options(
+            self.protocol, prompt_style=self.prompt_style, roster=self.roster, names=self.names, values=self.values
+        )
 
 
 @dataclass(frozen=True)
 class DataPoint:
-    """Names and exact salaries in reasoning order (person 1 holds the independent needle)."""
+    """Names and exact salaries in reasoning order (person 1 holds the independent needle).
+
+    ``stack_salaries`` are NeedleStack's values: the chain's own under bounded
+    values, independent draws under released values (as the authors did).
+    """
 
     k: int
     index: int
@@ -82,6 +183,8 @@ class DataPoint:
     mixed_order: tuple[int, ...]
     stack_order: tuple[int, ...]
     roster_order: tuple[int, ...]
+    stack_salaries: tuple[Fraction, ...]
+    options: ChainOptions = REFERENCE
 
     def chain_needles(self) -> list[str]:
         out = [_INDEPENDENT.format(x=self.names[0], v=self.base)]
@@ -90,7 +193,9 @@ class DataPoint:
         return out
 
     def stack_needles(self) -> list[str]:
-        return [_INDEPENDENT.format(x=n, v=format_value(s)) for n, s in zip(self.names, self.salaries)]
+        # The released generator printed NeedleStack values as floats ("$800.0"); keep that wording quirk.
+        show = _float_text if self.options.prompt_style == "reference" else format_value
+        return [_INDEPENDENT.format(x=n, v=show(s)) for n, s in zip(self.names, self.stack_salaries)]
 
     def presented(self, variant: str) -> list[int]:
         """Reasoning positions (0-based) in the order the variant shows them."""
@@ -101,6 +206,10 @@ class DataPoint:
             "mixed": list(self.mixed_order),
             "stack": list(self.stack_order),
         }[variant]
+
+
+def _float_text(value: Fraction) -> str:
+    return str(float(value))
 
 
 def format_value(value: Fraction) -> str:
@@ -117,11 +226,8 @@ def format_value(value: Fraction) -> str:
     return out
 
 
-def make_datapoint(k: int, index: int, seed: int) -> DataPoint:
-    """A pure function of (k, index, seed)."""
-    if k < 2:
-        raise ConfigError(f"k_values: {k} must be at least 2")
-    r = rng("needlechain", k, index, seed)
+def _full_names(r: Random, k: int) -> list[str]:
+    """k distinct "First Last" names (clarified)."""
     pool = load_name_pool("en")
     names: list[str] = []
     seen: set[str] = set()
@@ -130,43 +236,127 @@ def make_datapoint(k: int, index: int, seed: int) -> DataPoint:
         if name not in seen:
             seen.add(name)
             names.append(name)
+    return names
+
+
+def _single_names(r: Random, k: int) -> list[str]:
+    """k distinct first names without replacement, as the released generator drew them."""
+    pool = list(dict.fromkeys(load_name_pool("en").first))  # drop any repeat so no two people share a name
+    if k > len(pool):
+        raise ConfigError(f"k_values: {k} exceeds the {len(pool)} distinct first names (use names='full')")
+    return r.sample(pool, k)
+
+
+def _bounded_values(r: Random, k: int) -> tuple[int, list[str], list[Fraction]]:
+    """A base from BASE_VALUES and a walk that never leaves [v/64, v*64], so nothing is redrawn."""
     base = r.choice(BASE_VALUES)
     exponent = 0
-    relations = []
+    relations: list[str] = []
     salaries = [Fraction(base)]
     for _ in range(k - 1):
-        allowed = [rel for rel in RELATIONS if abs(exponent + {"twice": 1, "half": -1, "same": 0}[rel]) <= MAX_EXPONENT]
+        allowed = [rel for rel in RELATIONS if abs(exponent + _STEP[rel]) <= MAX_EXPONENT]
         rel = r.choice(allowed)
-        exponent += {"twice": 1, "half": -1, "same": 0}[rel]
+        exponent += _STEP[rel]
         relations.append(rel)
         salaries.append(salaries[-1] * _FACTOR[rel])
+    return base, relations, salaries
+
+
+def _released_values(k: int, index: int, seed: int) -> tuple[list[str], list[Fraction], list[Fraction]]:
+    """Uniform relations from 1600, redrawn while the final value leaves [1600/64, 1600*64].
+
+    Each attempt has its own rng (the attempt number is a coordinate), so the
+    accepted chain is a pure function of (k, index, seed). NeedleStack gets
+    its own salaries, 1600 x one of 1/8..8 each, independent of the chain.
+    """
+    low, high = Fraction(RELEASED_BASE, 2**MAX_EXPONENT), Fraction(RELEASED_BASE * 2**MAX_EXPONENT)
+    for attempt in range(MAX_ATTEMPTS):
+        r = rng("needlechain", "released-chain", k, index, seed, attempt)
+        relations = [r.choice(RELATIONS) for _ in range(k - 1)]
+        salaries = [Fraction(RELEASED_BASE)]
+        for rel in relations:
+            salaries.append(salaries[-1] * _FACTOR[rel])
+        if low <= salaries[-1] <= high:
+            break
+    else:  # pragma: no cover - probability ~0.6**10000
+        raise RuntimeError(f"no chain within bounds after {MAX_ATTEMPTS} attempts (k={k}, index={index})")
+    rs = rng("needlechain", "released-stack", k, index, seed)
+    stack = [RELEASED_BASE * rs.choice(STACK_FACTORS) for _ in range(k)]
+    return relations, salaries, stack
+
+
+def make_datapoint(k: int, index: int, seed: int, options: ChainOptions = REFERENCE) -> DataPoint:
+    """A pure function of (k, index, seed, options).
+
+    Args:
+        k: people (needles) in the chain, at least 2.
+        index: the data point's number within its k.
+        seed: the run's seed.
+        options: the resolved protocol options (reference by default).
+    Under all-clarified options the draws are exactly the pre-protocol ones.
+    """
+    if k < 2:
+        raise ConfigError(f"k_values: {k} must be at least 2")
+    r = rng("needlechain", k, index, seed)
+    names = _full_names(r, k) if options.names == "full" else _single_names(r, k)
+    if options.values == "bounded":
+        base, relations, salaries = _bounded_values(r, k)
+        stack_salaries = salaries
+    else:
+        base = RELEASED_BASE
+        relations, salaries, stack_salaries = _released_values(k, index, seed)
     mixed = list(range(k))
     r.shuffle(mixed)
     stack = list(range(k))
     r.shuffle(stack)
     roster = list(range(k))
-    r.shuffle(roster)
+    if options.roster == "shuffled":
+        r.shuffle(roster)
     return DataPoint(
-        k, index, tuple(names), tuple(relations), base, tuple(salaries), tuple(mixed), tuple(stack), tuple(roster)
+        k,
+        index,
+        tuple(names),
+        tuple(relations),
+        base,
+        tuple(salaries),
+        tuple(mixed),
+        tuple(stack),
+        tuple(roster),
+        tuple(stack_salaries),
+        options,
     )
 
 
 def render(dp: DataPoint, variant: str, question: str) -> tuple[str, str, Fraction, str]:
-    """(system, user, gold value, asked person) for one variant and question."""
+    """(system, user, gold value, asked person) for one variant and question.
+
+    The asked person is the last in reasoning order for every variant; the
+    total asks for the sum of the values the variant shows.
+    """
     if variant not in VARIANTS:
         raise ConfigError(f"variants: unknown {variant!r}; choose from {VARIANTS}")
     if question not in QUESTIONS:
         raise ConfigError(f"questions: unknown {question!r}; choose from {QUESTIONS}")
-    needles = dp.stack_needles() if variant == "stack" else dp.chain_needles()
+    stacked = variant == "stack"
+    needles = dp.stack_needles() if stacked else dp.chain_needles()
+    values = dp.stack_salaries if stacked else dp.salaries
     facts = "\n".join(needles[i] for i in dp.presented(variant))
     roster = ", ".join(dp.names[i] for i in dp.roster_order)
     target = dp.names[-1]
+    gold = values[-1] if question == "single" else sum(values, Fraction(0))
+    if dp.options.prompt_style == "reference":
+        ask = REFERENCE_QUESTIONS[question].format(x=target)
+        user = (
+            f"There are {dp.k} workers in the office.\n"
+            f"Their names are as follows: {roster}\n\n"
+            f"Salary for each worker is as follows:\n{facts}\n\n"
+            f"Now, respond to my question:\n{ask}"
+        )
+        return REFERENCE_SYSTEM, user, gold, target
     if question == "single":
         ask = f"What is {target}'s salary?"
-        gold = dp.salaries[-1]
     else:
         ask = f"What is the total salary of all {dp.k} workers combined?"
-        gold = sum(dp.salaries, Fraction(0))
     user = (
         f"There are {dp.k} workers: {roster}.\n\n"
         f"Salary facts:\n{facts}\n\n"
@@ -176,7 +366,7 @@ def render(dp: DataPoint, variant: str, question: str) -> tuple[str, str, Fracti
     return SYSTEM, user, gold, target
 
 
-def _validate(p: ChainParams) -> None:
+def _validate(p: ChainParams) -> ChainOptions:
     if p.lang != "en":
         raise ConfigError(f"lang: NeedleChain is English only (got {p.lang!r})")
     for k in p.k_values:
@@ -190,14 +380,16 @@ def _validate(p: ChainParams) -> None:
             raise ConfigError(f"questions: unknown {q!r}; choose from {QUESTIONS}")
     if p.points < 1:
         raise ConfigError(f"points: {p.points} must be at least 1")
+    return p.options()
 
 
 def generate_needlechain(p: ChainParams) -> Iterator[Sample]:
-    _validate(p)
+    options = _validate(p)
+    option_meta = dataclasses.asdict(options)
     enc = get_encoding(p.encoding)
     for k in p.k_values:
         for index in range(p.points):
-            dp = make_datapoint(k, index, p.seed)
+            dp = make_datapoint(k, index, p.seed, options)
             for variant in p.variants:
                 order = dp.presented(variant)
                 for question in p.questions:
@@ -207,6 +399,8 @@ def generate_needlechain(p: ChainParams) -> Iterator[Sample]:
                         "point": index,
                         "variant": variant,
                         "question": question,
+                        "protocol": p.protocol,
+                        "options": dict(option_meta),
                         "names_reasoning_order": list(dp.names),
                         "names_presented_order": [dp.names[i] for i in order],
                         "presented_positions": order,
@@ -273,25 +467,72 @@ def _lenient(text: str) -> Fraction | None:
     return Fraction(int(float(numbers[-1].replace(",", ""))))
 
 
+# Words and single punctuation marks: a name matches only as whole tokens, so "Arianna" is not
+# found inside "Marianna", while "Ryker's" and "Mary-Jane" still match.
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def _tokens(text: str) -> tuple[str, ...]:
+    return tuple(_TOKEN.findall(text.casefold()))
+
+
 def mentioned_positions(text: str, names: Sequence[str]) -> list[bool]:
-    low = text.casefold()
-    return [n.casefold() in low for n in names]
+    """Which chain names (reasoning order) the response mentions, on word boundaries, any case.
+
+    A full name ("First Last") also counts as mentioned by its first name
+    alone when no other chain name contains that word. Linear in the
+    response: one tokenisation and one set of n-grams per name length.
+    """
+    words = [name.split() for name in names]
+    owners = Counter(w for ws in words for w in {x.casefold() for x in ws})
+    keys: list[list[tuple[str, ...]]] = []
+    for ws in words:
+        seqs = [_tokens(" ".join(ws))]
+        if len(ws) > 1 and owners[ws[0].casefold()] == 1:
+            seqs.append(_tokens(ws[0]))
+        keys.append([s for s in seqs if s])
+    tokens = _TOKEN.findall(text.casefold())
+    grams: set[tuple[str, ...]] = set()
+    for length in {len(s) for seqs in keys for s in seqs}:
+        grams.update(zip(*(itertools.islice(tokens, i, None) for i in range(length))))
+    return [any(s in grams for s in seqs) for seqs in keys]
+
+
+def needed_positions(gold: dict) -> list[int]:
+    """0-based reasoning positions whose names a sound explanation must mention.
+
+    Every name for the chains and for NeedleStack's total; only the asked
+    person for NeedleStack's single question (the rest is haystack).
+    """
+    names = gold["names"]
+    if gold["variant"] == "stack" and gold["question"] == "single":
+        return [names.index(gold["asked"])]
+    return list(range(len(names)))
 
 
 def grade_needlechain(prediction: object, gold: dict, options: ScoreOptions) -> SampleScore:
+    """Exact value match, strict about omissions (the paper's Appendix B) unless ``options.lenient``.
+
+    Strict: a right value whose explanation omits a needed name is a lucky
+    guess, scored 0 and classed ``needle_omission``. ``extras["plain_correct"]``
+    always says whether the value alone matched, so strict and plain
+    accuracy can be shown side by side. Lenient: the released scorer's
+    reading (last number, integer part) and no omission rule.
+    """
     text = prepare(prediction, options)
     target = Fraction(gold["value"])
     names = gold["names"]
     mentioned = mentioned_positions(text, names)
-    extras = {"mentioned": mentioned}
     if options.lenient:
         value, reason = _lenient(text), None
-        correct = value is not None and value == Fraction(int(target))
+        plain = value is not None and value == Fraction(int(target))
     else:
         value, reason = parse_answer(text)
-        correct = value is not None and value == target
+        plain = value is not None and value == target
+    extras: dict[str, object] = {"mentioned": mentioned, "plain_correct": plain}
     extracted = None if value is None else format_value(value) if _finite(value) else str(value)
-    if correct:
+    missing = [i + 1 for i in needed_positions(gold) if not mentioned[i]]
+    if plain and (options.lenient or not missing):
         return SampleScore(100.0, True, extracted=extracted, extras=extras)
     if value is None:
         return SampleScore(
@@ -302,10 +543,6 @@ def grade_needlechain(prediction: object, gold: dict, options: ScoreOptions) -> 
             error="instruction_not_followed",
             extras={**extras, "reason": reason},
         )
-    needed = list(range(len(names)))
-    if gold["variant"] == "stack" and gold["question"] == "single":
-        needed = [names.index(gold["asked"])]
-    missing = [i + 1 for i in needed if not mentioned[i]]
     if missing:
         return SampleScore(
             0.0, False, extracted=extracted, error="needle_omission", extras={**extras, "missing_positions": missing}

@@ -57,10 +57,12 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .report import build_report
+    from .report import build, significance_lines
 
-    path = build_report([Path(p) for p in args.work_dirs], Path(args.output) if args.output else None)
+    path, rep = build([Path(p) for p in args.work_dirs], Path(args.output) if args.output else None)
     print(f"report written to {path}")
+    for line in significance_lines(rep):
+        print(line)
     return 0
 
 

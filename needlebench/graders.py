@@ -52,10 +52,11 @@ def prepare(prediction: object, options: ScoreOptions) -> str:
 def grade_srt(prediction: object, gold: dict, options: ScoreOptions) -> SampleScore:
     text = prepare(prediction, options)
     keywords = gold["keywords"]
+    match = gold.get("match", "normalised")
     if options.metric == "levenshtein":
-        score = levenshtein_score(text, gold["needle"], keywords, options.alpha)
+        score = levenshtein_score(text, gold["needle"], keywords, options.alpha, match)
     else:
-        score = 100.0 if keyword_hit(text, keywords) else 0.0
+        score = 100.0 if keyword_hit(text, keywords, match) else 0.0
     correct = score == 100.0
     return SampleScore(score, correct, error=None if correct else ("empty" if not text.strip() else "missed"))
 
@@ -65,11 +66,12 @@ def grade_mrt(prediction: object, gold: dict, options: ScoreOptions) -> SampleSc
     text = prepare(prediction, options)
     found = []
     partial = []
+    match = gold.get("match", "normalised")
     for needle in gold["needles"]:
         if options.metric == "levenshtein":
-            partial.append(levenshtein_score(text, needle["needle"], needle["keywords"], options.alpha))
+            partial.append(levenshtein_score(text, needle["needle"], needle["keywords"], options.alpha, match))
         else:
-            partial.append(100.0 if keyword_hit(text, needle["keywords"]) else 0.0)
+            partial.append(100.0 if keyword_hit(text, needle["keywords"], match) else 0.0)
         found.append(partial[-1] == 100.0)
     score = sum(partial) / len(partial) if partial else 0.0
     correct = all(found)
@@ -119,13 +121,16 @@ def grade_boxed(prediction: object, gold: dict, options: ScoreOptions) -> Sample
     if boxed is None:
         kind = "repetition" if is_repetitive(text) else "no_boxed_answer"
         return SampleScore(0.0, False, format_failure=True, error=kind)
+    match = gold.get("match", "normalised")
+    if match != "normalised" and _reference_match(boxed, str(gold["answer"]), match):
+        return SampleScore(100.0, True, extracted=boxed)
     answer = normalise_answer(boxed)
     if gold["kind"] == "int":
         value = parse_int(answer)
-        if value is not None and value == int(gold["answer"]):
+        if match == "normalised" and value is not None and value == int(gold["answer"]):
             return SampleScore(100.0, True, extracted=boxed)
         return SampleScore(0.0, False, extracted=boxed, error="wrong_distance")
-    if answer == normalise_answer(gold["answer"]):
+    if match == "normalised" and answer == normalise_answer(gold["answer"]):
         return SampleScore(100.0, True, extracted=boxed)
     chain = [normalise_answer(x) for x in gold.get("chain_names", [])]
     if answer in chain:
@@ -137,3 +142,29 @@ def grade_boxed(prediction: object, gold: dict, options: ScoreOptions) -> Sample
     else:
         kind = "repetition" if is_repetitive(text) else "hallucination"
     return SampleScore(0.0, False, extracted=boxed, error=kind)
+
+
+_LATEX_TEXT = re.compile(r"\\text\{([^}]+)\}")
+_LATEX_BOX = re.compile(r"\\boxed\{([^}]+)\}")
+
+
+def reference_clean(answer: str) -> str:
+    """A boxed answer cleaned the way OpenCompass's ATC postprocessor does (no case folding)."""
+    if not answer:
+        return "None"
+    answer = _LATEX_BOX.sub(r"\1", _LATEX_TEXT.sub(r"\1", answer))
+    answer = re.sub(r"\\[\[\]]", "", answer).replace("\\", "")
+    answer = re.sub(r"\s+", " ", answer).strip()
+    return answer.replace('"', "").replace("'", "").replace("~", " ")
+
+
+def _reference_match(boxed: str, gold: str, match: str) -> bool:
+    """Reference scoring of a boxed answer.
+
+    ``exact`` (ATC): the cleaned answer equals the gold, as OpenCompass's ATC evaluator compares.
+    ``contains`` (M-RS): the gold name appears inside the box, the 2025 paper's Eq. 1 applied to
+    the boxed content.
+    """
+    if match == "contains":
+        return bool(gold) and gold in boxed
+    return reference_clean(boxed).strip() == gold.strip()

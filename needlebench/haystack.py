@@ -268,8 +268,11 @@ def _snap(hay: Haystack, target: float, cut: int) -> int:
 
 
 def _needle_bytes(hay: Haystack, offset: int, end: int, text: str) -> bytes:
-    """Join a needle to its neighbours the way prose would (space rules differ by language)."""
-    if hay.lang == "zh":
+    """Join a needle to its neighbours the way prose would (space rules differ by language).
+
+    A needle given on a line of its own (``"\\n...\\n"``, OpenCompass's form) goes in verbatim.
+    """
+    if hay.lang == "zh" or text.startswith("\n"):
         return text.encode()
     before = hay.data[offset - 1 : offset] if offset > 0 else b"\n"
     after = hay.data[offset : offset + 1] if offset < end else b"\n"

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ConfigError
+from .reference_text import REFERENCE_TEMPLATES
 from .seeding import rng
 
 __all__ = [
@@ -180,18 +181,27 @@ class KinshipChain:
         ]
 
 
-def make_chain(pool: NamePool, num_needles: int, *coords: object) -> KinshipChain:
-    """A chain of ``num_needles`` links over ``num_needles + 1`` distinct names."""
+def make_chain(pool: NamePool, num_needles: int, *coords: object, style: str = "clarified") -> KinshipChain:
+    """A chain of ``num_needles`` links over ``num_needles + 1`` distinct names.
+
+    Args:
+        pool: the language's name pool.
+        num_needles: links in the chain.
+        *coords: the sample's coordinates (with the seed); every draw derives from them.
+        style: ``"reference"`` uses OpenCompass v2's sentence templates, ``"clarified"`` ours.
+    """
     if num_needles < 1:
         raise ConfigError(f"num_needles: {num_needles} must be at least 1")
     lang = pool.lang
     names = _names(pool, num_needles + 1, lang, *coords)
     r = rng("chain", lang, *coords)
+    templates = REFERENCE_TEMPLATES[lang] if style == "reference" else TEMPLATES[lang]
     links = []
     for elder, younger in zip(names, names[1:]):
         rel = r.choice(RELATIONS[lang])
-        template = r.choice(TEMPLATES[lang])
-        links.append(Link(elder, younger, rel.term, rel.generations, template.format(A=elder, B=younger, rel=rel.term)))
+        template = r.choice(templates)
+        statement = template.format(A=elder, B=younger, rel=rel.term, relationship=rel.term)
+        links.append(Link(elder, younger, rel.term, rel.generations, statement))
     order = list(range(len(links)))
     r.shuffle(order)
     return KinshipChain(lang, names, tuple(links), tuple(order))

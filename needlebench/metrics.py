@@ -1,7 +1,9 @@
 """Aggregate metrics: task scores, ATC weighted score, ENL-50, suite overall.
 
-Inputs are plain numbers (percentages); missing cells are left out, never
-counted as 0.
+Inputs are plain numbers (percentages). Missing cells are left out of means,
+never counted as 0, with one exception the paper defines: the ATC weighted
+score (Eq. 4) sums over every planned needle count, so a planned N without a
+result counts as 0 there (and the tables flag it) instead of renormalising.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from .scoring import levenshtein_score
 __all__ = [
     "atc_weighted_score",
     "enl",
+    "missing_needles",
     "overall_score",
     "levenshtein_score",
     "mean",
@@ -37,17 +40,40 @@ def mean(values: Iterable[float]) -> float:
     return sum(vals) / len(vals) if vals else float("nan")
 
 
-def atc_weighted_score(acc_by_needles: Mapping[int, float], max_needles: int | None = None) -> float:
-    """sum(P_N * N) / sum(N) over the needle counts present (up to ``max_needles``)."""
-    items = [(int(n), float(p)) for n, p in acc_by_needles.items() if max_needles is None or int(n) <= max_needles]
-    total = sum(n for n, _ in items)
+def atc_weighted_score(
+    acc_by_needles: Mapping[int, float], max_needles: int | None = None, planned: Iterable[int] | None = None
+) -> float:
+    """sum(P_N * N) / sum(N) over the planned needle counts (up to ``max_needles``).
+
+    Args:
+        acc_by_needles: accuracy P_N per needle count N.
+        max_needles: only N up to this (64 for the <=2K sub-score).
+        planned: the N the config planned; a planned N with no (or a NaN)
+            accuracy counts as 0, never renormalised away. Defaults to the N present.
+    """
+    acc = {int(n): float(p) for n, p in acc_by_needles.items()}
+    counts = sorted({int(n) for n in (acc if planned is None else planned)})
+    counts = [n for n in counts if max_needles is None or n <= max_needles]
+    total = sum(counts)
     if total == 0:
         return float("nan")
-    return sum(p * n for n, p in items) / total
+    return sum(_or_zero(acc.get(n)) * n for n in counts) / total
+
+
+def _or_zero(value: float | None) -> float:
+    return 0.0 if value is None or math.isnan(value) else value
+
+
+def missing_needles(
+    acc_by_needles: Mapping[int, float], planned: Iterable[int], max_needles: int | None = None
+) -> list[int]:
+    """The planned N (up to ``max_needles``) that have no accuracy, so count as 0 in the weighted score."""
+    have = {int(n) for n, p in acc_by_needles.items() if not math.isnan(float(p))}
+    return sorted(n for n in {int(x) for x in planned} if n not in have and (max_needles is None or n <= max_needles))
 
 
 def enl(acc_by_needles: Mapping[int, float], tau: float = 50.0) -> int:
-    """Effective needle length: the largest N with accuracy >= tau, 0 if none."""
+    """Effective needle length: the largest N with accuracy >= tau, 0 if none (a missing N cannot pass)."""
     passing = [int(n) for n, p in acc_by_needles.items() if float(p) >= tau]
     return max(passing) if passing else 0
 
@@ -96,15 +122,20 @@ def summarise_details(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
 
 
 def chain_cells(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """NeedleChain accuracy per (variant, k, question) and error shares per (variant, k)."""
+    """NeedleChain strict (and, where graded, plain) accuracy per (variant, k, question); error shares per (variant, k)."""
     out: dict[str, float] = {}
     cells: dict[tuple[str, int, str], list[float]] = defaultdict(list)
+    plain: dict[tuple[str, int, str], list[float]] = defaultdict(list)
     groups: dict[tuple[str, int], list[Mapping[str, Any]]] = defaultdict(list)
     for d in details:
         cells[(d["variant"], d["k"], d["question"])].append(float(d["score"]))
+        if d.get("plain_correct") is not None:
+            plain[(d["variant"], d["k"], d["question"])].append(100.0 * bool(d["plain_correct"]))
         groups[(d["variant"], d["k"])].append(d)
     for (variant, k, question), vals in sorted(cells.items()):
         out[f"acc_{variant}_k{k}_{question}"] = mean(vals)
+    for (variant, k, question), vals in sorted(plain.items()):
+        out[f"plain_{variant}_k{k}_{question}"] = mean(vals)
     for (variant, k), rows in sorted(groups.items()):
         for kind, share in error_shares(rows).items():
             out[f"err_{variant}_k{k}_{kind}"] = share

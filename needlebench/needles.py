@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ConfigError
+from .prompts import reference_retrieval_question
 from .seeding import rng
 
 __all__ = ["Needle", "NeedleBank", "load_needle_bank", "default_needle_file", "pick_needles"]
@@ -27,6 +28,12 @@ class Needle:
     question: str
     answer_format: str
     keywords: tuple[str, ...]
+    retrieval_question: str = ""  # OpenCompass's one-line form: question, then answer format
+
+    @property
+    def reference_question(self) -> str:
+        """The question as OpenCompass's ``needles.jsonl`` words it (built from ours when absent)."""
+        return self.retrieval_question or reference_retrieval_question(self.lang, self.question, self.answer_format)
 
 
 @dataclass(frozen=True)
@@ -52,13 +59,17 @@ def _parse(row: dict, path: Path, lineno: int) -> Needle:
             lang = _OC_LANG.get(row["language"], row["language"])
             question = row["retrieval_question"]
             fmt = question.split("'")[1] if question.count("'") >= 2 else ""
+            ask = question.split("'")[0] if fmt else question
+            for marker in ("Please answer in the format of", "Please answer in the format", "请按照"):
+                ask = ask.split(marker)[0]
             return Needle(
                 f"oc-{lineno:04d}",
                 lang,
                 row["needle"].strip(),
-                question.split("'")[0].strip() if fmt else question,
+                ask.strip(),
                 fmt,
                 (str(row["arg2"]),),
+                question,
             )
         keywords = tuple(str(k) for k in row["keywords"])
         if not keywords or not all(keywords):

@@ -1,8 +1,12 @@
 """M-RS, multi-needle reasoning (2025 form), and the 2024 bring-your-own-needles form.
 
-2025: 2-5 kinship statements spread through the haystack at distinct depths
-(spacing computed once from the requested depth, with no accumulated
-offsets), asked with the ATC question types, answered in ``\\boxed{}``.
+2025: 2-5 kinship statements in the haystack, asked with the ATC question
+types, answered in ``\\boxed{}``. Reference placement is OpenCompass v2's
+intent (``multi.py`` with ``diff=10``): the first needle at the requested
+depth, each next one 10% of the haystack further, capped at the end; its
+double counting of needle lengths when shifting later insertion points is a
+bug we do not copy. The clarified placement spreads the needles over the
+roomier side of the document.
 2024: records of OpenCompass's ``multi_needle_reasoning_{en,zh}.json``
 layout (``derivation_count``, ``derivations``, ``question``, ``answer``),
 scored by keyword.
@@ -18,24 +22,32 @@ from pathlib import Path
 from .atc import kinship_gold, kinship_meta
 from .errors import ConfigError
 from .graders import SampleScore, ScoreOptions, grade_boxed, grade_srt
-from .kinship import QUESTION_TYPES, ask, load_name_pool, make_chain, rules_text
-from .prompts import sparse_prompt
+from .kinship import QUESTION_TYPES, KinshipChain, ask, load_name_pool, make_chain, rules_text
+from .prompts import PromptParts, sparse_prompt
+from .reference_text import MRS_REFERENCE_FRAMES, MRS_REFERENCE_QUESTION
 from .sample import Sample, sample_id
 from .seeding import rng
-from .sparse import SkipSample, SparseParams, fill, haystack_for, prefix_order, validate_sparse
+from .sparse import SkipSample, SparseParams, fill, haystack_for, needle_text, prefix_order, validate_sparse
 from .tasks import TaskSpec, register_task
 
-__all__ = ["needle_depths", "generate_mrs", "grade_mrs", "MRS_COUNTS"]
+__all__ = ["needle_depths", "generate_mrs", "grade_mrs", "MRS_COUNTS", "REFERENCE_DIFF"]
 
 MRS_COUNTS = (2, 3, 4, 5)
+REFERENCE_DIFF = 10.0  # OpenCompass v2's ``diff``: percent of the haystack between consecutive needles
 
 
-def needle_depths(depth: float, count: int) -> tuple[float, ...]:
-    """``count`` distinct depths starting at ``depth``, spread toward the roomier end.
+def needle_depths(depth: float, count: int, placement: str = "reference") -> tuple[float, ...]:
+    """The depths of ``count`` needles whose first goes at ``depth``.
 
-    Spacing is (room / count), computed once; OpenCompass adds the previous
-    needle's length on top of the spacing, so its later needles pile up at the end.
+    Args:
+        depth: the sample's depth (0..100).
+        count: number of needles.
+        placement: ``"reference"``: depth, depth + 10, depth + 20, ... capped at 100, in chain
+            presentation order (OpenCompass v2's intent); ``"spread"``: distinct depths spread toward
+            the roomier end, spacing (room / count) computed once.
     """
+    if placement == "reference":
+        return tuple(min(100.0, round(float(depth) + i * REFERENCE_DIFF, 3)) for i in range(count))
     if count == 1:
         return (float(depth),)
     if depth <= 50:
@@ -67,9 +79,35 @@ def _multihop_records(path: str) -> tuple[dict, ...]:
     return records
 
 
+def _kinship_parts(p: SparseParams, chain: KinshipChain, question_text: str) -> PromptParts:
+    """OpenCompass v2's M-RS frame (eldest ancestor, its examples and notes), or ours."""
+    if p.options()["prompt_style"] == "reference":
+        young = chain.names[-1]
+        frame = MRS_REFERENCE_FRAMES[(p.lang, p.question_position)].format(
+            context="\0", retrieval_question=MRS_REFERENCE_QUESTION[p.lang].format(last_person=young), last_person=young
+        )
+        head, tail = frame.split("\0")
+        return PromptParts(head, tail)
+    return sparse_prompt(
+        p.lang,
+        [question_text],
+        [""],
+        p.question_position,
+        p.recall_step,
+        extra_instruction=rules_text(p.lang, few_shot=False),
+    )
+
+
 def _kinship_samples(p: SparseParams, qtypes: tuple[str, ...]) -> Iterator[Sample]:
     pool = load_name_pool(p.lang)
     counts = p.num_needles or MRS_COUNTS
+    opts = p.options()
+    reference = opts["prompt_style"] == "reference"
+    if reference and set(qtypes) != {"eldest_ancestor"}:
+        raise ConfigError(
+            "question_types: OpenCompass's M-RS asks only eldest_ancestor; "
+            "use prompt_style='clarified' for the other question types"
+        )
     for repeat in range(p.repeats):
         hay = haystack_for(p, repeat)
         for length in prefix_order(p.lengths):
@@ -77,20 +115,13 @@ def _kinship_samples(p: SparseParams, qtypes: tuple[str, ...]) -> Iterator[Sampl
                 for depth in prefix_order(p.depths):
                     coords = ("mrs", p.lang, length, count, depth, repeat, p.seed)
                     qtype = rng("mrs-question", *coords).choice(qtypes)
-                    chain = make_chain(pool, count, *coords)
+                    chain = make_chain(pool, count, *coords, style=opts["prompt_style"])
                     question = ask(chain, qtype)
-                    parts = sparse_prompt(
-                        p.lang,
-                        [question.text],
-                        [""],
-                        p.question_position,
-                        p.recall_step,
-                        extra_instruction=rules_text(p.lang, few_shot=False),
-                    )
-                    depths = needle_depths(depth, count)
-                    statements = chain.statements()
+                    parts = _kinship_parts(p, chain, question.text)
+                    depths = needle_depths(depth, count, opts["placement"])
+                    statements = [needle_text(p, x) for x in chain.statements()]
                     try:
-                        fitted, meta = fill(p, hay, length, parts.head, parts.tail, list(zip(depths, statements)))
+                        fitted, meta = fill(p, hay, length, parts, list(zip(depths, statements)))
                     except SkipSample:
                         continue
                     meta.update(
@@ -100,12 +131,13 @@ def _kinship_samples(p: SparseParams, qtypes: tuple[str, ...]) -> Iterator[Sampl
                         repeat=repeat,
                         **kinship_meta(chain, question),
                     )
+                    match = "contains" if opts["keyword_match"] == "exact" else "normalised"
                     yield Sample(
                         id=sample_id("mrs", p.lang, length, count, depth, repeat, digest=fitted.digest),
                         task="mrs",
                         lang=p.lang,
                         prompt=fitted.text,
-                        gold={**kinship_gold(chain, question), "form": "kinship"},
+                        gold={**kinship_gold(chain, question, match), "form": "kinship"},
                         meta=meta,
                     )
 
@@ -123,11 +155,10 @@ def _multihop_samples(p: SparseParams) -> Iterator[Sample]:
                 record = rng("mrs-record", p.lang, length, count, repeat, p.seed).choice(pool)
                 parts = sparse_prompt(p.lang, [record["question"]], [""], p.question_position, p.recall_step)
                 for depth in prefix_order(p.depths):
-                    depths = needle_depths(depth, count)
+                    depths = needle_depths(depth, count, p.options()["placement"])
+                    needles = [needle_text(p, x) for x in record["needles"]]
                     try:
-                        fitted, meta = fill(
-                            p, hay, length, parts.head, parts.tail, list(zip(depths, record["needles"]))
-                        )
+                        fitted, meta = fill(p, hay, length, parts, list(zip(depths, needles)))
                     except SkipSample:
                         continue
                     meta.update(

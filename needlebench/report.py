@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from . import figures, tables
-from .results import RunResults, load_results
+from .results import RunResults, check_comparable, is_shortened, load_results
 
-__all__ = ["build_report", "write_report", "Report"]
+__all__ = ["build", "build_report", "write_report", "significance_lines", "Report"]
 
 _HOW_TO_READ = """
 <p><b>How to read this.</b> Scores are percentages (0-100). S-RT asks for one hidden fact, M-RT for
@@ -28,9 +29,18 @@ Heatmaps show depth of the needle (rows; 0 = start of the document) against cont
 the bottom row is the mean of each length. Grey cells marked "-" were not run: they are missing, not zero.
 <i>fmt_fail%</i> is the share of answers with no parsable final answer (for example no <code>\\boxed{}</code>).
 ATC: accuracy per needle count N; <i>weighted</i> = sum(P_N * N) / sum(N); <i>weighted_short</i> uses N &lt;= 64;
-ENL-50 is the largest N with accuracy of at least 50. NeedleChain: accuracy per chain variant, k and question,
-with each wrong answer classified as instruction not followed, needle omission or calculation error.
-Overall (v2) is the mean of S-RT, M-RT and M-RS; overall (v1) weights them 0.4 / 0.3 / 0.3.</p>
+ENL-50 is the largest N with accuracy of at least 50. NeedleChain: strict accuracy per chain variant, k and
+question (a right value reached the wrong way scores 0) beside <i>plain</i> accuracy (the value alone), with each
+wrong answer classified as instruction not followed, needle omission or calculation error.
+Overall (v2) is the mean of S-RT, M-RT and M-RS; overall (v1), shown for v1 runs only, weights them 0.4 / 0.3 / 0.3.</p>
+<p><b>Intervals and completeness.</b> The bracket under a score is its 95% bootstrap interval (1000 resamples of
+the samples, seeded, so a rebuilt report shows the same). <span class='flag'>&dagger;</span> marks an incomplete
+score; hover it or read the <i>note</i>. A prompt shortened to fit a model is never counted as its nominal length:
+it is left out of that cell and of every total above it, and counted under <i>shortened</i>. Prompts skipped as
+over length are counted under <i>skipped</i>; <i>planned</i> = scored + shortened + skipped. The ATC weighted
+scores and ENL-50 cover every planned N (2..512): an N not run counts as 0, never averaged away. Comparisons
+(<i>a - b</i>) pair the samples both runs scored with the same id; <i>significant</i> means the paired 95%
+interval excludes 0.</p>
 """
 
 
@@ -51,22 +61,31 @@ def _safe(name: str) -> str:
 def assemble(results: RunResults) -> Report:
     """Compute every table and figure the records allow."""
     rep = Report(warnings=list(results.warnings), models=results.models)
-    records = results.records
     models = rep.models
-    if not records:
+    if not results.records:
         return rep
+    check_comparable(results.records)
+    records = [r for r in results.records if not is_shortened(r)]  # figures: never at a nominal length
+    skipped = results.skipped()
     if results.overlength:
-        rep.tables["overlength"] = pd.DataFrame(results.overlength)
-    summary = tables.summary_table(records, models)
+        rep.tables["overlength"] = pd.DataFrame(
+            [{k: v for k, v in o.items() if k != "detail"} for o in results.overlength]
+        )
+    summary = tables.summary_table(results.records, models, skipped)
     if not summary.empty:
         rep.tables["needlebench_summary"] = summary
-    atc = results.for_task("atc")
+    atc = [r for r in records if r.get("task") == "atc"]
     if atc:
-        rep.tables["needlebench_atc"] = tables.atc_table(atc, models)
+        rep.tables["needlebench_atc"] = tables.atc_table(atc, models, skipped)
         rep.figures["atc_accuracy_vs_needles"] = figures.atc_curve_png(atc, "ATC accuracy vs needle count")
-    chain = results.for_task("needlechain")
+    atc_mc = [r for r in records if r.get("task") == "atc_mc"]
+    if atc_mc:  # the 2024 multiple-choice ATC, scored with circular evaluation
+        from .atc_mc import atc_mc_table
+
+        rep.tables["needlebench_atc_v1"] = atc_mc_table(atc_mc, models)
+    chain = [r for r in records if r.get("task") == "needlechain"]
     if chain:
-        rep.tables["needlechain_summary"] = tables.chain_table(chain, models)
+        rep.tables["needlechain_summary"] = tables.chain_table(chain, models, skipped)
         for m in sorted({r["model"] for r in chain}):
             rep.figures[f"needlechain_accuracy_vs_k_{_safe(m)}"] = figures.chain_k_png(chain, m)
             rep.figures[f"needlechain_positions_{_safe(m)}"] = figures.chain_positions_png(chain, m)
@@ -84,7 +103,8 @@ def assemble(results: RunResults) -> Report:
     if len(models) >= 2 and "needlebench_summary" in rep.tables:
         base = models[0]
         for other in models[1:]:
-            rep.tables[f"diff_{_safe(other)}_vs_{_safe(base)}"] = tables.difference_table(summary, base, other)
+            diff = tables.difference_table(results.records, base, other, skipped)
+            rep.tables[f"diff_{_safe(other)}_vs_{_safe(base)}"] = diff
             for task in tables.SPARSE_ORDER:
                 for lang in ("en", "zh"):
                     a, b = tables.grid(records, base, task, lang), tables.grid(records, other, task, lang)
@@ -98,14 +118,49 @@ def assemble(results: RunResults) -> Report:
 
 
 def _fmt(value: Any) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
     if isinstance(value, float):
         return "-" if math.isnan(value) else f"{value:.2f}"
     return html.escape(str(value))
 
 
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _is(value: Any, flag: bool) -> bool:
+    """A real boolean equal to ``flag`` (not a missing value)."""
+    return isinstance(value, (bool, np.bool_)) and bool(value) is flag
+
+
+def _cell(row: dict[str, Any], column: str, marks: dict[str, tuple[str, str]]) -> str:
+    """One table cell: the value, its interval beneath, a dagger if incomplete, a badge on notes."""
+    text = _fmt(row[column])
+    lo, hi = row.get(f"{column} ci_low"), row.get(f"{column} ci_high")
+    if not (_missing(lo) or _missing(hi) or _missing(row[column])):
+        bounds = ", ".join(str(v) if isinstance(v, (int, np.integer)) else f"{float(v):.1f}" for v in (lo, hi))
+        text += f"<br><span class='ci' title='95% bootstrap interval'>[{bounds}]</span>"
+    if column in marks and _is(row.get(marks[column][0]), False) and not _missing(row[column]):
+        note = html.escape(str(row.get(marks[column][1]) or "incomplete"), quote=True)
+        text += f"<span class='flag' title='{note}'>&dagger;</span>"
+    if column == "significant" and _is(row[column], True):
+        text = "<b>yes</b>"
+    flagged = [c for c, (done, note) in marks.items() if note == column and _is(row.get(done), False)]
+    if flagged and row[column] and not str(row[column]).startswith("incomplete"):
+        text = f"<span class='badge'>incomplete</span> {text}"
+    return f"<td>{text}</td>"
+
+
 def _html_table(df: pd.DataFrame) -> str:
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
-    body = "".join("<tr>" + "".join(f"<td>{_fmt(v)}</td>" for v in row) + "</tr>" for row in df.itertuples(index=False))
+    """An HTML table; interval and ``complete`` columns fold into the value cells they belong to."""
+    marks: dict[str, tuple[str, str]] = df.attrs.get("marks", {})
+    folded = {c for c in df.columns if str(c).endswith((" ci_low", " ci_high"))} | {d for d, _ in marks.values()}
+    shown = [c for c in df.columns if c not in folded]
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown)
+    body = "".join(
+        "<tr>" + "".join(_cell(row, c, marks) for c in shown) + "</tr>" for row in df.to_dict(orient="records")
+    )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -115,7 +170,8 @@ def _html(rep: Report, sources: list[str]) -> str:
         "<style>body{font-family:sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;"
         "font-size:12px;margin:1em 0}td,th{border:1px solid #bbb;padding:2px 6px;text-align:right}"
         "th{background:#eee}img{max-width:100%;border:1px solid #ddd;margin:.5em 0}"
-        ".warn{color:#a40}</style></head><body>",
+        ".warn{color:#a40}.ci{color:#666;font-size:10px;white-space:nowrap}.flag{color:#b00;font-weight:bold;cursor:help}"
+        ".badge{background:#fdd;color:#900;border-radius:3px;padding:0 3px;font-size:10px}</style></head><body>",
         "<h1>NeedleBench report</h1>",
         f"<p>Models: {html.escape(', '.join(rep.models) or 'none')}. Sources: "
         f"{html.escape('; '.join(sources) or 'none')}</p>",
@@ -150,9 +206,33 @@ def write_report(rep: Report, out: Path, sources: list[str]) -> Path:
     return path
 
 
-def build_report(paths: list[Path], out: Path | None = None) -> Path:
-    """Rebuild everything from work dirs; two or more dirs are compared model by model."""
+def build(paths: list[Path], out: Path | None = None) -> tuple[Path, Report]:
+    """Rebuild everything from work dirs; the page written and what it holds.
+
+    Args:
+        paths: work dirs; two or more are compared model by model (paired over matching sample ids).
+        out: output folder (default: the first dir's ``needlebench_report``).
+    Raises:
+        ConfigError: the dirs mix dataset versions or their prompts differ.
+    """
     results = load_results(paths, label_by_dir=len(paths) > 1)
     rep = assemble(results)
     target = out or (paths[0] / "needlebench_report")
-    return write_report(rep, target, results.sources)
+    return write_report(rep, target, results.sources), rep
+
+
+def build_report(paths: list[Path], out: Path | None = None) -> Path:
+    """Rebuild everything from work dirs; two or more dirs are compared model by model."""
+    return build(paths, out)[0]
+
+
+def significance_lines(rep: Report) -> list[str]:
+    """One line per comparison: how many summary rows differ significantly (for the terminal)."""
+    lines = []
+    for name, df in rep.tables.items():
+        if name.startswith("diff_") and "significant" in df:
+            rows = df[df["significant"]]
+            shown = ", ".join(f"{r.task} {r.lang} {r.length}" for r in rows.head(5).itertuples())
+            more = f" (e.g. {shown})" if shown else ""
+            lines.append(f"{name}: {len(rows)} of {len(df)} rows differ significantly (paired 95% bootstrap){more}")
+    return lines

@@ -9,13 +9,23 @@ files are reported as warnings and skipped; they never stop a report.
 from __future__ import annotations
 
 import json
+import re
+from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["RunResults", "load_results", "run_dirs"]
+__all__ = ["RunResults", "load_results", "run_dirs", "check_comparable", "is_shortened"]
+
+_ABBR = re.compile(r"(?:^|_)(srt|mrt|mrs|atc)_(en|zh)(?:_|$)")
+
+
+def is_shortened(record: dict[str, Any]) -> bool:
+    """A prompt cut to fit the model: it is never reported as its nominal length."""
+    return record.get("shortened_from") is not None
 
 
 @dataclass
@@ -34,6 +44,33 @@ class RunResults:
     def for_task(self, task: str) -> list[dict[str, Any]]:
         return [r for r in self.records if r.get("task") == task]
 
+    def skipped(self) -> dict[tuple[str, str, str, Any], int]:
+        """Samples skipped as over length, per (model, task, lang, cell).
+
+        The cell is the length for S-RT / M-RT / M-RS, the needle count N for
+        ATC and k for NeedleChain (the partitioner's first coordinate); depths
+        are summed. Datasets are matched to their task and language by their
+        records, or by their abbr when every sample was skipped.
+        """
+        where: dict[tuple[str, str], tuple[str, str]] = {}
+        for r in self.records:
+            where.setdefault((r["model"], r["dataset"]), (r.get("task"), r.get("lang")))
+        out: dict[tuple[str, str, str, Any], int] = defaultdict(int)
+        for row in self.overlength:
+            found = where.get((row["model"], row["dataset"])) or _task_lang_from_abbr(row["dataset"])
+            if found is None:
+                continue
+            for coord, _depth, n in row.get("detail", {}).get("skipped", []):
+                out[(row["model"], found[0], found[1], coord)] += int(n)
+        return dict(out)
+
+
+def _task_lang_from_abbr(abbr: str) -> tuple[str, str] | None:
+    if abbr.startswith("needlechain"):
+        return "needlechain", "en"
+    m = _ABBR.search(abbr)
+    return (m.group(1), m.group(2)) if m else None
+
 
 def run_dirs(path: Path) -> list[Path]:
     """A run folder (has results/) or a work dir holding timestamped runs, oldest first."""
@@ -50,6 +87,7 @@ def load_results(paths: list[Path], label_by_dir: bool = False) -> RunResults:
     """
     out = RunResults()
     latest: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    overlength: dict[tuple[str, str], dict[str, Any]] = {}
     for root in paths:
         if not root.exists():
             raise ConfigError(f"work dir {root} does not exist")
@@ -59,7 +97,9 @@ def load_results(paths: list[Path], label_by_dir: bool = False) -> RunResults:
             continue
         for run in runs:
             out.sources.append(str(run))
-            out.overlength.extend(_read_overlength(run / "needlebench_overlength.json", out.warnings))
+            prefix = f"{root.name}/" if label_by_dir else ""
+            for row in _read_overlength(run / "needlebench_overlength.json", out.warnings, prefix):
+                overlength[(row["model"], row["dataset"])] = row
             for model_dir in sorted(p for p in (run / "results").iterdir() if p.is_dir()):
                 files = sorted(model_dir.glob("*.samples.jsonl"))
                 others = [p for p in model_dir.glob("*.json") if not p.name.endswith((".positions.json",))]
@@ -78,6 +118,7 @@ def load_results(paths: list[Path], label_by_dir: bool = False) -> RunResults:
                         latest[(model, dataset)] = rows
     for rows in latest.values():
         out.records.extend(rows)
+    out.overlength = list(overlength.values())
     if not out.records:
         out.warnings.append("no needlebench per-sample results found (results/<model>/<dataset>.samples.jsonl)")
     return out
@@ -108,8 +149,13 @@ def _read_lines(path: Path, warnings: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
-def _read_overlength(path: Path, warnings: list[str]) -> list[dict[str, Any]]:
-    """The partitioner's record of prompts shortened or skipped to fit each model."""
+def _read_overlength(path: Path, warnings: list[str], prefix: str = "") -> list[dict[str, Any]]:
+    """The partitioner's record of prompts shortened or skipped to fit each model.
+
+    ``detail`` keeps the per-cell lists ([length or N or k, depth, count]) so
+    each summary cell gets its own skipped count; ``prefix`` labels the model
+    like its records (work dir name when comparing dirs).
+    """
     if not path.is_file():
         return []
     try:
@@ -124,13 +170,53 @@ def _read_overlength(path: Path, warnings: list[str]) -> list[dict[str, Any]]:
             short = [f"{c[0]}/{c[1]}" if c[1] is not None else str(c[0]) for c in info.get("shortened", [])]
             rows.append(
                 {
-                    "model": model,
+                    "model": f"{prefix}{model}",
                     "dataset": dataset,
                     "policy": info.get("policy"),
                     "max_prompt_tokens": info.get("max_prompt_tokens"),
                     "shortened": info.get("num_shortened", 0),
                     "skipped": info.get("num_skipped", 0),
                     "cells (length/depth)": ", ".join(short or cells),
+                    "detail": {"skipped": info.get("skipped", []), "shortened": info.get("shortened", [])},
                 }
             )
     return rows
+
+
+def check_comparable(records: Sequence[dict[str, Any]]) -> None:
+    """Refuse a results set that mixes dataset versions or models whose prompts differ.
+
+    Why: a score difference between two prompt sets says nothing about the
+    models. Records carry the dataset ``version``; ids carry a hash of the
+    prompt, so the same config gives the same ids. For every dataset two
+    models share, ids that only one has are fine (a partial run, a skipped
+    sample) but ids on both sides that the other lacks mean different prompts.
+    Shortened samples are left out: their prompt (and id) depends on the model.
+
+    Raises:
+        ConfigError: naming the versions, or the dataset, the counts and example ids.
+    """
+    versions: dict[str, set[str]] = defaultdict(set)
+    for r in records:
+        if r.get("version") is not None:
+            versions[str(r["version"])].add(f"{r['model']}:{r['dataset']}")
+    if len(versions) > 1:
+        detail = "; ".join(f"version {v}: {', '.join(sorted(w)[:3])}" for v, w in sorted(versions.items()))
+        raise ConfigError(f"results mix dataset versions {sorted(versions)} ({detail}); compare runs of one version")
+    ids: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    version_of: dict[str, str] = {}
+    for r in records:
+        if r.get("id") is not None and not is_shortened(r):
+            ids[r["dataset"]][r["model"]].add(str(r["id"]))
+            version_of.setdefault(r["model"], str(r.get("version", "unknown")))
+    for dataset, per_model in sorted(ids.items()):
+        models = sorted(per_model)
+        for i, a in enumerate(models):
+            for b in models[i + 1 :]:
+                only_a, only_b = per_model[a] - per_model[b], per_model[b] - per_model[a]
+                if only_a and only_b:
+                    raise ConfigError(
+                        f"{dataset}: {a} and {b} were given different prompts: {len(only_a)} ids only in {a} "
+                        f"(e.g. {sorted(only_a)[0]}), {len(only_b)} only in {b} (e.g. {sorted(only_b)[0]}); "
+                        f"versions {version_of[a]} and {version_of[b]}. Compare runs of the same config and version."
+                    )

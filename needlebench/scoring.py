@@ -26,8 +26,6 @@ __all__ = [
 MAX_PREDICTION_CHARS = 200_000
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd]")
 _SPECIAL_TOKENS = re.compile(r"<\|(?:im_end|im_start|endoftext|eot_id|end)\|>|</s>")
-_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.S | re.I)
-_THINK_OPEN = re.compile(r"<think>.*\Z", re.S | re.I)
 
 
 def clean_prediction(prediction: object) -> str:
@@ -52,18 +50,40 @@ def strip_thinking(text: str) -> str:
     A response that is only ``...</think> answer`` (template opened the tag)
     keeps what follows the closing tag.
     """
-    text = _THINK_BLOCK.sub("", text)
-    if "</think>" in text.lower():
-        text = re.split(r"</think>", text, flags=re.I)[-1]
-    return _THINK_OPEN.sub("", text)
+    # one left-to-right scan (a lazy regex is quadratic over thousands of unclosed tags)
+    low = text.lower()
+    kept: list[str] = []
+    i = 0
+    while True:
+        start = low.find("<think>", i)
+        if start < 0:
+            kept.append(text[i:])
+            break
+        kept.append(text[i:start])
+        end = low.find("</think>", start + 7)
+        if end < 0:
+            break
+        i = end + 8
+    out = "".join(kept)
+    low = out.lower()
+    return out[low.rindex("</think>") + 8 :] if "</think>" in low else out
 
 
 def _squash(text: str) -> str:
     return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text)).casefold()
 
 
-def keyword_hit(prediction: str, keywords: Sequence[str]) -> bool:
-    """A core keyword appears, ignoring case, width and whitespace."""
+def keyword_hit(prediction: str, keywords: Sequence[str], match: str = "normalised") -> bool:
+    """A core keyword appears in the prediction.
+
+    Args:
+        prediction: the model's (cleaned) answer.
+        keywords: the gold's core keywords; any one is enough.
+        match: ``"exact"`` (a plain substring, as OpenCompass and the 2025 paper's Eq. 1 score) or
+            ``"normalised"`` (ignoring case, full/half width and whitespace).
+    """
+    if match == "exact":
+        return any(k and k in prediction for k in keywords)
     squashed = _squash(prediction)
     return any(k and _squash(k) in squashed for k in keywords)
 
@@ -73,13 +93,15 @@ def keyword_score(prediction: str, keywords: Sequence[str]) -> float:
     return 100.0 if keyword_hit(prediction, keywords) else 0.0
 
 
-def levenshtein_score(prediction: str, reference: str, keywords: Sequence[str], alpha: float = 0.2) -> float:
+def levenshtein_score(
+    prediction: str, reference: str, keywords: Sequence[str], alpha: float = 0.2, match: str = "normalised"
+) -> float:
     """2024 metric: 100 on a keyword hit, else partial credit by edit distance.
 
     score = 100 * alpha * (1 - d(P, R) / max(|P|, |R|)), with whitespace removed.
     """
     prediction = clean_prediction(prediction)
-    if keyword_hit(prediction, keywords):
+    if keyword_hit(prediction, keywords, match):
         return 100.0
     p = re.sub(r"\s+", "", prediction)
     r = re.sub(r"\s+", "", reference)

@@ -11,11 +11,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from .errors import ConfigError
-from .haystack import Haystack, build_haystack, fit_prompt, load_tokenized, text_tokens
+from .haystack import Haystack, build_haystack, fit_prompt, load_tokenized
 from .needles import Needle, default_needle_file, load_needle_bank, pick_needles
-from .prompts import QUESTION_POSITIONS, sparse_prompt
+from .prompts import QUESTION_POSITIONS, PromptParts, reference_prompt, reference_question, sparse_prompt
+from .protocol import Option, resolve_options
 from .sample import DATASET_VERSION, Sample, sample_id
-from .tokenizer import get_encoding
+from .tokenizer import count_tokens, get_encoding
 
 __all__ = [
     "SparseParams",
@@ -26,11 +27,29 @@ __all__ = [
     "haystack_for",
     "fill",
     "OVERLENGTH_POLICIES",
+    "SPARSE_OPTIONS",
     "prefix_order",
+    "question_parts",
 ]
 
 LANGS = ("en", "zh")
 OVERLENGTH_POLICIES = ("shorten", "skip")
+
+# Where ``protocol="clarified"`` differs from the papers and OpenCompass v2 (README: "reference vs clarified").
+SPARSE_OPTIONS: dict[str, Option] = {
+    # OpenCompass v2's instructions and question lines, or ours (quirks fixed)
+    "prompt_style": Option("reference", "clarified"),
+    # reference: the document (haystack + needles) gets length - buffer tokens, the instructions come on top,
+    # and a buffer shrinks only where the haystack would otherwise be empty; prompt: the whole prompt fits
+    # in length - buffer, the buffer is capped at a quarter of the length and the haystack keeps min_fill
+    "budget": Option("reference", "prompt"),
+    # M-RS: OpenCompass's intent (first needle at the depth, each next one 10% further, capped at the end)
+    # or spread over the roomier side of the document
+    "placement": Option("reference", "spread"),
+    # keyword EM: the keyword as a substring, as OpenCompass and the 2025 paper's Eq. 1; or ignoring case,
+    # width and whitespace
+    "keyword_match": Option("exact", "normalised"),
+}
 
 
 class SkipSample(Exception):
@@ -56,7 +75,18 @@ class SparseParams:
     min_fill: float = 0.25
     max_prompt_tokens: int = 0  # the model's room (max_seq_len - output budget); 0 = no limit
     overlength: str = "shorten"  # what to do with prompts over max_prompt_tokens
+    protocol: str = "reference"
+    prompt_style: str = ""  # "" = what the protocol says; see SPARSE_OPTIONS
+    budget: str = ""
+    placement: str = ""
+    keyword_match: str = ""
+    profile: str = "v2"
     extra: dict = field(default_factory=dict)
+
+    def options(self) -> dict[str, str]:
+        """The resolved protocol options (given values, else the protocol's)."""
+        given = {k: getattr(self, k) for k in SPARSE_OPTIONS}
+        return resolve_options(self.protocol, SPARSE_OPTIONS, given)
 
     def buffer_for(self, length: int) -> int:
         """A suite may give each length its own buffer (``{length: buffer}``)."""
@@ -83,8 +113,6 @@ def validate_sparse(p: SparseParams) -> None:
         buffer = p.buffer_for(L)
         if buffer < 0:
             raise ConfigError(f"buffer: {buffer} must not be negative")
-        if L <= buffer:
-            raise ConfigError(f"lengths: {L} is not larger than its buffer ({buffer})")
     if p.repeats < 1:
         raise ConfigError(f"repeats: {p.repeats} must be at least 1")
     if p.question_position not in QUESTION_POSITIONS:
@@ -93,6 +121,9 @@ def validate_sparse(p: SparseParams) -> None:
         raise ConfigError(f"overlength: {p.overlength!r}; choose from {OVERLENGTH_POLICIES}")
     if not 0 < p.min_fill < 1:
         raise ConfigError(f"min_fill: {p.min_fill} must be between 0 and 1")
+    if p.profile not in ("v1", "v2"):
+        raise ConfigError(f"profile: unknown profile {p.profile!r}; choose from ('v1', 'v2')")
+    p.options()
     get_encoding(p.encoding)
 
 
@@ -115,47 +146,86 @@ def haystack_for(p: SparseParams, repeat: int) -> Haystack:
     return build_haystack(tc, max(p.lengths), "haystack", p.lang, repeat, p.seed)
 
 
-def fill(
-    p: SparseParams, hay: Haystack, length: int, head: str, tail: str, needles: list[tuple[float, str]]
-) -> tuple[object, dict]:
-    """Fit one prompt, shrinking the buffer (and saying so) if it would eat the haystack."""
-    text = text_tokens(head, tail, needles, p.encoding)
-    min_hay = math.ceil(p.min_fill * length)
+def _buffer(p: SparseParams, length: int, needle_tokens: int, text: int, rule: str) -> int:
+    """The buffer a prompt really gets, shrunk only as far as the rule allows (and recorded)."""
     requested = p.buffer_for(length)
-    buffer = min(requested, length - text - min_hay)
+    min_hay = math.ceil(p.min_fill * length)
+    if rule == "reference":
+        if length - requested - needle_tokens > 0:
+            return requested
+        # OpenCompass's English 1k/2k cells: a 3000-token buffer leaves no haystack at all
+        buffer = min(requested, length // 2)
+        return buffer if length - buffer - needle_tokens >= min_hay else max(0, length - needle_tokens - min_hay)
+    buffer = min(requested, length // 4, length - text - min_hay)
     if buffer < 0 and length - text >= math.ceil(0.1 * length):
         # many needles at a short length (M-RT, 11 needles at 1k): give the filler all that is left
         buffer = 0
-    if buffer < 0:
+    return buffer
+
+
+def fill(p: SparseParams, hay: Haystack, length: int, parts: PromptParts, needles: list[tuple[float, str]]) -> tuple:
+    """Fit one prompt to its length and buffer under the protocol's budget rule.
+
+    Raises:
+        SkipSample: the prompt does not fit the model and the policy is ``skip``.
+        ConfigError: the length cannot hold the task's text.
+    """
+    rule = p.options()["budget"]
+    template = count_tokens(parts.head, p.encoding) + count_tokens(parts.tail, p.encoding)
+    needle_tokens = sum(count_tokens(t, p.encoding) + 1 for _, t in needles)
+    text = template + needle_tokens
+    buffer = _buffer(p, length, needle_tokens, text, rule)
+    requested = p.buffer_for(length)
+    # reference: the document gets length - buffer tokens and the instructions come on top
+    budget = length - buffer + (template if rule == "reference" else 0)
+    if buffer < 0 or budget - text < 1:
         raise ConfigError(
             f"lengths: {length} is too short for this task's text ({text} tokens of "
-            f"instructions, question and needles plus {min_hay} of filler)"
+            f"instructions, question and needles plus {math.ceil(p.min_fill * length)} of filler)"
         )
-    budget = length - buffer
     shortened_from = None
     if p.max_prompt_tokens and budget > p.max_prompt_tokens:
         # never cut the question or the needles: only the haystack gets shorter
         if p.overlength == "skip" or p.max_prompt_tokens - text < 1:
             raise SkipSample(f"length {length} needs {budget} tokens, the model has {p.max_prompt_tokens}")
         shortened_from, budget = budget, p.max_prompt_tokens
-    fitted = fit_prompt(hay, budget, head, tail, needles, p.encoding, overhead=text)
+    fitted = fit_prompt(hay, budget, parts.head, parts.tail, needles, p.encoding, overhead=text)
     meta = {
         "length": length,
         "buffer": buffer,
         "buffer_requested": requested,
         "buffer_shrunk": buffer < requested,
         "prompt_tokens": fitted.tokens,
+        "budget_tokens": budget,
         "haystack_tokens": fitted.haystack_tokens,
         "corpus": hay.corpus_name,
         "encoding": p.encoding,
         "seed": p.seed,
         "version": DATASET_VERSION,
+        "protocol": p.protocol,
+        "options": p.options(),
+        "profile": p.profile,
         "question_position": p.question_position,
         "recall_step": p.recall_step,
     }
     if shortened_from is not None:
         meta["shortened_from"] = shortened_from
     return fitted, meta
+
+
+def needle_text(p: SparseParams, text: str) -> str:
+    """OpenCompass inserts each needle on a line of its own; ours joins it to the prose."""
+    return f"\n{text}\n" if p.options()["prompt_style"] == "reference" else text
+
+
+def question_parts(p: SparseParams, needles: tuple[Needle, ...], multi: bool = False) -> PromptParts:
+    """Head and tail of a retrieval prompt asking for ``needles`` in the protocol's wording (M-RT: ``multi``)."""
+    if p.options()["prompt_style"] == "reference":
+        question = reference_question(p.lang, [n.reference_question for n in needles], p.recall_step, multi)
+        return reference_prompt(p.lang, question, p.question_position, multi=multi)
+    return sparse_prompt(
+        p.lang, [n.question for n in needles], [n.answer_format for n in needles], p.question_position, p.recall_step
+    )
 
 
 def generate_srt(p: SparseParams) -> Iterator[Sample]:
@@ -166,10 +236,10 @@ def generate_srt(p: SparseParams) -> Iterator[Sample]:
         hay = haystack_for(p, repeat)
         for length in prefix_order(p.lengths):
             (needle,) = pick_needles(pool, 1, "srt", p.lang, repeat, length, p.seed)
-            parts = sparse_prompt(p.lang, [needle.question], [needle.answer_format], p.question_position, p.recall_step)
+            parts = question_parts(p, (needle,))
             for depth in prefix_order(p.depths):
                 try:
-                    fitted, meta = fill(p, hay, length, parts.head, parts.tail, [(depth, needle.text)])
+                    fitted, meta = fill(p, hay, length, parts, [(depth, needle_text(p, needle.text))])
                 except SkipSample:
                     continue
                 placement = fitted.placements[0]
@@ -184,7 +254,11 @@ def generate_srt(p: SparseParams) -> Iterator[Sample]:
                     task="srt",
                     lang=p.lang,
                     prompt=fitted.text,
-                    gold={"keywords": list(needle.keywords), "needle": needle.text},
+                    gold={
+                        "keywords": list(needle.keywords),
+                        "needle": needle.text,
+                        "match": p.options()["keyword_match"],
+                    },
                     meta=meta,
                 )
 
@@ -210,16 +284,12 @@ def generate_mrt(p: SparseParams) -> Iterator[Sample]:
             for count in counts:
                 depths = tuple(p.depths) if count == len(p.depths) else _spread(count)
                 needles = pick_needles(pool, count, "mrt", p.lang, repeat, length, count, p.seed)
-                parts = sparse_prompt(
-                    p.lang,
-                    [n.question for n in needles],
-                    [n.answer_format for n in needles],
-                    p.question_position,
-                    p.recall_step,
-                )
-                fitted, meta = fill(
-                    p, hay, length, parts.head, parts.tail, list(zip(depths, (n.text for n in needles), strict=False))
-                )
+                parts = question_parts(p, needles, multi=True)
+                placed = [(d, needle_text(p, n.text)) for d, n in zip(depths, needles, strict=False)]
+                try:
+                    fitted, meta = fill(p, hay, length, parts, placed)
+                except SkipSample:
+                    continue
                 meta.update(
                     depths=list(depths),
                     realised_depths=[pl.realised_depth for pl in fitted.placements],
@@ -236,7 +306,8 @@ def generate_mrt(p: SparseParams) -> Iterator[Sample]:
                         "needles": [
                             {"keywords": list(n.keywords), "needle": n.text, "depth": d}
                             for n, d in zip(needles, depths, strict=False)
-                        ]
+                        ],
+                        "match": p.options()["keyword_match"],
                     },
                     meta=meta,
                 )

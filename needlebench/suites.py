@@ -1,8 +1,9 @@
-"""Suite definitions: lengths, depths and buffers, as OpenCompass v2 uses them.
+"""Suite definitions: lengths, depths and buffers of each profile.
 
-Pure data plus one function; configs call ``suite_params`` and never copy
-these numbers. v2 buffers come from OpenCompass's v2 configs, v1 buffers
-from the 2024 paper's table (spec section 6).
+Pure data plus lookup functions; configs call them and never copy these
+numbers. ``v2`` (the 2025 paper) is OpenCompass's ``needlebench_v2``
+configs; ``v1`` (the 2024 paper) is OpenCompass's ``needlebench`` configs,
+whose buffers are the 2024 paper's table.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 
 from .errors import ConfigError
 
-__all__ = ["Suite", "SUITES", "get_suite", "suite_buffer", "LINEAR_DEPTHS", "PROFILES_BUFFER"]
+__all__ = ["Suite", "SUITES", "V1_SUITES", "get_suite", "suite_buffer", "LINEAR_DEPTHS", "PROFILES_BUFFER"]
 
 LINEAR_DEPTHS: tuple[int, ...] = tuple(range(0, 101, 10))
 
@@ -20,7 +21,7 @@ LINEAR_DEPTHS: tuple[int, ...] = tuple(range(0, 101, 10))
 class Suite:
     name: str
     lengths: tuple[int, ...]
-    depths: tuple[int, ...] = LINEAR_DEPTHS
+    depths: tuple[float, ...] = LINEAR_DEPTHS
 
 
 SUITES: dict[str, Suite] = {
@@ -36,6 +37,22 @@ SUITES: dict[str, Suite] = {
     )
 }
 
+# 2024: linear depths with 20 points up to 8k, then OpenCompass v1's 11 rounded depths.
+_V1_DEPTHS_20: tuple[float, ...] = tuple(100 * i / 19 for i in range(20))
+_V1_DEPTHS_11: tuple[int, ...] = (0, 10, 21, 31, 42, 52, 63, 73, 84, 94, 100)
+V1_SUITES: dict[str, Suite] = {
+    s.name: s
+    for s in (
+        Suite("4k", (1000, 2000, 3000, 4000), _V1_DEPTHS_20),  # type: ignore[arg-type]
+        Suite("8k", (5000, 6000, 7000, 8000), _V1_DEPTHS_20),  # type: ignore[arg-type]
+        Suite("32k", (9000, 13000, 17000, 21000, 25000, 29000, 31000, 32000), _V1_DEPTHS_11),
+        Suite("128k", (16000, 32000, 48000, 64000, 80000, 96000, 112000, 128000), _V1_DEPTHS_11),
+        Suite("200k", (16000, 48000, 80000, 112000, 128000, 144000, 176000, 200000), _V1_DEPTHS_11),
+        Suite("256k", (32000, 128000, 256000), _V1_DEPTHS_11),
+        Suite("1000k", (20000, 160000, 300000, 440000, 580000, 720000, 860000, 1000000), _V1_DEPTHS_11),
+    )
+}
+
 # (suite, task, lang) -> buffer. v2: OpenCompass v2 configs (English 500 up to 8k, 3000 above;
 # Chinese 200). v1: the 2024 paper's table; suites it lacks use the nearest smaller one.
 PROFILES_BUFFER: dict[str, dict[str, dict[str, int]]] = {
@@ -48,7 +65,7 @@ PROFILES_BUFFER: dict[str, dict[str, dict[str, int]]] = {
         "4k": {"srt": 600, "mrt": 1000, "mrs": 600, "zh": 200},
         "8k": {"srt": 800, "mrt": 1300, "mrs": 1000, "zh": 200},
         "32k": {"srt": 3000, "mrt": 3000, "mrs": 3000, "zh": 200},
-        "128k": {"srt": 3000, "mrt": 3000, "mrs": 3000, "zh": 200},
+        "128k": {"srt": 600, "mrt": 3000, "mrs": 600, "zh": 200},
         "200k": {"srt": 600, "mrt": 3000, "mrs": 600, "zh": 200},
         "256k": {"srt": 600, "mrt": 3000, "mrs": 600, "zh": 200},
         "1000k": {"srt": 600, "mrt": 3000, "mrs": 600, "zh": 200},
@@ -56,9 +73,10 @@ PROFILES_BUFFER: dict[str, dict[str, dict[str, int]]] = {
 }
 
 
-def get_suite(name: str) -> Suite:
+def get_suite(name: str, profile: str = "v2") -> Suite:
+    """A suite's lengths and depths under a profile (``v2``: 2025 paper, ``v1``: 2024 paper)."""
     try:
-        return SUITES[name]
+        return (V1_SUITES if profile == "v1" else SUITES)[name]
     except KeyError:
         raise ConfigError(f"suite: unknown suite {name!r}; choose from {list(SUITES)}") from None
 

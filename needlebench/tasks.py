@@ -96,7 +96,7 @@ def is_needlebench(dataset: Mapping[str, Any]) -> bool:
 
 def _load_plugins() -> None:
     """Import the modules that register the dense and reasoning tasks (kept lazy)."""
-    for module in ("reasoning", "atc", "chains"):
+    for module in ("reasoning", "atc", "chains", "atc_mc"):
         try:
             __import__(f"{__package__}.{module}")
         except ModuleNotFoundError as exc:

@@ -24,7 +24,10 @@ def _first(p: SparseParams) -> None:
         ({"lang": "fr"}, ["lang", "fr"]),
         ({"depths": (0, 101)}, ["depths", "101"]),
         ({"depths": (-5,)}, ["depths", "-5"]),
-        ({"lengths": (200,), "buffer": 200}, ["lengths", "200", "buffer"]),
+        # a length too short for the task's text: reference (only the needle must fit in the document)
+        ({"lengths": (12,)}, ["lengths: 12 is too short"]),
+        # clarified (the whole prompt must fit in the length, less its buffer)
+        ({"lengths": (100,), "buffer": 100, "protocol": "clarified"}, ["lengths: 100 is too short"]),
         ({"lengths": (1000,), "buffer": -1}, ["buffer"]),
         ({"question_position": "middle"}, ["question_position"]),
         ({"repeats": 0}, ["repeats"]),
@@ -36,6 +39,20 @@ def test_bad_values_name_the_field(kwargs: dict, words: list[str]) -> None:
         _first(SparseParams(**{**base, **kwargs}))
     for w in words:
         assert w in str(err.value)
+
+
+@pytest.mark.parametrize(("protocol", "buffer"), [("reference", 100), ("clarified", 50)])
+def test_length_at_most_buffer_shrinks_the_buffer_and_records_it(protocol: str, buffer: int) -> None:
+    """Not an error by itself (OpenCompass's 128k suite has English 1k cells with a 3000 buffer).
+
+    Reference: the buffer shrinks to half the length, where the haystack would otherwise be empty;
+    clarified: to a quarter of the length.
+    """
+    p = SparseParams(lang="en", lengths=(200,), depths=(50,), repeats=1, buffer=200, protocol=protocol)
+    (s,) = list(generate_srt(p))
+    assert s.meta["buffer_requested"] == 200
+    assert s.meta["buffer"] == buffer and s.meta["buffer_shrunk"] is True
+    assert s.meta["haystack_tokens"] > 0 and s.gold["needle"] in s.prompt
 
 
 def test_missing_corpus_file_is_named(tmp_path: Path) -> None:

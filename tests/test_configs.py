@@ -87,8 +87,9 @@ def _free_port() -> int:
 @pytest.mark.e2e
 def test_api_config_runs_against_a_local_openai_server(tmp_path: Path) -> None:
     port = _free_port()
+    log = tmp_path / "requests.jsonl"
     server = subprocess.Popen(
-        [sys.executable, str(ROOT / "tools" / "serve_openai.py"), "--port", str(port)],
+        [sys.executable, str(ROOT / "tools" / "serve_openai.py"), "--port", str(port), "--request-log", str(log)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -124,3 +125,45 @@ def test_api_config_runs_against_a_local_openai_server(tmp_path: Path) -> None:
     preds = json.loads((run / "predictions" / "api-model" / "needlebench_srt_en_4k.json").read_text())
     assert all(p["prediction"].strip() for p in preds.values())
     assert (run / "summary" / "needlebench_summary.csv").exists()
+    chain = (run / "results" / "api-model" / "needlechain.samples.jsonl").read_text().splitlines()
+    assert len(chain) == 1
+    requests = [json.loads(x) for x in log.read_text().splitlines()]
+    assert len(requests) == 3 and all(r["temperature"] == 0.6 and r["top_p"] == 0.95 for r in requests)
+
+
+def test_sampling_reaches_every_backend() -> None:
+    """NeedleChain's temperature 0.6 / top-p 0.95 in the field each backend reads."""
+    from needlebench.opencompass.models import (
+        NEEDLECHAIN_SAMPLING,
+        api_model,
+        hf_model,
+        lmdeploy_model,
+        vllm_model,
+        with_sampling,
+    )
+
+    vllm = with_sampling(vllm_model("v", "/m", 8192), **NEEDLECHAIN_SAMPLING)
+    assert vllm["generation_kwargs"] == {"temperature": 0.6, "top_p": 0.95}
+    hf = with_sampling(hf_model("h", "/m", 8192), **NEEDLECHAIN_SAMPLING)
+    assert hf["generation_kwargs"] == {"do_sample": True, "temperature": 0.6, "top_p": 0.95}
+    lmd = with_sampling(lmdeploy_model("l", "/m", 8192), **NEEDLECHAIN_SAMPLING)
+    assert lmd["gen_config"]["temperature"] == 0.6 and lmd["gen_config"]["top_p"] == 0.95
+    assert "top_k" not in lmd["gen_config"]  # the greedy default would override sampling
+    api = with_sampling(api_model("a", "m", "http://127.0.0.1:1/v1", 8192), **NEEDLECHAIN_SAMPLING)
+    assert api["temperature"] == 0.6 and api["openai_extra_kwargs"] == {"top_p": 0.95}
+    assert "generation_kwargs" not in api  # OpenAISDK has no such argument
+    for m in (vllm, hf, lmd, api):
+        assert check_model(m) == []
+    with pytest.raises(ConfigError, match="unknown model type"):
+        with_sampling({"type": "my.Model"}, **NEEDLECHAIN_SAMPLING)
+
+
+def test_check_model_explains_missing_fields_without_crashing() -> None:
+    from needlebench.opencompass.models import LMDEPLOY, VLLM
+
+    assert any(
+        "model_kwargs" in p
+        for p in check_model({"type": VLLM, "abbr": "v", "path": "/m", "max_out_len": 1, "batch_size": 1})
+    )
+    problems = check_model({"type": LMDEPLOY, "abbr": "l", "path": "/m", "max_out_len": 1, "batch_size": 1})
+    assert any("engine_config" in p for p in problems) and any("gen_config" in p for p in problems)

@@ -9,6 +9,7 @@ import pytest
 from needlebench.corpora import load_corpus
 from needlebench.haystack import build_haystack, tokenize_corpus
 from needlebench.sparse import SparseParams, generate_mrt, generate_srt
+from needlebench.tasks import config_params, make_params
 from needlebench.tokenizer import get_encoding
 
 ENC = get_encoding("cl100k_base")
@@ -19,9 +20,11 @@ def _tolerance(budget: int) -> int:
     return max(64, int(0.02 * budget))
 
 
+@pytest.mark.parametrize("protocol", ["reference", "clarified"])
 @pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("task", ["srt", "mrt"])
-def test_prompt_fits_budget_and_is_close(lang: str, task: str) -> None:
+def test_prompt_fits_budget_and_is_close(lang: str, task: str, protocol: str) -> None:
+    """Clarified: the whole prompt fits length - buffer. Reference (OpenCompass): the document does."""
     gen = generate_srt if task == "srt" else generate_mrt
     p = SparseParams(
         lang=lang,
@@ -29,48 +32,74 @@ def test_prompt_fits_budget_and_is_close(lang: str, task: str) -> None:
         depths=(0, 30, 100),
         repeats=2,
         buffer=500 if lang == "en" else 200,
+        protocol=protocol,
     )
     for s in gen(p):
         real = len(ENC.encode_ordinary(s.prompt))
-        budget = s.meta["length"] - s.meta["buffer"]
+        budget = s.meta["budget_tokens"]
         assert real == s.meta["prompt_tokens"]
         assert real <= budget
         assert budget - real <= _tolerance(budget), (s.id, real, budget)
+        document = len(ENC.encode_ordinary(_document(s.prompt, lang)))
+        target = s.meta["length"] - s.meta["buffer"]
+        if protocol == "clarified":
+            assert budget == target
+        else:
+            assert abs(document - target) <= _tolerance(target), (s.id, document, target)
 
 
+@pytest.mark.parametrize("protocol", ["reference", "clarified"])
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_one_million_tokens_wraps_around(lang: str) -> None:
+def test_one_million_tokens_wraps_around(lang: str, protocol: str) -> None:
+    """Clarified: the whole prompt fits 1M - buffer. Reference: the document does, the instructions come on top."""
     tc = tokenize_corpus(load_corpus(lang))
-    p = SparseParams(lang=lang, lengths=(1_000_000,), depths=(50,), repeats=1, buffer=3000 if lang == "en" else 200)
+    buffer = 3000 if lang == "en" else 200
+    p = SparseParams(lang=lang, lengths=(1_000_000,), depths=(50,), repeats=1, buffer=buffer, protocol=protocol)
     (s,) = list(generate_srt(p))
+    assert s.meta["buffer"] == buffer and s.meta["buffer_shrunk"] is False
     real = len(ENC.encode_ordinary(s.prompt))
-    budget = 1_000_000 - s.meta["buffer"]
+    budget = s.meta["budget_tokens"]
     assert real == s.meta["prompt_tokens"] <= budget
     assert budget - real <= _tolerance(budget)
+    document = _document(s.prompt, lang)
+    head, tail = s.prompt.split(document)
+    instructions = len(ENC.encode_ordinary(head)) + len(ENC.encode_ordinary(tail))
+    if protocol == "clarified":
+        assert budget == 1_000_000 - buffer
+    else:
+        assert budget == 1_000_000 - buffer + instructions
+        doc_tokens = len(ENC.encode_ordinary(document))
+        assert doc_tokens <= 1_000_000 - buffer
+        assert 1_000_000 - buffer - doc_tokens <= _tolerance(1_000_000 - buffer)
     if tc.total_tokens < 1_000_000:  # the English corpus is ~0.65M tokens: it must have wrapped
         assert s.meta["haystack_tokens"] > tc.total_tokens
 
 
 def test_english_1k_in_32k_suite_still_has_haystack() -> None:
-    """OpenCompass's 3000-token English buffer leaves its 1k prompts empty; ours keep filler."""
+    """OpenCompass's 3000-token English buffer leaves its 1k prompts empty; ours shrink it and say so."""
     from needlebench.opencompass.configs import needlebench_datasets
 
-    (cfg,) = needlebench_datasets(suite="32k", tasks=["srt"], langs=["en"], lengths=[1000], depths=[50], repeats=1)
-    assert cfg["buffer"] == {1000: 250}
-    params = {k: cfg[k] for k in ("lang", "lengths", "depths", "repeats", "buffer")}
-    (s,) = list(
-        generate_srt(SparseParams(**{**params, "lengths": tuple(params["lengths"]), "depths": tuple(params["depths"])}))
-    )
-    doc = _document(s.prompt, "en").replace(s.gold["needle"], "")
-    assert len(ENC.encode_ordinary(doc)) >= 500
-    assert s.meta["prompt_tokens"] <= 750
+    for protocol, buffer, document in (("reference", 500, 500), ("clarified", 250, 650)):
+        (cfg,) = needlebench_datasets(
+            suite="32k", tasks=["srt"], langs=["en"], lengths=[1000], depths=[50], repeats=1, protocol=protocol
+        )
+        assert cfg["buffer"] == 3000
+        (s,) = list(generate_srt(make_params("srt", **config_params(cfg))))
+        assert s.meta["buffer"] == buffer and s.meta["buffer_shrunk"] is True
+        doc = _document(s.prompt, "en").replace(s.gold["needle"], "")
+        assert len(ENC.encode_ordinary(doc)) >= document - 100
 
 
-def test_buffer_shrinks_rather_than_eat_the_haystack() -> None:
-    p = SparseParams(lang="en", lengths=(4000,), depths=(50,), repeats=1, buffer=3900)
+def test_buffer_shrinks_only_as_the_protocol_says() -> None:
+    # clarified: capped at a quarter of the length, and never below min_fill of haystack
+    p = SparseParams(lang="en", lengths=(4000,), depths=(50,), repeats=1, buffer=3900, protocol="clarified")
     (s,) = list(generate_srt(p))
-    assert s.meta["buffer_shrunk"] is True and s.meta["buffer"] < 3900
+    assert s.meta["buffer_shrunk"] is True and s.meta["buffer"] == 1000
     assert s.meta["haystack_tokens"] >= 0.24 * 4000
+    # reference: OpenCompass keeps a large buffer as long as any haystack is left
+    (s,) = list(generate_srt(SparseParams(lang="en", lengths=(4000,), depths=(50,), repeats=1, buffer=3900)))
+    assert s.meta["buffer_shrunk"] is False and s.meta["buffer"] == 3900
+    assert 0 < s.meta["haystack_tokens"] <= 100
 
 
 def _document(prompt: str, lang: str) -> str:
@@ -134,12 +163,24 @@ def test_same_repeat_shares_haystack_across_lengths_and_depths() -> None:
     assert len(needles) >= 3  # needles vary across repeats and lengths
 
 
-def test_mrt_needles_distinct_and_ordered_by_depth() -> None:
-    p = SparseParams(lang="zh", lengths=(8000,), depths=tuple(range(0, 101, 10)), repeats=2, buffer=200)
+@pytest.mark.parametrize("protocol", ["reference", "clarified"])
+def test_mrt_needles_distinct_and_ordered_by_depth(protocol: str) -> None:
+    p = SparseParams(
+        lang="zh", lengths=(8000,), depths=tuple(range(0, 101, 10)), repeats=2, buffer=200, protocol=protocol
+    )
     for s in generate_mrt(p):
         doc = _document(s.prompt, "zh")
         positions = [doc.index(n["needle"]) for n in s.gold["needles"]]
         assert positions == sorted(positions)
         keys = [n["keywords"][0] for n in s.gold["needles"]]
         assert len(set(keys)) == len(keys) == 11
-        assert "1. " in s.prompt and "11. " in s.prompt and "、" not in s.prompt.split("</文档>")[1][:0]
+        questions = s.prompt.split("</文档>")[1]
+        if protocol == "clarified":
+            # our wording: a numbered list, one question a line
+            assert "\n1. " in questions and "\n11. " in questions and "？、" not in questions
+        else:
+            # OpenCompass v2: the questions joined with "、" on one line, no numbered list, each needle on its own line
+            assert "\n1. " not in questions and "\n11. " not in questions
+            asked = questions.split("现在请问：", 1)[1].split("请按照", 1)[0]
+            assert asked.count("？、") == 10 and asked.endswith("？")
+            assert all(f"\n{n['needle']}\n" in doc for n in s.gold["needles"]), s.id

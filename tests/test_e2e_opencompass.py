@@ -122,3 +122,15 @@ def test_needlechain_run_reports_cells_and_error_shares(dense_run: Path) -> None
     assert set(positions["all_k"]) == {"forward", "backward", "mixed", "stack"}
     backward = next(s for s in samples if s["variant"] == "backward")
     assert backward["presented_positions"] == [4, 3, 2, 1, 0]
+
+
+def test_every_task_leaves_the_output_budget_to_the_model(tmp_path: Path) -> None:
+    """A model config's max_out_len=32768 reaches every request (reasoning models are not cut short)."""
+    run = run_opencompass("tests/configs/e2e_budget.py", tmp_path)
+    folder = run / "predictions" / "budget-recorder"
+    files = sorted(folder.glob("*.json"))
+    names = {f.stem for f in files}
+    assert {"needlebench_srt_en_4k", "needlebench_mrt_en_4k", "needlebench_mrs_en_4k"} <= names
+    assert {"needlebench_atc_en", "needlechain", "needlebench_atc_v1_en_direct"} <= names
+    predictions = [p["prediction"] for f in files for p in json.loads(f.read_text()).values()]
+    assert predictions and all(p == "budget=32768" for p in predictions), set(predictions)

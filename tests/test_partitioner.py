@@ -75,9 +75,15 @@ def _short_model(max_seq_len: int) -> dict:
     return {**MODEL, "max_seq_len": max_seq_len, "max_out_len": 100}
 
 
+# where the question starts, after the document (question_position="end")
+QUESTION_MARKER = {"reference": "now please answer: ", "clarified": "Question: "}
+
+
+@pytest.mark.parametrize("protocol", ["reference", "clarified"])
 @pytest.mark.parametrize("policy", ["shorten", "skip"])
-def test_overlength_prompts_are_shortened_or_skipped_and_reported(tmp_path: Path, policy: str) -> None:
+def test_overlength_prompts_are_shortened_or_skipped_and_reported(tmp_path: Path, policy: str, protocol: str) -> None:
     datasets = needlebench_datasets(
+        protocol=protocol,
         suite="4k",
         tasks=["srt", "mrs"],
         langs=["en"],
@@ -104,9 +110,10 @@ def test_overlength_prompts_are_shortened_or_skipped_and_reported(tmp_path: Path
             assert long and all(m["shortened_from"] > room for m, _ in long)
             for _, row in long:  # question and needles survive
                 gold = json.loads(row["answer"])
-                needles = [gold["needle"]] if "needle" in gold else []
-                assert all(n in row["prompt"] for n in needles)
-                assert "Question:" in row["prompt"]
+                # S-RT: the needle; M-RS: every person of the kinship chain
+                needles = [gold["needle"]] if "needle" in gold else gold["chain_names"]
+                assert needles and all(n in row["prompt"] for n in needles)
+                assert QUESTION_MARKER[protocol] in row["prompt"].rsplit("</Document>", 1)[1]
         assert sum(m["length"] == 1000 for m in metas) > 0
     record = json.loads((tmp_path / "needlebench_overlength.json").read_text())
     info = record["m"]["needlebench_srt_en_4k"]

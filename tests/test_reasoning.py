@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -10,23 +11,45 @@ from conftest import run_export
 from kinship_solver import solve
 
 from needlebench.atc import AtcParams, generate_atc
+from needlebench.errors import ConfigError
 from needlebench.graders import ScoreOptions, grade_boxed
 from needlebench.kinship import QUESTION_TYPES, load_name_pool, make_chain, ordinal
 from needlebench.metrics import atc_weighted_score, enl, overall_score
 from needlebench.reasoning import generate_mrs, needle_depths
 from needlebench.sparse import SparseParams
 
+ATC_CONFIG = "tests/configs/export_atc.py"  # the default protocol, reference
+PROTOCOLS = ("reference", "clarified")
+# ATC as in ATC_CONFIG, plus a small M-RS grid
+_EXPORT_CONFIG = """_base_ = []
+from needlebench.opencompass.configs import atc_datasets, needlebench_datasets
 
-@pytest.fixture(scope="module")
-def atc_export(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
-    return run_export("tests/configs/export_atc.py", tmp_path_factory.mktemp("atc") / "atc.jsonl")
+datasets = atc_datasets(needle_counts=[2, 4, 8, 16, 32, 64], repeats=3, protocol={protocol!r})
+datasets += needlebench_datasets(
+    suite="4k", tasks=["mrs"], lengths=[2000], depths=[0, 50, 95], repeats=2, protocol={protocol!r}
+)
+"""
 
 
-def test_independent_solver_agrees_on_every_exported_sample(atc_export: list[dict]) -> None:
-    assert {r["lang"] for r in atc_export} == {"en", "zh"}
-    assert {r["meta"]["question_type"] for r in atc_export} == set(QUESTION_TYPES)
-    assert {r["meta"]["num_needles"] for r in atc_export} == {2, 4, 8, 16, 32, 64}
-    for row in atc_export:
+@pytest.fixture(scope="module", params=PROTOCOLS)
+def atc_export(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, list]:
+    """(protocol, config, exported rows) of ATC and M-RS under each protocol."""
+    folder = tmp_path_factory.mktemp(f"export-{request.param}")
+    config = folder / "export.py"
+    config.write_text(_EXPORT_CONFIG.format(protocol=request.param))
+    return request.param, str(config), run_export(str(config), folder / "rows.jsonl")
+
+
+def test_independent_solver_agrees_on_every_exported_sample(atc_export: tuple[str, str, list]) -> None:
+    protocol, _, rows = atc_export
+    atc = [r for r in rows if r["task"] == "atc"]
+    mrs = [r for r in rows if r["task"] == "mrs"]
+    assert {r["meta"]["protocol"] for r in rows} == {protocol}
+    assert {r["lang"] for r in atc} == {r["lang"] for r in mrs} == {"en", "zh"}
+    assert {r["meta"]["question_type"] for r in atc} == set(QUESTION_TYPES)
+    assert {r["meta"]["num_needles"] for r in atc} == {2, 4, 8, 16, 32, 64}
+    assert len(atc) == 2 * 6 * 4 * 3 and len(mrs) == 2 * 4 * 3 * 2
+    for row in rows:
         assert solve(row["prompt"], row["lang"]) == row["gold"]["answer"], row["id"]
         meta = row["meta"]
         assert len(meta["chain"]) == meta["num_needles"]
@@ -34,17 +57,55 @@ def test_independent_solver_agrees_on_every_exported_sample(atc_export: list[dic
         assert meta["names_reasoning_order"][0] == meta["chain"][0]["elder"]
 
 
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_solver_agrees_at_512_needles(lang: str) -> None:
-    samples = list(generate_atc(AtcParams(lang=lang, needle_counts=(512,), repeats=1)))
+def test_solver_agrees_at_512_needles(lang: str, protocol: str) -> None:
+    samples = list(generate_atc(AtcParams(lang=lang, needle_counts=(512,), repeats=1, protocol=protocol)))
     assert len(samples) == 4
     for s in samples:
         assert solve(s.prompt, lang) == s.gold["answer"]
         assert len(set(s.meta["names_reasoning_order"])) == 513
 
 
-def test_atc_export_identical_across_processes(tmp_path: Path, atc_export: list[dict]) -> None:
-    assert run_export("tests/configs/export_atc.py", tmp_path / "again.jsonl") == atc_export
+def test_atc_export_identical_across_processes(tmp_path: Path, atc_export: tuple[str, str, list]) -> None:
+    protocol, config, rows = atc_export
+    assert run_export(config, tmp_path / "again.jsonl") == rows
+    if protocol == "reference":  # the committed config, with the default protocol, exports the same ATC rows
+        assert run_export(ATC_CONFIG, tmp_path / "committed.jsonl") == [r for r in rows if r["task"] == "atc"]
+
+
+# OpenCompass's "friend" and "mentor" sentences: no possessive before the term, the younger comes after "For "
+# (English) or before "来说" (Chinese)
+_FRIEND = {
+    "en": re.compile(
+        r"For [A-Z][\w'-]+ [A-Z][\w'-]+, [A-Z][\w'-]+ [A-Z][\w'-]+ is not just a [a-z ]+, but also a friend\."
+    ),
+    "zh": re.compile(r"[\u4e00-\u9fff]{3}对[\u4e00-\u9fff]{3}来说，不只是一个[\u4e00-\u9fff]{2}，还是一个朋友。"),
+}
+_MENTOR = re.compile(r"For [A-Z][\w'-]+ [A-Z][\w'-]+, ([A-Z][\w'-]+ [A-Z][\w'-]+) is more than just a [a-z ]+; \1 is a")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_reference_prompts_use_opencompass_sentences_and_stay_solvable(lang: str) -> None:
+    atc = list(generate_atc(AtcParams(lang=lang, needle_counts=(2, 4, 8), repeats=3)))
+    mrs = list(generate_mrs(SparseParams(lang=lang, lengths=(2000,), depths=(0, 50, 100), repeats=3, buffer=200)))
+    assert len(atc) == 3 * 4 * 3 and len(mrs) == 3 * 4 * 3
+    for samples in (atc, mrs):
+        assert {s.meta["protocol"] for s in samples} == {"reference"}
+        assert sum(bool(_FRIEND[lang].search(s.prompt)) for s in samples) >= 1
+        if lang == "en":
+            assert sum(bool(_MENTOR.search(s.prompt)) for s in samples) >= 1
+        for s in samples:
+            assert solve(s.prompt, lang) == s.gold["answer"], s.id
+    # ATC statements are joined with nothing in between, one sentence per needle
+    header, stop = ("provided below:\n", ".") if lang == "en" else ("文本如下：\n", "。")
+    for s in atc:
+        story = s.prompt.split(header, 1)[1].split("\n\n", 1)[0]
+        assert story.count(stop) == s.meta["num_needles"] and story.endswith(stop), s.id
+        assert not re.search(r"[.。]\s", story), s.id
+    # and our clarified sentences never use those forms
+    clarified = generate_atc(AtcParams(lang=lang, needle_counts=(2, 4, 8), repeats=3, protocol="clarified"))
+    assert not any(_FRIEND[lang].search(s.prompt) for s in clarified)
 
 
 def test_repeats_give_different_chains() -> None:
@@ -138,26 +199,49 @@ def test_distance_answers_compare_as_integers() -> None:
     assert grade_boxed(r"\boxed{6}", gold, ScoreOptions()).error == "wrong_distance"
 
 
-def test_mrs_depths_are_distinct_and_solvable() -> None:
-    assert needle_depths(0, 5) == (0.0, 20.0, 40.0, 60.0, 80.0)
-    assert needle_depths(100, 4) == (25.0, 50.0, 75.0, 100.0)
-    assert len(set(needle_depths(50, 5))) == 5
-    for lang in ("en", "zh"):
-        p = SparseParams(
-            lang=lang,
-            lengths=(4000,),
-            depths=(0, 50, 100),
-            repeats=2,
-            buffer=200,
-            extra={"question_types": list(QUESTION_TYPES)},
-        )
-        samples = list(generate_mrs(p))
-        assert len(samples) == 2 * 3 * 4
-        assert len({s.meta["question_type"] for s in samples}) >= 3
-        for s in samples:
-            assert solve(s.prompt, lang) == s.gold["answer"], s.id
-            realised = s.meta["realised_depths"]
-            assert realised == sorted(realised) and len(set(realised)) == len(realised)
+def test_mrs_needle_depths_follow_the_placement() -> None:
+    # reference (OpenCompass v2's diff=10): the depth, then 10% further each, capped at the end
+    assert needle_depths(0, 5) == needle_depths(0, 5, "reference") == (0.0, 10.0, 20.0, 30.0, 40.0)
+    assert needle_depths(50, 5) == (50.0, 60.0, 70.0, 80.0, 90.0)
+    assert needle_depths(95, 3) == (95.0, 100.0, 100.0)
+    assert needle_depths(100, 4) == (100.0, 100.0, 100.0, 100.0)
+    # spread (clarified): distinct depths over the roomier side of the document
+    assert needle_depths(0, 5, "spread") == (0.0, 20.0, 40.0, 60.0, 80.0)
+    assert needle_depths(100, 4, "spread") == (25.0, 50.0, 75.0, 100.0)
+    assert len(set(needle_depths(50, 5, "spread"))) == 5
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_mrs_depths_are_placed_and_solvable(lang: str, protocol: str) -> None:
+    # OpenCompass's M-RS asks only for the eldest ancestor; the clarified prompt asks every question type
+    qtypes = ["eldest_ancestor"] if protocol == "reference" else list(QUESTION_TYPES)
+    p = SparseParams(
+        lang=lang,
+        lengths=(4000,),
+        depths=(0, 50, 100),
+        repeats=2,
+        buffer=200,
+        protocol=protocol,
+        extra={"question_types": qtypes},
+    )
+    samples = list(generate_mrs(p))
+    assert len(samples) == 2 * 3 * 4
+    assert len({s.meta["question_type"] for s in samples}) >= len(qtypes) - 1
+    placement = "reference" if protocol == "reference" else "spread"
+    for s in samples:
+        assert solve(s.prompt, lang) == s.gold["answer"], s.id
+        assert s.meta["options"]["placement"] == placement
+        depths = s.meta["depths"]
+        assert tuple(depths) == needle_depths(s.meta["depth"], s.meta["num_needles"], placement)
+        realised = s.meta["realised_depths"]
+        assert realised == sorted(realised), s.id
+        # distinct depths stay distinct (several needles may share depth 100 under reference)
+        assert len(set(realised)) == len(set(depths)), s.id
+        assert all(abs(r - d) <= 3.0 for r, d in zip(realised, depths, strict=True)), s.id
+    if protocol == "reference":
+        with pytest.raises(ConfigError, match="question_types"):
+            list(generate_mrs(SparseParams(**{**p.__dict__, "extra": {"question_types": list(QUESTION_TYPES)}})))
 
 
 def test_bring_your_own_multihop_needles(tmp_path: Path) -> None:

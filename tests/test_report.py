@@ -97,7 +97,9 @@ def test_summary_rows_and_overall_exact(tmp_path: Path) -> None:
     assert t.loc[("M-RS", "ZH", "all"), "m1 fmt_fail%"] == 100.0
     srt, mrt, mrs = (100 + 200 / 3) / 2, 50.0, 25.0
     assert t.loc[("OVERALL (v2)", "OVERALL", "all"), "m1"] == pytest.approx((srt + mrt + mrs) / 3)
-    assert t.loc[("OVERALL (v1)", "OVERALL", "all"), "m1"] == pytest.approx(0.4 * srt + 0.3 * mrt + 0.3 * mrs)
+    # records without a profile are v2 runs: the v1 overall (0.4/0.3/0.3) is shown for v1 runs only
+    assert ("OVERALL (v1)", "OVERALL", "all") not in t.index
+    assert bool(t.loc[("OVERALL (v2)", "OVERALL", "all"), "m1 complete"])
 
 
 def test_partial_runs_show_missing_not_zero(tmp_path: Path) -> None:
@@ -109,8 +111,13 @@ def test_partial_runs_show_missing_not_zero(tmp_path: Path) -> None:
     assert t.loc[("S-RT", "EN", 2000), "a"] == 100.0
     out = build_report([tmp_path])
     assert (out.parent / "diff_b_vs_a.csv").exists()
-    csv = (out.parent / "needlebench_summary.csv").read_text()
-    assert "S-RT,EN,2000,100.00,0.00,," in csv
+    csv = pd.read_csv(out.parent / "needlebench_summary.csv").set_index(["task", "lang", "length"])
+    row = csv.loc[("S-RT", "EN", "2000")]
+    assert row["a"] == 100.0 and row["a fmt_fail%"] == 0.0 and row["a scored"] == 3 and row["a complete"]
+    assert math.isnan(row["b"]) and row["b planned"] == 0 and not row["b complete"] and row["b note"] == "no results"
+    # b's EN total is over length 1000 only: flagged, not passed off as complete
+    total = csv.loc[("S-RT", "EN", "all")]
+    assert total["b"] == 0.0 and not total["b complete"] and total["b note"] == "no results for length 2000"
 
 
 def test_bad_inputs_give_partial_report_not_traceback(root: Path, tmp_path: Path) -> None:
@@ -144,7 +151,9 @@ def test_report_loads_in_a_real_browser(tmp_path: Path) -> None:
 
     _write_run(tmp_path, "m1", "atc_en", _atc_rows(CHECK))
     _write_run(tmp_path, "m1", "srt_en", _sparse_rows("srt", "en", lambda L, d: 100.0 if d else 0.0))
-    _write_run(tmp_path, "m2", "srt_en", _sparse_rows("srt", "en", lambda L, d: 50.0))
+    shortened = _sparse_rows("srt", "en", lambda L, d: 50.0)
+    shortened[0]["shortened_from"] = 1985  # one prompt cut to fit: excluded from its cell, which is marked
+    _write_run(tmp_path, "m2", "srt_en", shortened)
     page_path = build_report([tmp_path])
     chromium = _chromium()
     assert chromium, "Debian chromium must be installed (scripts/test.sh installs it)"
@@ -160,9 +169,17 @@ def test_report_loads_in_a_real_browser(tmp_path: Path) -> None:
         page.wait_for_load_state("load")
         images = page.evaluate("""() => Array.from(document.images).map(i => [i.alt, i.complete, i.naturalWidth])""")
         tables = page.evaluate("() => document.querySelectorAll('table').length")
+        flag = page.locator("td .flag").first
+        flag_visible, flag_notes = flag.is_visible(), [f.get_attribute("title") for f in page.locator("td .flag").all()]
+        badge_visible = page.locator("td .badge").first.is_visible()
+        intervals = page.locator("td .ci").all_inner_texts()
+        ci_visible = page.locator("td .ci").first.is_visible()
         browser.close()
     assert not errors, errors
     assert len(images) >= 4
     for alt, complete, width in images:
         assert complete and width > 0, alt
     assert tables >= 3
+    assert flag_visible and "1 of 3 shortened (excluded)" in flag_notes and "1 of 6 shortened (excluded)" in flag_notes
+    assert badge_visible and ci_visible
+    assert "[100.0, 100.0]" in intervals and all(t.startswith("[") and t.endswith("]") for t in intervals)

@@ -28,7 +28,7 @@ def load(folder: str, gguf: str | None):
     return tok, model
 
 
-def make_handler(name: str, tok: Any, model: Any) -> type[BaseHTTPRequestHandler]:
+def make_handler(name: str, tok: Any, model: Any, request_log: str = "") -> type[BaseHTTPRequestHandler]:
     import torch
 
     lock = threading.Lock()
@@ -62,11 +62,20 @@ def make_handler(name: str, tok: Any, model: Any) -> type[BaseHTTPRequestHandler
             except (ValueError, KeyError, TypeError) as exc:
                 self._send(400, {"error": {"message": f"bad request: {exc}"}})
                 return
+            temperature = float(req.get("temperature") or 0.0)
+            top_p = float(req.get("top_p") or 1.0)
+            if request_log:  # which sampling settings reached the server (tests read this)
+                with open(request_log, "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps({"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens}) + "\n")
             text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
             ids = tok(text, return_tensors="pt", add_special_tokens=False)
+            sampling = dict(do_sample=True, temperature=temperature, top_p=top_p) if temperature > 0 else {}
             with lock, torch.no_grad():
                 out = model.generate(
-                    **ids, max_new_tokens=max_tokens, do_sample=False, pad_token_id=tok.pad_token_id or tok.eos_token_id
+                    **ids,
+                    max_new_tokens=max_tokens,
+                    pad_token_id=tok.pad_token_id or tok.eos_token_id,
+                    **(sampling or dict(do_sample=False)),
                 )
             new = out[0, ids["input_ids"].shape[1] :]
             content = tok.decode(new, skip_special_tokens=True)
@@ -101,6 +110,7 @@ def main() -> None:
     parser.add_argument("--model", default=None, help="HF folder (default: the bundled SmolLM2 GGUF)")
     parser.add_argument("--gguf", default=None)
     parser.add_argument("--name", default="smollm2-135m-instruct")
+    parser.add_argument("--request-log", default="", help="append each request's sampling settings here (JSON lines)")
     args = parser.parse_args()
     folder, gguf = args.model, args.gguf
     if folder is None:
@@ -108,7 +118,7 @@ def main() -> None:
 
         folder, gguf = smollm2_gguf()
     tok, model = load(folder, gguf)
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(args.name, tok, model))
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(args.name, tok, model, args.request_log))
     print(f"serving {args.name} on http://127.0.0.1:{args.port}/v1", flush=True)
     server.serve_forever()
 

@@ -15,18 +15,16 @@ from typing import Any
 from ..errors import ConfigError
 from ..sparse import LANGS
 from ..suites import get_suite, suite_buffer
+from ..tasks import make_params
 
 __all__ = [
     "needlebench_datasets",
     "atc_datasets",
     "needlechain_datasets",
+    "atc_mc_datasets",
     "task_dataset",
     "SPARSE_TASKS",
-    "NEEDLECHAIN_SAMPLING",
 ]
-
-# The NeedleChain paper sampled open models at temperature 0.6, top-p 0.95.
-NEEDLECHAIN_SAMPLING = dict(do_sample=True, temperature=0.6, top_p=0.95)
 
 SPARSE_TASKS = ("srt", "mrt", "mrs")
 PROMPT_TEMPLATE = "opencompass.openicl.icl_prompt_template.PromptTemplate"
@@ -37,38 +35,48 @@ PARTITIONER = "needlebench.opencompass.partitioner.NeedleBenchPartitioner"
 SUMMARIZER = "needlebench.opencompass.summarizer.NeedleBenchSummarizer"
 EVALUATOR = "needlebench.opencompass.evaluator.NeedleBenchEvaluator"
 _REPEATS = {"srt": 10, "mrt": 25, "mrs": 10}
-_MAX_OUT = {"srt": 256, "mrt": 512, "mrs": 1024}
 
 
-def _infer_cfg(max_out_len: int, system: bool = False) -> dict[str, Any]:
+def _infer_cfg(max_out_len: int | None, system: bool = False) -> dict[str, Any]:
+    """OpenCompass's generation settings. Without ``max_out_len`` the model's own budget applies.
+
+    OpenCompass's infer task gives the inferencer the model's ``max_out_len`` only when the
+    dataset sets none, so a dataset default would silently cut a reasoning model's output.
+    """
     template: dict[str, Any] = {"round": [dict(role="HUMAN", prompt="{prompt}")]}
     if system:
         template["begin"] = [dict(role="SYSTEM", fallback_role="HUMAN", prompt="{system}")]
+    inferencer: dict[str, Any] = dict(type=GEN_INFERENCER)
+    if max_out_len:
+        inferencer["max_out_len"] = int(max_out_len)
     return dict(
         prompt_template=dict(type=PROMPT_TEMPLATE, template=template),
         retriever=dict(type=ZERO_RETRIEVER),
-        inferencer=dict(type=GEN_INFERENCER, max_out_len=max_out_len),
+        inferencer=inferencer,
     )
-
-
-def length_buffers(lengths: Sequence[int], buffer: int) -> dict[int, int]:
-    """Cap a suite's buffer at a quarter of each length.
-
-    OpenCompass gives English 1k prompts a 3000-token buffer, leaving no
-    haystack at all; a buffer exists for tokenizer slack, which scales with length.
-    """
-    return {int(L): min(buffer, int(L) // 4) for L in lengths}
 
 
 def task_dataset(
     abbr: str,
     task: str,
     params: dict[str, Any],
-    max_out_len: int,
+    max_out_len: int | None = None,
     evaluator: dict[str, Any] | None = None,
     system: bool = False,
 ) -> dict[str, Any]:
-    """One OpenCompass dataset entry for a needlebench task."""
+    """One OpenCompass dataset entry for a needlebench task, its parameters checked now.
+
+    Args:
+        abbr: the dataset's name in OpenCompass's outputs.
+        task: a registered task name.
+        params: the task's parameters (a typo or a bad value is a ``ConfigError`` here, not in a subprocess).
+        max_out_len: an output budget for this dataset; ``None`` leaves it to the model config.
+        evaluator: extra evaluator settings.
+        system: the task has a system prompt column.
+    """
+    checked = make_params(task, **params)
+    if hasattr(checked, "options"):  # protocol options are checked where the config is written
+        checked.options()
     columns = ["prompt", "system"] if system else ["prompt"]
     return dict(
         abbr=abbr,
@@ -81,6 +89,16 @@ def task_dataset(
     )
 
 
+def _per_task(value: Any, task: str, default: Any) -> Any:
+    """A setting given once for every task, or as ``{task: value}``."""
+    if isinstance(value, dict):
+        unknown = sorted(set(value) - set(SPARSE_TASKS))
+        if unknown:
+            raise ConfigError(f"unknown task(s) {unknown} in a per-task setting; valid: {list(SPARSE_TASKS)}")
+        return value.get(task, default)
+    return default if value is None else value
+
+
 def needlebench_datasets(
     suite: str = "128k",
     tasks: Sequence[str] = SPARSE_TASKS,
@@ -89,49 +107,75 @@ def needlebench_datasets(
     depths: Sequence[float] | None = None,
     repeats: int | dict[str, int] | None = None,
     profile: str = "v2",
+    protocol: str = "reference",
     seed: int = 0,
     corpus: str = "packaged",
     question_position: str = "end",
-    recall_step: bool = False,
+    recall_step: bool | None = None,
     metric: str | None = None,
     max_out_len: int | dict[str, int] | None = None,
     **task_options: Any,
 ) -> list[dict[str, Any]]:
-    """The sparse-task datasets of a suite: one per (task, language).
+    """The sparse-task datasets of a suite: one dataset per (task, language), every cell inside.
 
-    ``metric`` defaults to keyword EM for profile v2 and Levenshtein for v1.
-    ``task_options`` pass through to every task (for example ``num_needles``).
+    Args:
+        suite: ``4k``, ``8k``, ``32k``, ``128k``, ``200k``, ``256k`` or ``1000k``.
+        tasks: any of ``srt``, ``mrt``, ``mrs``.
+        langs: any of ``en``, ``zh``.
+        lengths: context lengths in cl100k tokens (default: the suite's, per profile).
+        depths: needle depths 0..100 (default: the suite's, per profile).
+        repeats: samples per cell, one number or ``{task: n}`` (default S-RT 10, M-RT 25, M-RS 10).
+        profile: ``v2`` (2025 paper, OpenCompass ``needlebench_v2``) or ``v1`` (2024 paper: its lengths,
+            depths and buffers, the recall-step guide and Levenshtein scoring).
+        protocol: ``reference`` (the papers' and OpenCompass's prompts, budgets and scoring) or
+            ``clarified`` (ours; README "reference vs clarified").
+        seed: every random choice derives from it and the sample's coordinates.
+        corpus: ``packaged``, ``opencompass`` or ``auto`` (haystack text source).
+        question_position: ``end`` or ``start``.
+        recall_step: ask the model to recall the relevant sentence first (default: on for v1).
+        metric: ``keyword`` or ``levenshtein`` (default: keyword for v2, levenshtein for v1).
+        max_out_len: an output budget per dataset (one number or ``{task: n}``); default: the model's.
+        **task_options: a task parameter for every task (e.g. ``prompt_style="clarified"``,
+            ``num_needles=[3]``) or ``srt=dict(...)``/``mrt=dict(...)``/``mrs=dict(...)`` for one task.
+
+    Raises:
+        ConfigError: an unknown suite, task, language, option or parameter, naming the valid ones.
     """
-    spec = get_suite(suite)
+    if profile not in ("v1", "v2"):
+        raise ConfigError(f"profile: unknown profile {profile!r}; choose from ('v1', 'v2')")
+    spec = get_suite(suite, profile)
     for t in tasks:
         if t not in SPARSE_TASKS:
             raise ConfigError(f"tasks: unknown sparse task {t!r}; choose from {SPARSE_TASKS}")
     for lang in langs:
         if lang not in LANGS:
             raise ConfigError(f"langs: unknown language {lang!r}; choose from {LANGS}")
+    per_task = {t: task_options.pop(t) for t in SPARSE_TASKS if t in task_options}
+    for t, opts in per_task.items():
+        if not isinstance(opts, dict):
+            raise ConfigError(f"{t}: per-task options must be a dict, got {type(opts).__name__}")
     metric = metric or ("levenshtein" if profile == "v1" else "keyword")
+    recall = (profile == "v1") if recall_step is None else bool(recall_step)
     out = []
     for task in tasks:
         for lang in langs:
-            reps = repeats.get(task, _REPEATS[task]) if isinstance(repeats, dict) else (repeats or _REPEATS[task])
-            out_len = (
-                max_out_len.get(task, _MAX_OUT[task])
-                if isinstance(max_out_len, dict)
-                else (max_out_len or _MAX_OUT[task])
-            )
             params = dict(
                 lang=lang,
                 lengths=list(lengths or spec.lengths),
                 depths=list(depths if depths is not None else spec.depths),
-                repeats=reps,
-                buffer=length_buffers(lengths or spec.lengths, suite_buffer(suite, task, lang, profile)),
+                repeats=_per_task(repeats, task, _REPEATS[task]),
+                buffer=suite_buffer(suite, task, lang, profile),
                 seed=seed,
                 corpus=corpus,
                 question_position=question_position,
-                recall_step=recall_step,
-                **task_options.get(task, {}),
+                recall_step=recall,
+                protocol=protocol,
+                profile=profile,
+                **task_options,
+                **per_task.get(task, {}),
             )
             evaluator = {"metric": metric} if task in ("srt", "mrt") else {}
+            out_len = _per_task(max_out_len, task, None)
             out.append(task_dataset(f"needlebench_{task}_{lang}_{suite}", task, params, out_len, evaluator))
     return out
 
@@ -143,12 +187,34 @@ def atc_datasets(
     repeats: int = 10,
     few_shot: bool = True,
     seed: int = 0,
-    max_out_len: int = 8192,
+    max_out_len: int | None = None,
     strip_think: bool = True,
+    protocol: str = "reference",
+    profile: str = "v2",
+    **options: Any,
 ) -> list[dict[str, Any]]:
-    """The Ancestral Trace Challenge: one dataset per language, every needle count inside."""
+    """The Ancestral Trace Challenge: one dataset per language, every needle count inside.
+
+    ``profile="v1"`` gives the 2024 paper's multiple-choice ATC instead (``atc_mc_datasets``).
+
+    Args:
+        langs: any of ``en``, ``zh``.
+        needle_counts: chain lengths N (default 2, 4, ..., 512).
+        question_types: default all four.
+        repeats: samples per (N, question type).
+        few_shot: our worked examples (clarified prompt style only; OpenCompass's prompts carry their own).
+        seed: every random choice derives from it and the sample's coordinates.
+        max_out_len: an output budget for these datasets; default: the model's.
+        strip_think: drop ``<think>`` blocks before grading.
+        protocol: ``reference`` or ``clarified``.
+        **options: named protocol options (``prompt_style``, ``answer_match``).
+    """
     from ..kinship import QUESTION_TYPES
 
+    if profile == "v1":
+        return atc_mc_datasets(langs=langs, repeats=repeats, seed=seed, max_out_len=max_out_len)
+    if profile != "v2":
+        raise ConfigError(f"profile: unknown profile {profile!r}; choose from ('v1', 'v2')")
     qtypes = list(question_types or QUESTION_TYPES)
     out = []
     for lang in langs:
@@ -161,8 +227,49 @@ def atc_datasets(
             repeats=repeats,
             few_shot=few_shot,
             seed=seed,
+            protocol=protocol,
+            **options,
         )
         out.append(task_dataset(f"needlebench_atc_{lang}", "atc", params, max_out_len, {"strip_think": strip_think}))
+    return out
+
+
+def atc_mc_datasets(
+    langs: Sequence[str] = LANGS,
+    styles: Sequence[str] = ("direct", "reasoning"),
+    steps: Sequence[int] | None = None,
+    repeats: int = 10,
+    seed: int = 0,
+    max_out_len: int | None = None,
+) -> list[dict[str, Any]]:
+    """The 2024 paper's ATC: multiple choice, 4-shot, circular evaluation; one dataset per (language, style).
+
+    The worked examples are chat turns of the prompt template (as OpenCompass's v1 config has them),
+    so each (language, style) is its own dataset. The task score is computed from the per-sample
+    results with circular evaluation (``needlebench.atc_mc.circular_scores``), in the report's
+    ``needlebench_atc_v1`` table.
+
+    Args:
+        langs: any of ``en``, ``zh``.
+        styles: ``direct`` and/or ``reasoning`` (the 2024 paper's two prompt styles).
+        steps: people in the chain (default 2..19, OpenCompass v1's).
+        repeats: questions per step count.
+        seed: every random choice derives from it and the question's coordinates.
+        max_out_len: an output budget; default: the model's.
+    """
+    from ..atc_mc import oc_template_rounds
+
+    out = []
+    for lang in langs:
+        if lang not in LANGS:
+            raise ConfigError(f"langs: unknown language {lang!r}; choose from {LANGS}")
+        for style in styles:
+            params: dict[str, Any] = dict(lang=lang, style=style, repeats=repeats, seed=seed)
+            if steps:
+                params["steps"] = list(steps)
+            cfg = task_dataset(f"needlebench_atc_v1_{lang}_{style}", "atc_mc", params, max_out_len)
+            cfg["infer_cfg"]["prompt_template"]["template"] = {"round": oc_template_rounds(lang, style)}
+            out.append(cfg)
     return out
 
 
@@ -173,11 +280,30 @@ def needlechain_datasets(
     variants: Sequence[str] = ("forward", "backward", "mixed", "stack"),
     questions: Sequence[str] = ("single", "total"),
     seed: int = 0,
-    max_out_len: int = 4096,
+    max_out_len: int | None = None,
     lenient: bool = False,
     strip_think: bool = True,
+    protocol: str = "reference",
+    **options: Any,
 ) -> list[dict[str, Any]]:
-    """NeedleChain: one dataset holding every (k, variant, question); quick = k 5/10/20, 10 points."""
+    """NeedleChain: one dataset holding every (k, variant, question); quick = k 5/10/20, 10 points.
+
+    Args:
+        quick: k 5/10/20 with 10 data points (a smoke run).
+        k_values: chain lengths (default 5, 10, 20, 50, 100, 200).
+        points: data points per k (default 200, the paper's).
+        variants: any of forward, backward, mixed, stack.
+        questions: single and/or total.
+        seed: every random choice derives from it and the data point's coordinates.
+        max_out_len: an output budget; default: the model's.
+        lenient: plain value match (no needle-omission rule) and the released scorer's reading.
+        strip_think: drop ``<think>`` blocks before grading.
+        protocol: ``reference`` (the paper's prompt, roster, names and values) or ``clarified``.
+        **options: named protocol options (``prompt_style``, ``roster``, ``names``, ``values``).
+
+    Sampling: the paper sampled at temperature 0.6, top-p 0.95; apply it to the models with
+    ``needlebench.opencompass.models.with_sampling``.
+    """
     ks = list(k_values or ((5, 10, 20) if quick else (5, 10, 20, 50, 100, 200)))
     params = dict(
         k_values=ks,
@@ -186,6 +312,8 @@ def needlechain_datasets(
         questions=list(questions),
         seed=seed,
         lang="en",
+        protocol=protocol,
+        **options,
     )
     abbr = "needlechain_quick" if quick else "needlechain"
     return [

@@ -37,6 +37,15 @@ _META_KEYS = (
     "prompt_tokens",
     "realised_depth",
     "realised_depths",
+    "shortened_from",
+    "protocol",
+    "profile",
+    "version",
+    "buffer",
+    "circular_group",
+    "rotation",
+    "style",
+    "circular_pattern",
 )
 
 

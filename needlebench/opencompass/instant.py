@@ -10,7 +10,11 @@ __all__ = ["InstantModel"]
 
 
 class InstantModel(BaseModel):
-    """Returns ``answer`` for every prompt without any compute."""
+    """Returns ``answer`` for every prompt without any compute.
+
+    ``{max_out_len}`` in ``answer`` is replaced by the output budget OpenCompass handed the model
+    for that request, so a run shows which budget each dataset really got.
+    """
 
     is_api = True
 
@@ -26,7 +30,7 @@ class InstantModel(BaseModel):
         self.answer = answer
 
     def generate(self, inputs: list[Any], max_out_len: int, **kwargs: Any) -> list[str]:
-        return [self.answer for _ in inputs]
+        return [self.answer.replace("{max_out_len}", str(max_out_len)) for _ in inputs]
 
     def get_token_len(self, prompt: str) -> int:
         return len(prompt) // 4

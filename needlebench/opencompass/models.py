@@ -27,6 +27,8 @@ __all__ = [
     "lmdeploy_model",
     "api_model",
     "reasoning",
+    "with_sampling",
+    "NEEDLECHAIN_SAMPLING",
     "rope_scaling",
     "check_model",
     "load_models",
@@ -208,6 +210,52 @@ def reasoning(model: dict[str, Any], max_out_len: int = 32768) -> dict[str, Any]
     return out
 
 
+# The NeedleChain paper sampled open models at temperature 0.6, top-p 0.95 (its Appendix A).
+NEEDLECHAIN_SAMPLING = dict(temperature=0.6, top_p=0.95)
+
+
+def with_sampling(model: dict[str, Any], temperature: float, top_p: float) -> dict[str, Any]:
+    """A copy of ``model`` that samples at (temperature, top_p) on its own backend.
+
+    Each backend takes sampling settings in a different field: vLLM and HuggingFace
+    ``generation_kwargs`` (HF also needs ``do_sample``), LMDeploy ``gen_config`` (its greedy
+    ``top_k=1`` removed), an OpenAI-compatible API ``temperature`` plus ``openai_extra_kwargs``.
+
+    Args:
+        model: a model config from one of this module's builders or an OpenCompass model file.
+        temperature: the sampling temperature.
+        top_p: nucleus sampling mass.
+
+    Raises:
+        ConfigError: the model's type is not one of the supported backends.
+    """
+    out = dict(model)
+    kind = _backend(type_name(out.get("type")))
+    if kind is None:
+        raise ConfigError(f"with_sampling: unknown model type {type_name(out.get('type'))!r}")
+    if kind in (VLLM, HF):
+        extra = dict(do_sample=True) if kind == HF else {}
+        out["generation_kwargs"] = {
+            **(out.get("generation_kwargs") or {}),
+            **extra,
+            "temperature": temperature,
+            "top_p": top_p,
+        }
+    elif kind == LMDEPLOY:
+        gen = {k: v for k, v in (out.get("gen_config") or {}).items() if k != "top_k"}
+        out["gen_config"] = {**gen, "temperature": temperature, "top_p": top_p}
+    else:
+        out["temperature"] = temperature
+        out["openai_extra_kwargs"] = {**(out.get("openai_extra_kwargs") or {}), "top_p": top_p}
+    return out
+
+
+def _backend(name: str) -> str | None:
+    """The backend a dotted or short type name stands for."""
+    short = {v.rsplit(".", 1)[1]: v for v in BACKENDS.values()}
+    return name if name in BACKENDS.values() else short.get(name.rsplit(".", 1)[-1])
+
+
 _REQUIRED = {
     HF: ("path", "max_out_len", "batch_size"),
     VLLM: ("path", "max_out_len", "batch_size", "model_kwargs"),
@@ -221,13 +269,14 @@ def check_model(cfg: dict[str, Any]) -> list[str]:
     """Problems with a model config, without importing its engine (empty list = fine)."""
     problems: list[str] = []
     name = type_name(cfg.get("type"))
-    short = {v.rsplit(".", 1)[1]: v for v in _REQUIRED}
-    key = name if name in _REQUIRED else short.get(name.rsplit(".", 1)[-1])
+    key = _backend(name)
     if key is None:
-        return [f"unknown model type {name!r}; choose from {sorted(short)}"]
+        return [f"unknown model type {name!r}; choose from {sorted(v.rsplit('.', 1)[1] for v in _REQUIRED)}"]
     for field in _REQUIRED[key]:
         if cfg.get(field) in (None, ""):
             problems.append(f"{cfg.get('abbr', '?')}: missing {field}")
+    if problems:  # the checks below read those fields
+        return problems
     msl, out = cfg.get("max_seq_len") or 0, cfg.get("max_out_len") or 0
     if msl and out and out >= msl:
         problems.append(f"{cfg.get('abbr')}: max_out_len {out} leaves no room in max_seq_len {msl}")
