@@ -252,7 +252,9 @@ def _cut(hay: Haystack, h: int) -> int:
 
 
 def _snap(hay: Haystack, target: float, cut: int) -> int:
-    """The sentence start nearest ``target`` tokens, within the cut haystack."""
+    """The sentence start nearest ``target`` tokens, within the cut haystack; depth 100 is its very end."""
+    if target >= cut:
+        return cut
     starts = hay.sentence_starts
     hi = int(np.searchsorted(starts, cut, side="right"))
     if hi == 0:
@@ -272,8 +274,12 @@ def _needle_bytes(hay: Haystack, offset: int, end: int, text: str) -> bytes:
 
     A needle given on a line of its own (``"\\n...\\n"``, OpenCompass's form) goes in verbatim.
     """
-    if hay.lang == "zh" or text.startswith("\n"):
+    if text.startswith("\n"):
         return text.encode()
+    if hay.lang == "zh":
+        # at the very end (depth 100) the cut may fall inside a sentence: start the needle on its own line
+        cut_inside = offset == end and offset > 0 and hay.data[offset - 1 : offset] != b"\n"
+        return ("\n" + text if cut_inside else text).encode()
     before = hay.data[offset - 1 : offset] if offset > 0 else b"\n"
     after = hay.data[offset : offset + 1] if offset < end else b"\n"
     if before.isspace():

@@ -184,3 +184,9 @@ def test_mrt_needles_distinct_and_ordered_by_depth(protocol: str) -> None:
             asked = questions.split("现在请问：", 1)[1].split("请按照", 1)[0]
             assert asked.count("？、") == 10 and asked.endswith("？")
             assert all(f"\n{n['needle']}\n" in doc for n in s.gold["needles"]), s.id
+
+
+def test_reference_depth_100_puts_the_needle_at_the_end() -> None:
+    p = SparseParams(lang="zh", lengths=(1000, 2000, 4000, 8000, 16000), depths=(100,), repeats=5, buffer=200)
+    for s in generate_srt(p):
+        assert _document(s.prompt, "zh").endswith(f"\n{s.gold['needle']}\n"), (s.id, s.meta["realised_depth"])

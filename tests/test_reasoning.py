@@ -227,7 +227,8 @@ def test_mrs_depths_are_placed_and_solvable(lang: str, protocol: str) -> None:
     )
     samples = list(generate_mrs(p))
     assert len(samples) == 2 * 3 * 4
-    assert len({s.meta["question_type"] for s in samples}) >= len(qtypes) - 1
+    asked = {s.meta["question_type"] for s in samples}
+    assert asked == {"eldest_ancestor"} if protocol == "reference" else len(asked) >= 3
     placement = "reference" if protocol == "reference" else "spread"
     for s in samples:
         assert solve(s.prompt, lang) == s.gold["answer"], s.id
@@ -238,7 +239,9 @@ def test_mrs_depths_are_placed_and_solvable(lang: str, protocol: str) -> None:
         assert realised == sorted(realised), s.id
         # distinct depths stay distinct (several needles may share depth 100 under reference)
         assert len(set(realised)) == len(set(depths)), s.id
-        assert all(abs(r - d) <= 3.0 for r, d in zip(realised, depths, strict=True)), s.id
+        # near the requested depth; depth 100 may land a (long) sentence early, see
+        # test_context.py::test_reference_depth_100_puts_the_needle_at_the_end
+        assert all(abs(r - d) <= 2.0 for r, d in zip(realised, depths, strict=True) if d < 100), s.id
     if protocol == "reference":
         with pytest.raises(ConfigError, match="question_types"):
             list(generate_mrs(SparseParams(**{**p.__dict__, "extra": {"question_types": list(QUESTION_TYPES)}})))

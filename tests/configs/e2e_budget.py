@@ -2,13 +2,8 @@
 # no dataset may override it (the instant model answers with the budget it was given).
 _base_ = []
 
-from needlebench.opencompass.configs import (
-    SUMMARIZER,
-    atc_datasets,
-    needlebench_datasets,
-    needlechain_datasets,
-    runtime,
-)
+from needlebench.opencompass.configs import SUMMARIZER, atc_datasets, atc_mc_datasets, runtime
+from needlebench.opencompass.configs import needlebench_datasets, needlechain_datasets
 
 models = [
     dict(
