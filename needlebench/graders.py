@@ -1,4 +1,8 @@
-"""Task-level graders: a prediction and a structured gold in, a ``SampleScore`` out."""
+"""Task-level graders: a prediction and a structured gold in, a ``SampleScore`` out.
+
+Every grader is linear in the prediction (which ``clean_prediction`` caps at
+``MAX_PREDICTION_CHARS``) and never raises on what a model returned.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .scoring import clean_prediction, keyword_hit, last_boxed, levenshtein_score, normalise_answer, strip_thinking
+from .scoring import KeywordMatcher, clean_prediction, last_boxed, levenshtein_score, normalise_answer, strip_thinking
 
 __all__ = [
     "SampleScore",
@@ -17,9 +21,22 @@ __all__ = [
     "parse_int",
     "is_repetitive",
     "METRICS",
+    "REQUEST_FAILED",
+    "request_failure",
 ]
 
 METRICS = ("keyword", "levenshtein")
+
+# What an inference backend returns for a request that never succeeded (see opencompass/api.py).
+# NUL bytes never survive prediction cleaning, so no model answer can equal it.
+REQUEST_FAILED = "\x00needlebench:request_failed\x00"
+
+
+def request_failure(prediction: object) -> str | None:
+    """The failure reason if ``prediction`` is a failed request's marker, else None."""
+    if isinstance(prediction, str) and prediction.startswith(REQUEST_FAILED):
+        return prediction[len(REQUEST_FAILED) :] or "request failed"
+    return None
 
 
 @dataclass(frozen=True)
@@ -45,34 +62,49 @@ class SampleScore:
 
 
 def prepare(prediction: object, options: ScoreOptions) -> str:
+    """The text a grader reads: bounded and printable, thinking dropped unless disabled.
+
+    Args:
+        prediction: whatever the model returned.
+        options: evaluator settings (``strip_think``).
+    """
     text = clean_prediction(prediction)
     return strip_thinking(text) if options.strip_think else text
 
 
-def grade_srt(prediction: object, gold: dict, options: ScoreOptions) -> SampleScore:
-    text = prepare(prediction, options)
-    keywords = gold["keywords"]
-    match = gold.get("match", "normalised")
+def _needle_score(text: str, matcher: KeywordMatcher, needle: dict, options: ScoreOptions) -> float:
+    """One needle's score: 100 on a keyword hit, else 0 (keyword) or edit-distance credit (levenshtein)."""
     if options.metric == "levenshtein":
-        score = levenshtein_score(text, gold["needle"], keywords, options.alpha, match)
-    else:
-        score = 100.0 if keyword_hit(text, keywords, match) else 0.0
+        return levenshtein_score(text, needle["needle"], needle["keywords"], options.alpha, matcher=matcher)
+    return 100.0 if matcher.hit(needle["keywords"]) else 0.0
+
+
+def grade_srt(prediction: object, gold: dict, options: ScoreOptions) -> SampleScore:
+    """S-RT (and M-RS's multihop form): the needle's keyword in the answer.
+
+    Args:
+        prediction: the model output.
+        gold: ``{"keywords": [...], "needle": sentence, "match": "exact" | "normalised"}``.
+        options: evaluator settings (metric, alpha, strip_think).
+    """
+    text = prepare(prediction, options)
+    score = _needle_score(text, KeywordMatcher(text, gold.get("match", "normalised")), gold, options)
     correct = score == 100.0
     return SampleScore(score, correct, error=None if correct else ("empty" if not text.strip() else "missed"))
 
 
 def grade_mrt(prediction: object, gold: dict, options: ScoreOptions) -> SampleScore:
-    """Share of needles recalled; which positions were found goes into ``extras``."""
+    """Share of needles recalled; which positions were found goes into ``extras``.
+
+    Args:
+        prediction: the model output.
+        gold: ``{"needles": [{"keywords", "needle", "depth"}, ...], "match": ...}``.
+        options: evaluator settings (metric, alpha, strip_think).
+    """
     text = prepare(prediction, options)
-    found = []
-    partial = []
-    match = gold.get("match", "normalised")
-    for needle in gold["needles"]:
-        if options.metric == "levenshtein":
-            partial.append(levenshtein_score(text, needle["needle"], needle["keywords"], options.alpha, match))
-        else:
-            partial.append(100.0 if keyword_hit(text, needle["keywords"], match) else 0.0)
-        found.append(partial[-1] == 100.0)
+    matcher = KeywordMatcher(text, gold.get("match", "normalised"))  # one normalisation for every needle
+    partial = [_needle_score(text, matcher, needle, options) for needle in gold["needles"]]
+    found = [x == 100.0 for x in partial]
     score = sum(partial) / len(partial) if partial else 0.0
     correct = all(found)
     return SampleScore(
@@ -92,20 +124,59 @@ _NUMBER_WORDS = {
 }
 
 
+_INTEGER = re.compile(r"-?\d+")
+MAX_INT_DIGITS = 18  # no generation count or distance is longer; int() of a megabyte of digits is quadratic
+
+
 def parse_int(answer: str) -> int | None:
-    """An integer answer: "5", "5 generations", "第5代" and the words zero..twenty are the same answer."""
-    m = re.search(r"-?\d+", answer.replace(",", ""))
+    """An integer answer: "5", "5 generations", "第5代" and the words zero..twenty are the same answer.
+
+    The first run of digits counts; a run longer than ``MAX_INT_DIGITS`` is no answer (None).
+
+    Args:
+        answer: a normalised boxed answer.
+    """
+    m = _INTEGER.search(answer.replace(",", ""))
     if m:
-        return int(m.group())
-    word = answer.strip().lower().split(" ")[0] if answer.strip() else ""
+        digits = m.group()
+        return int(digits) if len(digits.lstrip("-")) <= MAX_INT_DIGITS else None
+    head = answer.strip().lower()
+    word = head.split(" ", 1)[0] if head else ""
     return _NUMBER_WORDS.get(word)
 
 
 def is_repetitive(text: str, n: int = 4, threshold: float = 0.3, min_grams: int = 60) -> bool:
-    """Degenerate looping output: few distinct n-grams among many (words, or characters for Chinese)."""
-    units = text.split() if len(text.split()) > len(text) / 8 else list(text.replace(" ", ""))
-    grams = [tuple(units[i : i + n]) for i in range(len(units) - n + 1)]
-    return len(grams) >= min_grams and len(set(grams)) / len(grams) < threshold
+    """Degenerate looping output: few distinct n-grams among many (words, or characters for Chinese).
+
+    Linear: one split, each n-gram hashed at most once, and the count stops as soon as the
+    distinct n-grams reach the threshold (varied text is decided after a fraction of it).
+
+    Args:
+        text: the prepared prediction.
+        n: the n-gram size.
+        threshold: the distinct share under which the output counts as looping.
+        min_grams: fewer n-grams than this never count (a short answer is not a loop).
+    """
+    words = text.split()
+    chars = len(words) <= len(text) / 8
+    units: str | list[str] = text.replace(" ", "") if chars else words
+    total = len(units) - n + 1
+    if total < min_grams:
+        return False
+    limit = threshold * total
+    seen: set = set()
+    for lo in range(0, total, _GRAM_CHUNK):
+        hi = min(total, lo + _GRAM_CHUNK)
+        if chars:  # 4-character strings hash faster than tuples of characters
+            seen.update(units[i : i + n] for i in range(lo, hi))
+        else:
+            seen.update(zip(*(units[lo + i : hi + i] for i in range(n))))
+        if len(seen) >= limit:
+            return False
+    return True
+
+
+_GRAM_CHUNK = 8192
 
 
 def grade_boxed(prediction: object, gold: dict, options: ScoreOptions) -> SampleScore:
@@ -148,11 +219,26 @@ _LATEX_TEXT = re.compile(r"\\text\{([^}]+)\}")
 _LATEX_BOX = re.compile(r"\\boxed\{([^}]+)\}")
 
 
+def _sub_before_last_brace(pattern: re.Pattern[str], text: str) -> str:
+    """``pattern.sub(r"\\1", text)`` for a ``\\cmd{([^}]+)}`` pattern, in linear time.
+
+    Every match ends at a ``}``, so none lies past the last one; searching only up to it
+    keeps the regex from rescanning the tail once per opening (a run of unclosed
+    ``\\text{`` is otherwise quadratic).
+    """
+    end = text.rfind("}") + 1
+    return pattern.sub(r"\1", text[:end]) + text[end:] if end else text
+
+
 def reference_clean(answer: str) -> str:
-    """A boxed answer cleaned the way OpenCompass's ATC postprocessor does (no case folding)."""
+    """A boxed answer cleaned the way OpenCompass's ATC postprocessor does (no case folding).
+
+    Args:
+        answer: the boxed answer.
+    """
     if not answer:
         return "None"
-    answer = _LATEX_BOX.sub(r"\1", _LATEX_TEXT.sub(r"\1", answer))
+    answer = _sub_before_last_brace(_LATEX_BOX, _sub_before_last_brace(_LATEX_TEXT, answer))
     answer = re.sub(r"\\[\[\]]", "", answer).replace("\\", "")
     answer = re.sub(r"\s+", " ", answer).strip()
     return answer.replace('"', "").replace("'", "").replace("~", " ")

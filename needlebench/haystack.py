@@ -15,9 +15,9 @@ each insertion's effect is measured by encoding a small window around it.
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -43,7 +43,7 @@ _TERMINATORS = tuple(t.encode() for t in (".", "?", "!", "。", "？", "！"))
 _CLOSERS = b" \t\r\n\"')]" + "”’」』）".encode()
 
 
-_CACHE_FORMAT = "1"
+_CACHE_FORMAT = "2"
 
 
 @dataclass(frozen=True)
@@ -74,51 +74,80 @@ def tokenize_corpus(corpus: Corpus, encoding: str = "cl100k_base") -> TokenizedC
     )
 
 
+# the modules whose code decides what a tokenized-corpus cache file holds
+_CACHE_MODULES = ("corpora.py", "haystack.py", "tokenizer.py")
+
+
+def _cache_code_digest() -> str:
+    """Digest of the reader, normaliser and tokenizer sources (a test patches it to force a rebuild)."""
+    from .store import code_digest
+
+    return code_digest(*_CACHE_MODULES)
+
+
+def _write_tokenized(tc: TokenizedCorpus, path: Path) -> dict[str, int]:
+    """Write ``tc`` as an npz file at ``path``; the documents' count goes into the sidecar."""
+    import json
+
+    info = json.dumps({"name": tc.corpus.name, "source": tc.corpus.source}).encode()
+    np.savez(
+        path,
+        tokens=np.concatenate(tc.doc_tokens).astype(np.int32),
+        tok_lens=np.array([len(t) for t in tc.doc_tokens], dtype=np.int64),
+        data=np.frombuffer(b"".join(tc.doc_bytes), dtype=np.uint8),
+        byte_lens=np.array([len(b) for b in tc.doc_bytes], dtype=np.int64),
+        info=np.frombuffer(info, dtype=np.uint8),
+    )
+    return {"documents": len(tc.doc_tokens)}
+
+
+def _read_tokenized(path: Path, lang: str, encoding: str, documents: int) -> TokenizedCorpus:
+    """Read a verified npz cache file back into a ``TokenizedCorpus``."""
+    import json
+
+    with np.load(path, allow_pickle=False) as z:
+        info = json.loads(bytes(z["info"]).decode())
+        tokens, data = z["tokens"], bytes(z["data"])
+        tok_lens, byte_lens = z["tok_lens"], z["byte_lens"]
+    if len(tok_lens) != documents or len(byte_lens) != documents:
+        raise ValueError(f"{path}: {len(tok_lens)} documents, the sidecar says {documents}")
+    tok_cuts = np.cumsum(tok_lens)[:-1]
+    byte_cuts = np.cumsum(byte_lens).tolist()
+    doc_bytes = tuple(data[a:b] for a, b in zip([0, *byte_cuts[:-1]], byte_cuts))
+    docs = tuple(b.decode("utf-8")[: -len(_SEPARATOR)] for b in doc_bytes)
+    corpus = Corpus(info["name"], lang, docs, info["source"])
+    return TokenizedCorpus(corpus, encoding, tuple(np.split(tokens.astype(np.int64), tok_cuts)), doc_bytes)
+
+
 @functools.lru_cache(maxsize=8)
 def load_tokenized(lang: str, choice: str = "packaged", encoding: str = "cl100k_base") -> TokenizedCorpus:
-    """A corpus with its tokens, from the on-disk cache when the source files are unchanged.
+    """A corpus with its tokens, from the on-disk cache when its inputs and code are unchanged.
 
     Every OpenCompass task is a new process; reading ~3M tokens back takes
     milliseconds where normalising and encoding the corpus takes seconds.
+    The key covers the corpus files' contents and the source of the modules
+    that read, normalise and tokenize them, so an edited reader never serves
+    stale text. One process builds the file while concurrent ones wait
+    (:func:`store.cached_file`); a truncated or corrupt file is rebuilt.
+
+    Args:
+        lang: ``"en"`` or ``"zh"``.
+        choice: one of ``corpora.CORPUS_CHOICES`` or a file path.
+        encoding: tiktoken encoding name.
     """
-    import json
-
-    from .corpora import corpus_identity, load_corpus
+    from .corpora import corpus_digest, load_corpus
     from .seeding import stable_hash
-    from .store import cache_dir
+    from .store import cache_dir, cached_file
 
-    key = stable_hash(corpus_identity(lang, choice), choice, encoding, _CACHE_FORMAT)
+    key = stable_hash(corpus_digest(lang, choice), choice, encoding, _CACHE_FORMAT, _cache_code_digest())
     path = cache_dir() / "corpora" / f"{lang}-{key}.npz"
-    if path.is_file():
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                info = json.loads(bytes(z["info"]).decode())
-                tokens, data = z["tokens"], bytes(z["data"])
-                tok_cuts = np.cumsum(z["tok_lens"])[:-1]
-                byte_cuts = np.cumsum(z["byte_lens"]).tolist()
-            doc_bytes = tuple(data[a:b] for a, b in zip([0, *byte_cuts[:-1]], byte_cuts))
-            docs = tuple(b.decode("utf-8")[: -len(_SEPARATOR)] for b in doc_bytes)
-            corpus = Corpus(info["name"], lang, docs, info["source"])
-            return TokenizedCorpus(corpus, encoding, tuple(np.split(tokens.astype(np.int64), tok_cuts)), doc_bytes)
-        except (OSError, ValueError, KeyError):
-            pass  # unreadable cache: rebuild it below
-    tc = tokenize_corpus(load_corpus(lang, choice), encoding)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
-        info = json.dumps({"name": tc.corpus.name, "source": tc.corpus.source}).encode()
-        np.savez(
-            tmp,
-            tokens=np.concatenate(tc.doc_tokens).astype(np.int32),
-            tok_lens=np.array([len(t) for t in tc.doc_tokens], dtype=np.int64),
-            data=np.frombuffer(b"".join(tc.doc_bytes), dtype=np.uint8),
-            byte_lens=np.array([len(b) for b in tc.doc_bytes], dtype=np.int64),
-            info=np.frombuffer(info, dtype=np.uint8),
+        record = cached_file(
+            path, lambda tmp: _write_tokenized(tokenize_corpus(load_corpus(lang, choice), encoding), tmp)
         )
-        os.replace(tmp, path)
     except OSError:
-        pass  # a read-only cache only costs speed
-    return tc
+        return tokenize_corpus(load_corpus(lang, choice), encoding)  # a read-only cache only costs speed
+    return _read_tokenized(path, lang, encoding, record["documents"])
 
 
 @functools.lru_cache(maxsize=8)

@@ -111,9 +111,12 @@ def summarise_details(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     for n, value in by_needles.items():
         out[f"needles_{n}"] = value
     if by_needles and all(d.get("task") == "atc" for d in details):
-        out["weighted_score"] = atc_weighted_score(by_needles)
-        out["weighted_score_short"] = atc_weighted_score(by_needles, max_needles=SHORT_CONTEXT_NEEDLES)
+        # over every planned N (a skipped N counts as 0, never renormalised); planned_n_missing says how many
+        planned = sorted({int(n) for d in details for n in d.get("needle_counts") or ()} | set(by_needles))
+        out["weighted_score"] = atc_weighted_score(by_needles, planned=planned)
+        out["weighted_score_short"] = atc_weighted_score(by_needles, max_needles=SHORT_CONTEXT_NEEDLES, planned=planned)
         out["enl50"] = float(enl(by_needles))
+        out["planned_n_missing"] = len(set(planned) - set(by_needles))
     for kind, share in error_shares(details).items():
         out[f"error_{kind}"] = share
     if all(d.get("task") == "needlechain" for d in details):

@@ -19,7 +19,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from .atc import kinship_gold, kinship_meta
+from .atc import kinship_gold, kinship_meta, oracle_boxed
 from .errors import ConfigError
 from .graders import SampleScore, ScoreOptions, grade_boxed, grade_srt
 from .kinship import QUESTION_TYPES, KinshipChain, ask, load_name_pool, make_chain, rules_text
@@ -27,10 +27,19 @@ from .prompts import PromptParts, sparse_prompt
 from .reference_text import MRS_REFERENCE_FRAMES, MRS_REFERENCE_QUESTION
 from .sample import Sample, sample_id
 from .seeding import rng
-from .sparse import SkipSample, SparseParams, fill, haystack_for, needle_text, prefix_order, validate_sparse
+from .sparse import (
+    SkipSample,
+    SparseParams,
+    fill,
+    haystack_for,
+    needle_text,
+    oracle_srt,
+    prefix_order,
+    validate_sparse,
+)
 from .tasks import TaskSpec, register_task
 
-__all__ = ["needle_depths", "generate_mrs", "grade_mrs", "MRS_COUNTS", "REFERENCE_DIFF"]
+__all__ = ["needle_depths", "generate_mrs", "grade_mrs", "oracle_mrs", "MRS_COUNTS", "REFERENCE_DIFF"]
 
 MRS_COUNTS = (2, 3, 4, 5)
 REFERENCE_DIFF = 10.0  # OpenCompass v2's ``diff``: percent of the haystack between consecutive needles
@@ -196,4 +205,15 @@ def grade_mrs(prediction: object, gold: dict, options: ScoreOptions) -> SampleSc
     return grade_boxed(prediction, gold, options)
 
 
-register_task(TaskSpec("mrs", "sparse", SparseParams, generate_mrs, grade_mrs, "Multi-needle reasoning (M-RS)"))
+def oracle_mrs(gold: dict) -> str:
+    """A perfect M-RS answer: the boxed kinship answer, or the multihop form's keyword in a sentence.
+
+    Args:
+        gold: the sample's gold (``form`` picks the answer format).
+    """
+    return oracle_srt(gold) if gold.get("form") == "multihop" else oracle_boxed(gold)
+
+
+register_task(
+    TaskSpec("mrs", "sparse", SparseParams, generate_mrs, grade_mrs, "Multi-needle reasoning (M-RS)", oracle_mrs)
+)

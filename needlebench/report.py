@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from . import figures, tables
-from .results import RunResults, check_comparable, is_shortened, load_results
+from .results import RunResults, check_comparable, is_excluded, load_results
 
 __all__ = ["build", "build_report", "write_report", "significance_lines", "Report"]
 
@@ -65,7 +65,7 @@ def assemble(results: RunResults) -> Report:
     if not results.records:
         return rep
     check_comparable(results.records)
-    records = [r for r in results.records if not is_shortened(r)]  # figures: never at a nominal length
+    records = [r for r in results.records if not is_excluded(r)]  # never at a nominal length, never unanswered
     skipped = results.skipped()
     if results.overlength:
         rep.tables["overlength"] = pd.DataFrame(

@@ -18,7 +18,7 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["RunResults", "load_results", "run_dirs", "check_comparable", "is_shortened"]
+__all__ = ["RunResults", "load_results", "run_dirs", "check_comparable", "is_shortened", "is_failed", "is_excluded"]
 
 _ABBR = re.compile(r"(?:^|_)(srt|mrt|mrs|atc)_(en|zh)(?:_|$)")
 
@@ -26,6 +26,16 @@ _ABBR = re.compile(r"(?:^|_)(srt|mrt|mrs|atc)_(en|zh)(?:_|$)")
 def is_shortened(record: dict[str, Any]) -> bool:
     """A prompt cut to fit the model: it is never reported as its nominal length."""
     return record.get("shortened_from") is not None
+
+
+def is_failed(record: dict[str, Any]) -> bool:
+    """A request the inference server never answered: not a wrong answer, and never scored."""
+    return record.get("error") == "request_failed"
+
+
+def is_excluded(record: dict[str, Any]) -> bool:
+    """A sample that is counted but left out of every score (shortened, or its request failed)."""
+    return is_shortened(record) or is_failed(record)
 
 
 @dataclass

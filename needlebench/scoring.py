@@ -1,13 +1,17 @@
 """Per-sample scoring: keyword match, Levenshtein credit, boxed-answer extraction.
 
 Every function takes whatever a model returned (``None``, bytes, megabytes
-of noise) and never raises: a garbage prediction scores 0.
+of noise) and never raises: a garbage prediction scores 0. Every function is
+linear in its input (no regex that backtracks over a run, no rescan per
+match): a hostile output costs what reading it costs.
 """
 
 from __future__ import annotations
 
+import random
 import re
 import unicodedata
+from collections import deque
 from collections.abc import Sequence
 
 import Levenshtein
@@ -20,11 +24,15 @@ __all__ = [
     "levenshtein_score",
     "last_boxed",
     "normalise_answer",
+    "KeywordMatcher",
     "MAX_PREDICTION_CHARS",
+    "hostile_outputs",
+    "last_match",
 ]
 
 MAX_PREDICTION_CHARS = 200_000
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd]")
+# Control characters, replacement characters and lone surrogates (which no UTF-8 file can hold).
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd\ud800-\udfff]")
 _SPECIAL_TOKENS = re.compile(r"<\|(?:im_end|im_start|endoftext|eot_id|end)\|>|</s>")
 
 
@@ -44,29 +52,48 @@ def clean_prediction(prediction: object) -> str:
     return _CONTROL.sub("", text)
 
 
+_THINK_OPEN = re.compile(re.escape("<think>"), re.I)
+_THINK_CLOSE = re.compile(re.escape("</think>"), re.I)
+
+
+def last_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """The last of ``pattern``'s non-overlapping matches, in one pass without a list of them all.
+
+    Args:
+        pattern: a compiled pattern.
+        text: the text to search.
+    """
+    tail = deque(pattern.finditer(text), maxlen=1)
+    return tail[0] if tail else None
+
+
 def strip_thinking(text: str) -> str:
     """Drop ``<think>...</think>`` blocks; an unterminated block eats the rest.
 
     A response that is only ``...</think> answer`` (template opened the tag)
-    keeps what follows the closing tag.
+    keeps what follows the closing tag. One left-to-right scan: a lazy regex is
+    quadratic over thousands of unclosed tags. The tags are found case-blind on
+    the text itself (indices into ``text.lower()`` drift where lowering changes
+    a character's length, as for "İ").
+
+    Args:
+        text: the cleaned prediction.
     """
-    # one left-to-right scan (a lazy regex is quadratic over thousands of unclosed tags)
-    low = text.lower()
     kept: list[str] = []
     i = 0
     while True:
-        start = low.find("<think>", i)
-        if start < 0:
+        start = _THINK_OPEN.search(text, i)
+        if start is None:
             kept.append(text[i:])
             break
-        kept.append(text[i:start])
-        end = low.find("</think>", start + 7)
-        if end < 0:
+        kept.append(text[i : start.start()])
+        end = _THINK_CLOSE.search(text, start.end())
+        if end is None:
             break
-        i = end + 8
+        i = end.end()
     out = "".join(kept)
-    low = out.lower()
-    return out[low.rindex("</think>") + 8 :] if "</think>" in low else out
+    last = last_match(_THINK_CLOSE, out)
+    return out[last.end() :] if last is not None else out
 
 
 def _squash(text: str) -> str:
@@ -82,10 +109,29 @@ def keyword_hit(prediction: str, keywords: Sequence[str], match: str = "normalis
         match: ``"exact"`` (a plain substring, as OpenCompass and the 2025 paper's Eq. 1 score) or
             ``"normalised"`` (ignoring case, full/half width and whitespace).
     """
-    if match == "exact":
-        return any(k and k in prediction for k in keywords)
-    squashed = _squash(prediction)
-    return any(k and _squash(k) in squashed for k in keywords)
+    return KeywordMatcher(prediction, match).hit(keywords)
+
+
+class KeywordMatcher:
+    """A prediction prepared once for many keyword look-ups (M-RT asks for up to a dozen needles).
+
+    Normalising a 200k-character prediction per needle would repeat the same linear pass;
+    substring search (``in``) is linear in the text for any keyword.
+
+    Args:
+        prediction: the model's (cleaned) answer.
+        match: ``"exact"`` or ``"normalised"``, as for ``keyword_hit``.
+    """
+
+    def __init__(self, prediction: str, match: str = "normalised") -> None:
+        self.match = match
+        self.text = prediction if match == "exact" else _squash(prediction)
+
+    def hit(self, keywords: Sequence[str]) -> bool:
+        """Whether any of ``keywords`` appears (empty keywords never count)."""
+        if self.match == "exact":
+            return any(k and k in self.text for k in keywords)
+        return any(k and _squash(k) in self.text for k in keywords)
 
 
 def keyword_score(prediction: str, keywords: Sequence[str]) -> float:
@@ -94,48 +140,163 @@ def keyword_score(prediction: str, keywords: Sequence[str]) -> float:
 
 
 def levenshtein_score(
-    prediction: str, reference: str, keywords: Sequence[str], alpha: float = 0.2, match: str = "normalised"
+    prediction: str,
+    reference: str,
+    keywords: Sequence[str],
+    alpha: float = 0.2,
+    match: str = "normalised",
+    matcher: KeywordMatcher | None = None,
 ) -> float:
     """2024 metric: 100 on a keyword hit, else partial credit by edit distance.
 
     score = 100 * alpha * (1 - d(P, R) / max(|P|, |R|)), with whitespace removed.
+    The distance is exact and bounded: P is at most ``MAX_PREDICTION_CHARS`` long and the
+    library's bit-parallel algorithm costs O(|P| * ceil(|R| / 64)), about 6 ms for a
+    200k-character prediction against a needle.
+
+    Args:
+        prediction: the model's answer (cleaned here).
+        reference: the needle sentence.
+        keywords: the needle's core keywords (a hit scores 100).
+        alpha: the weight of partial credit.
+        match: keyword matching, as for ``keyword_hit``.
+        matcher: the prediction already prepared for keyword look-ups (reused across needles).
     """
     prediction = clean_prediction(prediction)
-    if keyword_hit(prediction, keywords, match):
+    hit = matcher.hit(keywords) if matcher is not None else keyword_hit(prediction, keywords, match)
+    if hit:
         return 100.0
-    p = re.sub(r"\s+", "", prediction)
-    r = re.sub(r"\s+", "", reference)
+    p = _WHITESPACE.sub("", prediction)
+    r = _WHITESPACE.sub("", reference)
     longest = max(len(p), len(r))
     if longest == 0:
         return 0.0
     return 100.0 * alpha * (1.0 - Levenshtein.distance(p, r) / longest)
 
 
+_BOX_START = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_BRACE = re.compile(r"[{}]")
+_WHITESPACE = re.compile(r"\s+")
+
+
+def _closing_brace(text: str, start: int, stop: int) -> int:
+    """Index of the ``}`` that closes a group opened just before ``start``, searching ``[start, stop)``; -1 if none."""
+    if text.find("}", start, stop) < 0:
+        return -1  # the common hostile case (a run of unclosed boxes) costs one C-speed scan
+    depth = 1
+    for m in _BRACE.finditer(text, start, stop):
+        depth += 1 if m.group() == "{" else -1
+        if depth == 0:
+            return m.start()
+    return -1
+
+
 def last_boxed(text: str) -> str | None:
-    """Content of the last balanced ``\\boxed{...}`` (``\\fbox`` too), or None."""
-    starts = [m.end() for m in re.finditer(r"\\(?:boxed|fbox)\s*\{", text)]
+    """Content of the last balanced ``\\boxed{...}`` (``\\fbox`` too), or None.
+
+    "Last" is by where the box opens: the latest opening whose braces balance wins, so in
+    ``\\boxed{a \\boxed{b}}`` it is ``b``, and an unclosed ``\\boxed{c`` after a closed box is
+    skipped. Linear time: openings are tried from the last, and each is scanned only up to the
+    next opening. A group opened earlier cannot close past a later opening that never closes:
+    from that opening on, the braces never fall back below its level.
+
+    Args:
+        text: the cleaned prediction.
+    """
+    starts = [m.end() for m in _BOX_START.finditer(text)]
+    stop = len(text)
     for start in reversed(starts):
-        depth = 1
-        i = start
-        while i < len(text):
-            ch = text[i]
-            if ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-                if depth == 0:
-                    return text[start:i]
-            i += 1
+        end = _closing_brace(text, start, stop)
+        if end >= 0:
+            return text[start:end]
+        stop = start
     return None
 
 
+_WRAPPER = re.compile(r"\\(?:text|textbf|mathrm|mbox|emph)\s*\{|[{}]")
+
+
+def _unwrap_latex(answer: str) -> str:
+    """Remove ``\\text{...}``-style wrappers whose content holds no other brace group, innermost first.
+
+    The same result as substituting ``\\text{([^{}]*)}`` until nothing changes (the
+    fixed point), in one pass: a stack of open groups, each remembering where its
+    opening token sits in the output and whether a brace survives inside it.
+    (Unlike the repeated substitution, a wrapper that only forms once an inner one
+    is removed, as in ``\\te\\text{}xt{a}``, stays.)
+    """
+    out: list[str] = []
+    stack: list[list] = []  # [output index of the opening token, is a wrapper, has a brace inside]
+    pos = 0
+    for m in _WRAPPER.finditer(answer):
+        out.append(answer[pos : m.start()])
+        pos = m.end()
+        token = m.group()
+        if token == "}":
+            if not stack:
+                out.append(token)
+                continue
+            index, wrapper, dirty = stack.pop()
+            if wrapper and not dirty:
+                out[index] = ""  # drop the opening token and this closing brace
+                continue
+            out.append(token)
+            if stack:
+                stack[-1][2] = True
+            continue
+        stack.append([len(out), token != "{", False])
+        out.append(token)
+    out.append(answer[pos:])
+    return "".join(out)
+
+
 def normalise_answer(answer: str) -> str:
-    """Strip LaTeX text wrappers, quotes and spacing; casefold (names compare this way)."""
-    prev = None
-    while prev != answer:
-        prev = answer
-        answer = re.sub(r"\\(?:text|textbf|mathrm|mbox|emph)\s*\{([^{}]*)\}", r"\1", answer)
+    """Strip LaTeX text wrappers, quotes and spacing; casefold (names compare this way).
+
+    Args:
+        answer: a boxed answer or a gold name.
+    """
+    answer = _unwrap_latex(answer)
     answer = answer.replace("\\ ", " ").replace("~", " ")
     answer = unicodedata.normalize("NFKC", answer)
     answer = answer.strip().strip("\"'`“”‘’「」『』.。,，:：;； {}")
-    return re.sub(r"\s+", " ", answer).casefold()
+    return _WHITESPACE.sub(" ", answer).casefold()
+
+
+# No digits, no capitals, no CJK: noise never holds a keyword, a number, a name or an option letter.
+_NOISE = "abcdefghijklmnopqrstuvwxyz      \n\t.,;:!?'\"()[]<>/\\|@#$%^&*-_=+~`{}"
+
+
+def hostile_outputs(size: int = 1_000_000, seed: int = 0) -> dict[str, str]:
+    """Model outputs built to break graders, by name; none of them answers anything.
+
+    They are what ``tests/test_hostile.py``, ``bench/hostile.py`` and the garbage model feed the
+    graders: every grader must score each 0, name a failure kind and stay linear. At the default
+    size the runs are the regression cases: 1 MB of noise and of digits, 70k nested or unclosed
+    ``\\boxed{``, 40k unclosed ``<think>``, 50k CJK characters, 50k ``## Answer:`` markers.
+    Nothing holds a capital A-D except the markers' "Answer" (the multiple-choice extractor
+    would read it as option A; the garbage model leaves that text out).
+
+    Args:
+        size: about how many characters the longest outputs have; runs scale with it.
+        seed: the noise's seed.
+    """
+    boxes, thinks, repeats = max(1, size // 14), max(1, size // 25), max(1, size // 20)
+    noise = "".join(random.Random(seed).choices(_NOISE, k=size))
+    return {
+        "noise": noise,
+        "digits": ("0123456789" * (size // 10 + 1))[:size],
+        "boxed_unclosed": "\\boxed{" * boxes,
+        "boxed_nested": "\\boxed{" * boxes + "x" + "}" * boxes,
+        "boxed_text_wrapped": "\\boxed{" + "\\text{" * boxes + "}" * (boxes + 1),
+        "boxed_digits": "\\boxed{" + "9" * (size // 10) + "}",
+        "think_unclosed": "<think>" * thinks,
+        "think_closers": "</think>" * thinks + noise[: size // 10],
+        "nul_bytes": ("\x00" * 9 + "\\boxed{\x00}") * (size // 18),
+        "lone_surrogates": "\ud800 \udfff" * (size // 3),
+        "cjk_repeated": "的" * repeats,
+        "answer_markers": "## Answer:" * repeats,
+        "marker_then_spaces": "## answer:" + " " * (size // 5) + "x",
+        "answer_4x": "Here is my reasoning.\n## answer: 4x",
+        "whitespace": " \n\t" * (size // 3),
+    }

@@ -30,6 +30,8 @@ __all__ = [
     "SPARSE_OPTIONS",
     "prefix_order",
     "question_parts",
+    "oracle_srt",
+    "oracle_mrt",
 ]
 
 LANGS = ("en", "zh")
@@ -261,6 +263,25 @@ def generate_srt(p: SparseParams) -> Iterator[Sample]:
                     },
                     meta=meta,
                 )
+
+
+def oracle_srt(gold: dict) -> str:
+    """A perfect S-RT answer: a sentence holding the needle's first keyword, verbatim.
+
+    Args:
+        gold: the sample's gold (``keywords``).
+    """
+    return f"According to the document, the answer is {gold['keywords'][0]}."
+
+
+def oracle_mrt(gold: dict) -> str:
+    """A perfect M-RT answer: every needle's first keyword, one per line.
+
+    Args:
+        gold: the sample's gold (``needles``, each with ``keywords``).
+    """
+    lines = [f"{i}. {needle['keywords'][0]}" for i, needle in enumerate(gold["needles"], 1)]
+    return "The answers, in order:\n" + "\n".join(lines)
 
 
 def _spread(count: int) -> tuple[float, ...]:

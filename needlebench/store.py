@@ -3,60 +3,218 @@
 OpenCompass builds every dataset in the infer task and again in the eval
 task. Both see the same samples because generation is deterministic; the
 store also makes the second build a memory-mapped file read. The key
-covers the task parameters, the dataset version and the identity of the
-corpus and needle files, so an edited input never serves stale samples.
+covers the task parameters, the dataset version, the generator code and
+the contents of the corpus and needle files, so an edited input never
+serves stale samples.
+
+Every cache file goes through :func:`cached_file`: one process builds it
+under a file lock while the others wait, the bytes land through
+:func:`atomic_write`, and a sidecar checksum written last is verified
+before a file is ever read, so a truncated or corrupt file is rebuilt,
+never read as data.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import functools
 import json
 import os
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
-from .corpora import corpus_identity
+from .corpora import corpus_digest
 from .needles import default_needle_file
 from .sample import DATASET_VERSION, Sample
-from .seeding import content_digest, stable_hash
+from .seeding import files_digest, stable_hash
 
-__all__ = ["cache_dir", "cache_key", "ROW_COLUMNS", "sample_to_row", "rows"]
+__all__ = [
+    "cache_dir",
+    "cache_key",
+    "code_digest",
+    "atomic_write",
+    "file_lock",
+    "cached_file",
+    "verified",
+    "ROW_COLUMNS",
+    "sample_to_row",
+    "rows",
+]
 
 ROW_COLUMNS = ("id", "task", "lang", "prompt", "system", "answer", "meta")
+_PACKAGE = Path(__file__).resolve().parent
+_SIDECAR = ".sum"
 
 
 def cache_dir() -> Path:
+    """Where caches live: ``$NEEDLEBENCH_CACHE``, else ``~/.cache/needlebench``."""
     root = os.environ.get("NEEDLEBENCH_CACHE")
     return Path(root) if root else Path.home() / ".cache" / "needlebench"
 
 
-def _file_identity(path: str) -> str:
-    p = Path(path)
+# -- writing and verifying cache files ---------------------------------------------------------
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a rename durable; best effort (some file systems refuse to open folders)."""
     try:
-        st = p.stat()
+        fd = os.open(folder, os.O_RDONLY)
     except OSError:
-        return f"{path}:missing"
-    return f"{p.resolve()}:{st.st_size}:{st.st_mtime_ns}"
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
-@functools.lru_cache(maxsize=1)
+@contextlib.contextmanager
+def atomic_write(target: Path | str, suffix: str = ".tmp") -> Iterator[Path]:
+    """Yield a temporary path beside ``target``; on success it replaces ``target`` whole.
+
+    Why: a reader (or a crash) must see the old file or the new one, never a
+    half-written one. The temporary file sits in the target's folder (same
+    file system, so the rename is atomic), is fsynced before the rename and
+    removed if the block raises.
+
+    Args:
+        target: the file to write.
+        suffix: ending of the temporary name; writers that infer a format
+            from the extension (``np.savez`` adds ``.npz``) pass it here.
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        with tmp.open("rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(target.parent)
+
+
+@contextlib.contextmanager
+def file_lock(target: Path) -> Iterator[None]:
+    """Hold an exclusive ``fcntl`` lock on ``<target>.lock`` while the block runs.
+
+    Why: eight OpenCompass tasks may start on the same dataset at once; one
+    builds it while the others wait and then read the finished file. The
+    lock file stays (deleting it would let two processes lock different files).
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.with_name(target.name + ".lock"), "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+@functools.lru_cache(maxsize=256)
+def _verified(path: str, sidecar: str, stamp: tuple) -> dict[str, Any] | None:
+    """Check a file against its sidecar once per process and file version (``stamp``)."""
+    try:
+        info = json.loads(Path(sidecar).read_text(encoding="utf-8"))
+        if info["size"] != os.path.getsize(path) or info["digest"] != files_digest([Path(path)]):
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return info
+
+
+def verified(path: Path) -> dict[str, Any] | None:
+    """The sidecar record of a complete, uncorrupted cache file; None if it must be (re)built.
+
+    Args:
+        path: the cache file; its sidecar is ``<path>.sum``.
+    """
+    sidecar = path.with_name(path.name + _SIDECAR)
+    try:
+        st, ss = path.stat(), sidecar.stat()
+    except OSError:
+        return None
+    stamp = (st.st_ino, st.st_size, st.st_mtime_ns, ss.st_ino, ss.st_mtime_ns)
+    return _verified(str(path), str(sidecar), stamp)
+
+
+def cached_file(path: Path, build: Callable[[Path], dict[str, Any]]) -> dict[str, Any]:
+    """Make sure ``path`` holds a verified cache file, building it at most once across processes.
+
+    ``build(tmp)`` writes the file to ``tmp`` and returns facts to record
+    (e.g. a row count). The file is replaced atomically, then its sidecar
+    (size, blake2b digest, facts) is written last, so a file without a matching
+    sidecar is never trusted. Returns the sidecar record.
+
+    Raises:
+        OSError: the cache folder is not writable (callers fall back to memory).
+    """
+    info = verified(path)
+    if info is not None:
+        return info
+    with file_lock(path):
+        info = verified(path)  # another process may have built it while we waited
+        if info is not None:
+            return info
+        sidecar = path.with_name(path.name + _SIDECAR)
+        sidecar.unlink(missing_ok=True)
+        with atomic_write(path, suffix=path.suffix) as tmp:
+            facts = build(tmp)
+        record = {**facts, "size": path.stat().st_size, "digest": files_digest([path])}
+        with atomic_write(sidecar) as tmp:
+            tmp.write_text(json.dumps(record, sort_keys=True), encoding="utf-8")
+    return record
+
+
+# -- keys --------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=8)
+def code_digest(*modules: str) -> str:
+    """Digest of source files of this package, so a code edit never serves a stale cache.
+
+    Args:
+        modules: paths relative to the package folder (``"haystack.py"``,
+            ``"opencompass/dataset.py"``) or glob patterns (``"*.py"``).
+    """
+    files: list[Path] = []
+    for m in modules:
+        files += sorted(_PACKAGE.glob(m))
+    return files_digest(files)
+
+
 def _code_identity() -> str:
-    """Digest of the generator sources and committed data, so a code edit never serves stale rows."""
-    package = Path(__file__).resolve().parent
-    data = package.parent / "data"
-    files = sorted(package.glob("*.py"))
-    if data.is_dir():
-        files += sorted(data.rglob("*.json*"))
-    return content_digest(b"".join(f.read_bytes() for f in files))
+    """Generator sources, the row writer and committed data: what decides a dataset's rows."""
+    data = _PACKAGE.parent / "data"
+    extra = sorted(data.rglob("*.json*")) if data.is_dir() else []
+    return code_digest("*.py", "opencompass/dataset.py") + files_digest(extra)
+
+
+def _file_identity(path: str) -> str:
+    return f"{Path(path).resolve()}:{files_digest([Path(path)])}"
 
 
 def cache_key(task: str, params: object) -> str:
+    """Key of a dataset cache file: params, version, code and the corpus and needle contents.
+
+    Args:
+        task: registry name of the task.
+        params: the task's parameter dataclass.
+    """
     fields = dataclasses.asdict(params)
     ident = {"task": task, "params": fields, "version": DATASET_VERSION, "code": _code_identity()}
     lang = fields.get("lang")
     if "corpus" in fields and lang:
-        ident["corpus"] = corpus_identity(lang, fields["corpus"])
+        ident["corpus"] = corpus_digest(lang, fields["corpus"])
     if "needle_file" in fields and lang:
         ident["needles"] = _file_identity(fields["needle_file"] or str(default_needle_file(lang)))
     return stable_hash(json.dumps(ident, sort_keys=True, default=str), digest_size=12)

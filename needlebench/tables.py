@@ -18,7 +18,7 @@ import pandas as pd
 
 from .atc import DEFAULT_COUNTS
 from .metrics import PROFILES, SHORT_CONTEXT_NEEDLES, atc_weighted_score, enl, mean
-from .results import is_shortened
+from .results import is_excluded, is_failed, is_shortened
 from .uncertainty import interval, resample_means, significant
 
 __all__ = ["summary_table", "atc_table", "chain_table", "grid", "difference_table", "SPARSE_ORDER", "TASK_LABELS"]
@@ -42,12 +42,14 @@ def _ci(row: dict[str, Any], column: str, draws: np.ndarray | None) -> None:
     row[f"{column} ci_low"], row[f"{column} ci_high"] = lo, hi
 
 
-def _counts_note(planned: int, shortened: int, skipped: int) -> list[str]:
+def _counts_note(planned: int, shortened: int, skipped: int, failed: int = 0) -> list[str]:
     parts = []
     if shortened:
         parts.append(f"{shortened} of {planned} shortened (excluded)")
     if skipped:
         parts.append(f"{skipped} of {planned} skipped (over length)")
+    if failed:
+        parts.append(f"{failed} of {planned} request failed (excluded)")
     return parts
 
 
@@ -58,13 +60,14 @@ def _counts_note(planned: int, shortened: int, skipped: int) -> list[str]:
 class _Cell:
     """One (task, lang, length) cell of one model: the samples that count, and those that do not."""
 
-    rows: list[dict[str, Any]] = field(default_factory=list)  # scored: not shortened
+    rows: list[dict[str, Any]] = field(default_factory=list)  # scored: not shortened, request answered
     shortened: int = 0
     skipped: int = 0
+    failed: int = 0  # requests the server never answered
 
     @property
     def planned(self) -> int:
-        return len(self.rows) + self.shortened + self.skipped
+        return len(self.rows) + self.shortened + self.skipped + self.failed
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,8 @@ class _Summary:
             cell = self.cells[r["model"]][(r["task"], r["lang"], r.get("length"))]
             if is_shortened(r):
                 cell.shortened += 1
+            elif is_failed(r):
+                cell.failed += 1
             else:
                 cell.rows.append(r)
             self.profiles[r["model"]].add(str(r.get("profile") or "v2"))
@@ -191,7 +196,7 @@ class _Summary:
         """Every leaf of the row has results, none shortened or skipped."""
         mine = self.cells.get(model, {})
         return all(
-            leaf in mine and mine[leaf].rows and not (mine[leaf].shortened or mine[leaf].skipped)
+            leaf in mine and mine[leaf].rows and not (mine[leaf].shortened or mine[leaf].skipped or mine[leaf].failed)
             for leaf in self.leaves(spec)
         )
 
@@ -223,7 +228,8 @@ class _Summary:
         planned = sum(c.planned for c in cells)
         shortened = sum(c.shortened for c in cells)
         skipped = sum(c.skipped for c in cells)
-        notes = _counts_note(planned, shortened, skipped)
+        failed = sum(c.failed for c in cells)
+        notes = _counts_note(planned, shortened, skipped, failed)
         missing = self.missing(model, spec)
         if missing:
             notes.append(f"no results for {', '.join(missing)}")
@@ -236,6 +242,7 @@ class _Summary:
                 f"{model} scored": sum(len(c.rows) for c in cells),
                 f"{model} shortened": shortened,
                 f"{model} skipped": skipped,
+                f"{model} failed": failed,
                 f"{model} complete": bool(w is not None and self.complete(model, spec)),
                 f"{model} note": mismatch or "; ".join(notes),
             }
@@ -339,12 +346,12 @@ def atc_table(
     records: Sequence[dict[str, Any]],
     models: Sequence[str],
     skipped: Skipped | None = None,
-    planned: Iterable[int] = DEFAULT_COUNTS,
+    planned: Iterable[int] | None = None,
 ) -> pd.DataFrame:
     """Per-N accuracy per model and language, then weighted score, short-context weighted score, ENL-50.
 
-    The weighted scores and ENL-50 cover every planned N (the config's, by
-    default 2, 4, ..., 512, plus any N found): an N that was not run (skipped
+    The weighted scores and ENL-50 cover every planned N (the config's, as its samples record it in
+    ``needle_counts``; else 2, 4, ..., 512; plus any N found): an N that was not run (skipped
     as over length, or absent) counts as 0 and the row is flagged in ``note``,
     never renormalised over the N that remain. A skipped sample of a partly run
     N counts as 0 too. The ``N=`` columns are accuracies over the samples run.
@@ -356,9 +363,12 @@ def atc_table(
         planned: the needle counts the config planned.
     """
     skipped = skipped or {}
+    if planned is None:
+        recorded = {int(n) for r in records if r.get("task") == "atc" for n in r.get("needle_counts") or ()}
+        planned = recorded or DEFAULT_COUNTS
     groups: dict[tuple[str, str], dict[int, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
-        if r.get("task") == "atc" and not is_shortened(r):
+        if r.get("task") == "atc" and not is_excluded(r):
             groups[(r["model"], r["lang"])][int(r["num_needles"])].append(r)
     for (m, task, lang, n), k in skipped.items():
         if task == "atc" and k:
@@ -438,9 +448,14 @@ def chain_table(
     """
     skipped = skipped or {}
     cells: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    failed: dict[tuple, int] = defaultdict(int)
     for r in records:
         if r.get("task") == "needlechain":
-            cells[(r["variant"], int(r["k"]), r["question"], r["model"])].append(r)
+            key = (r["variant"], int(r["k"]), r["question"], r["model"])
+            if is_excluded(r):
+                failed[key] += 1
+            else:
+                cells[key].append(r)
     keys = sorted(
         {k[:3] for k in cells},
         key=lambda k: (CHAIN_VARIANTS.index(k[0]) if k[0] in CHAIN_VARIANTS else 9, k[1], k[2]),
@@ -462,9 +477,12 @@ def chain_table(
             for kind in ("instruction_not_followed", "needle_omission", "calculation_error"):
                 row[f"{m} {kind}%"] = (100.0 * sum(c.get("error") == kind for c in cell) / len(cell)) if cell else _NAN
             row[f"{m} scored"] = len(cell)
+            nfail = row[f"{m} failed"] = failed.get((variant, k, question, m), 0)
             skip = skipped_k.get((m, k), 0)
-            row[f"{m} complete"] = bool(cell) and not skip
-            row[f"{m} note"] = f"k={k}: {skip} samples skipped (over length)" if skip else ""
+            row[f"{m} complete"] = bool(cell) and not skip and not nfail
+            notes = [f"k={k}: {skip} samples skipped (over length)"] if skip else []
+            notes += [f"{nfail} of {len(cell) + nfail} excluded (request failed or shortened)"] if nfail else []
+            row[f"{m} note"] = "; ".join(notes)
         rows.append(row)
     df = pd.DataFrame(rows)
     df.attrs["marks"] = {col: (f"{m} complete", f"{m} note") for m in models for col in (m, f"{m} plain")}
@@ -480,7 +498,7 @@ def grid(records: Sequence[dict[str, Any]], model: str, task: str, lang: str) ->
     for r in records:
         if r["model"] != model or r["task"] != task or r["lang"] != lang or r.get("length") is None:
             continue
-        if is_shortened(r):
+        if is_excluded(r):
             continue
         if task == "mrt" and "recalled" in r and r.get("depths"):
             for depth, hit in zip(r["depths"], r["recalled"]):

@@ -14,7 +14,7 @@ from typing import Any
 from .errors import ConfigError
 from .graders import SampleScore, ScoreOptions, grade_mrt, grade_srt
 from .sample import Sample
-from .sparse import SparseParams, generate_mrt, generate_srt
+from .sparse import SparseParams, generate_mrt, generate_srt, oracle_mrt, oracle_srt
 
 __all__ = [
     "TaskSpec",
@@ -34,12 +34,19 @@ CONFIG_KEYS = frozenset({"type", "abbr", "reader_cfg", "infer_cfg", "eval_cfg", 
 
 @dataclass(frozen=True)
 class TaskSpec:
+    """A task: its parameters, generator and grader.
+
+    ``oracle`` maps a sample's structured gold to a perfect answer in the task's answer format
+    (the scripted oracle model answers with it, so a run can be checked to score 100 end to end).
+    """
+
     name: str
     family: str  # "sparse" or "dense"
     params: type
     generate: Callable[[Any], Iterator[Sample]]
     grade: Callable[[object, dict, ScoreOptions], SampleScore]
     title: str
+    oracle: Callable[[dict], str] | None = None
 
 
 TASKS: dict[str, TaskSpec] = {}
@@ -50,8 +57,12 @@ def register_task(spec: TaskSpec) -> TaskSpec:
     return spec
 
 
-register_task(TaskSpec("srt", "sparse", SparseParams, generate_srt, grade_srt, "Single-needle retrieval (S-RT)"))
-register_task(TaskSpec("mrt", "sparse", SparseParams, generate_mrt, grade_mrt, "Multi-needle retrieval (M-RT)"))
+register_task(
+    TaskSpec("srt", "sparse", SparseParams, generate_srt, grade_srt, "Single-needle retrieval (S-RT)", oracle_srt)
+)
+register_task(
+    TaskSpec("mrt", "sparse", SparseParams, generate_mrt, grade_mrt, "Multi-needle retrieval (M-RT)", oracle_mrt)
+)
 
 
 def get_task(name: str) -> TaskSpec:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -56,10 +55,10 @@ def ensure_offline_bpe() -> None:
     data = source.read_bytes()
     if hashlib.sha256(data).hexdigest() != _CL100K_SHA256:
         raise ConfigError(f"bundled tokenizer file {source} does not match cl100k_base's hash")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(f".{os.getpid()}.tmp")
-    shutil.copyfile(source, tmp)
-    os.replace(tmp, target)
+    from .store import atomic_write  # store imports the corpus and needle modules: import late
+
+    with atomic_write(target) as tmp:
+        tmp.write_bytes(data)
 
 
 @functools.lru_cache(maxsize=8)

@@ -252,3 +252,20 @@ def test_intervals_are_seeded_and_fast(tmp_path: Path) -> None:
     second = summary_table(res.records, res.models)
     pd.testing.assert_frame_equal(first, second)
     assert (first["m ci_low"] <= first["m"]).all() and (first["m"] <= first["m ci_high"]).all()
+
+
+def test_atc_planned_counts_come_from_the_samples() -> None:
+    """A config planning N = 2, 4, 8 whose N=8 never ran: 8 counts as 0 in the table and the evaluator."""
+    from needlebench.metrics import summarise_details
+
+    rows = [
+        dict(r, model="m", needle_counts=[2, 4, 8], correct=r["score"] == 100.0)
+        for r in _atc({2: 100.0, 4: 50.0}, per_n=4)
+    ]
+    table = atc_table(rows, ["m"])
+    assert [c for c in table.columns if c.startswith("N=") and "ci" not in c] == ["N=2", "N=4", "N=8"]
+    row = table.iloc[0]
+    assert row["weighted"] == pytest.approx((2 * 100 + 4 * 50 + 8 * 0) / 14)
+    assert not row["complete"] and "N=8" in row["note"]
+    out = summarise_details(rows)
+    assert out["weighted_score"] == pytest.approx((2 * 100 + 4 * 50) / 14) and out["planned_n_missing"] == 1

@@ -99,3 +99,33 @@ def test_opencompass_needle_format_is_accepted(tmp_path: Path) -> None:
     bank = load_needle_bank(str(f))
     (n,) = bank.for_lang("en")
     assert n.keywords == ("Amber Lamp",) and n.answer_format.startswith("Hidden on Emerald")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"protocol": "paper"}, ["protocol", "paper", "reference", "clarified"]),
+        ({"prompt_style": "fancy"}, ["prompt_style", "fancy", "clarified"]),
+        ({"placement": "random"}, ["placement", "random", "spread"]),
+        ({"mtr": {"num_needles": [3]}}, ["mtr"]),
+        ({"srt": {"num_needle": [3]}}, ["num_needle"]),
+        ({"profile": "v3"}, ["profile", "v3"]),
+    ],
+)
+def test_protocol_and_option_typos_fail_when_the_config_is_read(kwargs: dict, words: list[str]) -> None:
+    from needlebench.opencompass.configs import needlebench_datasets
+
+    with pytest.raises(ConfigError) as err:
+        needlebench_datasets(suite="4k", **kwargs)
+    assert all(w in str(err.value) for w in words), str(err.value)
+
+
+def test_options_given_once_reach_every_task() -> None:
+    from needlebench.opencompass.configs import atc_datasets, needlebench_datasets, needlechain_datasets
+
+    for d in needlebench_datasets(suite="4k", num_needles=[3], prompt_style="clarified"):
+        assert d["num_needles"] == [3] and d["prompt_style"] == "clarified"
+    with pytest.raises(ConfigError, match="roster"):
+        needlechain_datasets(quick=True, roster="alphabetical")
+    with pytest.raises(ConfigError, match="answer_match"):
+        atc_datasets(answer_match="fuzzy")

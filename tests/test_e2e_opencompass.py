@@ -134,3 +134,60 @@ def test_every_task_leaves_the_output_budget_to_the_model(tmp_path: Path) -> Non
     assert {"needlebench_atc_en", "needlechain", "needlebench_atc_v1_en_direct"} <= names
     predictions = [p["prediction"] for f in files for p in json.loads(f.read_text()).values()]
     assert predictions and all(p == "budget=32768" for p in predictions), set(predictions)
+
+
+@pytest.fixture(scope="module")
+def scripted_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return run_opencompass("tests/configs/e2e_oracle.py", tmp_path_factory.mktemp("oc_oracle"))
+
+
+def _table(run: Path, name: str) -> list[dict[str, str]]:
+    return list(csv.DictReader((run / "summary" / f"{name}.csv").open(encoding="utf-8")))
+
+
+def _numbers(rows: list[dict[str, str]], columns: list[str]) -> list[float]:
+    values = [float(r[c]) for r in rows for c in columns]
+    assert values, columns
+    return values
+
+
+@pytest.mark.parametrize(("model", "expected"), [("oracle", 100.0), ("garbage", 0.0)])
+def test_oracle_scores_100_and_garbage_0_in_every_table(scripted_run: Path, model: str, expected: float) -> None:
+    """The install check: across shards, templates, graders and the summarizer nothing is lost or mixed up."""
+    summary = _table(scripted_run, "needlebench_summary")
+    tasks = {r["task"] for r in summary}
+    assert {"S-RT", "M-RT", "M-RS"} <= tasks and {r["lang"] for r in summary} >= {"EN", "ZH"}
+    assert set(_numbers(summary, [model])) == {expected}
+    atc = [r for r in _table(scripted_run, "needlebench_atc") if r["model"] == model]
+    score_columns = [c for c in atc[0] if c.startswith("N=") or c in ("weighted", "weighted_short")]
+    assert {"N=2", "N=4", "weighted"} <= set(score_columns)
+    assert set(_numbers(atc, score_columns)) == {expected}
+    assert set(_numbers(atc, ["ENL-50"])) == {4.0 if expected else 0.0}
+    chain = _table(scripted_run, "needlechain_summary")
+    assert len(chain) == 8  # 4 variants x 2 questions at k=5
+    assert set(_numbers(chain, [model, f"{model} plain"])) == {expected}
+    v1 = [r for r in _table(scripted_run, "needlebench_atc_v1") if r["model"] == model]
+    assert set(_numbers(v1, ["2", "3", "weighted"])) == {expected}
+    # nothing lost on the way: every table says its cells are complete
+    for rows, column in (
+        (summary, f"{model} complete"),
+        (atc, "complete"),
+        (chain, f"{model} complete"),
+        (v1, "complete"),
+    ):
+        assert {r[column] for r in rows} == {"True"}, column
+    samples = [
+        json.loads(line)
+        for f in sorted((scripted_run / "results" / model).glob("*.samples.jsonl"))
+        for line in f.read_text(encoding="utf-8").splitlines()
+    ]
+    assert len({s["task"] for s in samples}) == 6
+    assert {s["score"] for s in samples} == {expected}
+    assert all(s["correct"] == bool(expected) and (expected or s["error"]) for s in samples)
+
+
+def test_scripted_run_logs_hold_no_traceback(scripted_run: Path) -> None:
+    logs = [p for p in (scripted_run / "logs").rglob("*") if p.is_file()]
+    assert logs
+    for log in logs:
+        assert "Traceback" not in log.read_text(encoding="utf-8", errors="replace"), log

@@ -141,3 +141,83 @@ def test_missing_max_seq_len_warns_and_uses_a_safe_default(tmp_path: Path, caplo
     )
     assert tasks[0]["datasets"][0][0]["max_prompt_tokens"] == 32768 - 256 - 64
     assert any("max_seq_len" in m for m in messages)
+
+
+def _broken_tokenizer_model(tmp_path: Path) -> dict:
+    folder = tmp_path / "broken-model"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"model_type": "llama"}')
+    (folder / "tokenizer_config.json").write_text('{"tokenizer_class": "LlamaTokenizerFast"')  # cut short
+    (folder / "tokenizer.json").write_text("not a tokenizer")
+    return {**_short_model(3000), "abbr": "broken", "path": str(folder)}
+
+
+def _small_srt() -> list[dict]:
+    return needlebench_datasets(suite="4k", tasks=["srt"], langs=["en"], lengths=[1000], depths=[50], repeats=1)
+
+
+def _stage(tmp_path: Path, model: dict, stage: str) -> tuple[list, list[str]]:
+    part = NeedleBenchPartitioner(out_dir=str(tmp_path / "predictions"), stage=stage)
+    messages: list[str] = []
+    part.logger.warning = messages.append  # OpenCompass's logger does not propagate to caplog
+    tasks = part.partition(
+        [{"models": [model], "datasets": _small_srt()}], work_dir=str(tmp_path), out_dir=str(tmp_path / "predictions")
+    )
+    return tasks, messages
+
+
+def test_broken_tokenizer_is_a_recorded_warning_and_both_stages_agree(tmp_path: Path) -> None:
+    model = _broken_tokenizer_model(tmp_path)
+    infer, messages = _stage(tmp_path, model, "infer")
+    assert any(model["path"] in m and "failed to load" in m for m in messages), messages
+    record = json.loads((tmp_path / "needlebench_limits.json").read_text())["broken"]["needlebench_srt_en_4k"]
+    assert record["tokenizer"] == model["path"] and record["tokenizer_error"]
+    assert record["tokenizer_ratio"] == 1.0 and record["max_prompt_tokens"] == 3000 - 100 - 64
+    evals, _ = _stage(tmp_path, model, "eval")
+    assert infer[0]["datasets"][0][0]["max_prompt_tokens"] == evals[0]["datasets"][0][0]["max_prompt_tokens"]
+
+
+class _DoubleTokenizer:
+    """Two model tokens per character: a ratio far above 1."""
+
+    def __call__(self, text: str, add_special_tokens: bool = False) -> dict:
+        return {"input_ids": [0] * (2 * len(text))}
+
+
+def test_eval_stage_uses_the_infer_decision_instead_of_measuring_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from needlebench.opencompass import partitioner
+
+    model = _broken_tokenizer_model(tmp_path)
+    infer, _ = _stage(tmp_path, model, "infer")
+    # the tokenizer loads by eval time (or behaves differently there): the decision must not change
+    monkeypatch.setattr(partitioner, "_load_tokenizer", lambda m: (_DoubleTokenizer(), m["path"], None))
+    evals, messages = _stage(tmp_path, model, "eval")
+    assert evals[0]["datasets"][0][0]["max_prompt_tokens"] == infer[0]["datasets"][0][0]["max_prompt_tokens"]
+    assert not messages
+    # no infer record at all (an eval-only run of an old work dir): measured now, with a warning
+    (tmp_path / "needlebench_limits.json").unlink()
+    evals, messages = _stage(tmp_path, model, "eval")
+    assert evals[0]["datasets"][0][0]["max_prompt_tokens"] < infer[0]["datasets"][0][0]["max_prompt_tokens"]
+    assert any("needlebench_limits.json" in m for m in messages)
+
+
+# The summarizer is the last OpenCompass stage; its failures must reach OpenCompass's exit status.
+def test_summarizer_raises_when_our_report_fails_after_the_default_summary(tmp_path: Path) -> None:
+    from mmengine.config import ConfigDict
+
+    from needlebench.errors import ConfigError
+    from needlebench.opencompass.summarizer import NeedleBenchSummarizer
+
+    run = tmp_path / "20250101_000000"
+    for model, version in (("a", "1.0"), ("b", "2.0")):  # mixed dataset versions: our report refuses
+        (run / "results" / model).mkdir(parents=True)
+        row = {"task": "srt", "lang": "en", "length": 1000, "depth": 0, "score": 100.0, "version": version}
+        (run / "results" / model / "needlebench_srt_en_4k.samples.jsonl").write_text(json.dumps(row) + "\n")
+    models = [{**MODEL, "abbr": "a"}, {**MODEL, "abbr": "b"}]
+    cfg = ConfigDict({"models": models, "datasets": _small_srt(), "work_dir": str(run)})
+    summarizer = NeedleBenchSummarizer(cfg)
+    with pytest.raises(ConfigError, match="mix dataset versions"):
+        summarizer.summarize(time_str="20250101_000000")
+    assert list((run / "summary").glob("summary_20250101_000000.*"))  # OpenCompass's own summary came first

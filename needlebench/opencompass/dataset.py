@@ -9,7 +9,6 @@ full config and read back memory-mapped by the infer and eval tasks.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ from datasets import Dataset, Features, Value
 from datasets.arrow_writer import ArrowWriter
 from opencompass.datasets.base import BaseDataset
 
-from ..store import ROW_COLUMNS, cache_dir, cache_key, rows
+from ..store import ROW_COLUMNS, cache_dir, cache_key, cached_file, rows
 from ..tasks import get_task, make_params
 
 __all__ = ["NeedleBenchDataset", "materialize", "load_rows"]
@@ -25,31 +24,39 @@ __all__ = ["NeedleBenchDataset", "materialize", "load_rows"]
 FEATURES = Features({c: Value("string") for c in ROW_COLUMNS})
 
 
-def materialize(task: str, **params: Any) -> Path | Dataset:
-    """Write the task's rows to the cache (once) and return the file; in memory if uncacheable."""
-    spec = get_task(task)
-    p = make_params(task, **params)
-    folder = cache_dir() / "datasets"
-    path = folder / f"{task}-{p.lang if hasattr(p, 'lang') else 'xx'}-{cache_key(task, p)}.arrow"
-    if path.is_file():
-        return path
+def _write_rows(task: str, params: Any, path: Path) -> dict[str, int]:
+    """Write a task's rows as an Arrow file at ``path``; the row count goes into the sidecar."""
+    writer = ArrowWriter(features=FEATURES, path=str(path), writer_batch_size=64)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return Dataset.from_list(list(rows(spec.generate(p))), features=FEATURES)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    writer = ArrowWriter(features=FEATURES, path=str(tmp), writer_batch_size=64)
-    try:
-        for row in rows(spec.generate(p)):
+        for row in rows(get_task(task).generate(params)):
             writer.write(row)
-        writer.finalize()
-    except BaseException:
+        count, _ = writer.finalize()
+    finally:
         writer.close()
-        tmp.unlink(missing_ok=True)
-        raise
-    writer.close()
-    os.replace(tmp, path)
-    return path
+    return {"rows": int(count)}
+
+
+def materialize(task: str, **params: Any) -> Dataset:
+    """The task's rows, written to the cache once and memory-mapped; in memory if uncacheable.
+
+    Concurrent processes asking for the same dataset build it once (file
+    lock); the file is verified against its sidecar checksum before use, so
+    a truncated or corrupt file is rebuilt, never read.
+
+    Args:
+        task: registry name of the task.
+        params: the task's parameters, as in a dataset config.
+    """
+    p = make_params(task, **params)
+    path = cache_dir() / "datasets" / f"{task}-{getattr(p, 'lang', 'xx')}-{cache_key(task, p)}.arrow"
+    try:
+        record = cached_file(path, lambda tmp: _write_rows(task, p, tmp))
+    except OSError:
+        return Dataset.from_list(list(rows(get_task(task).generate(p))), features=FEATURES)
+    ds = Dataset.from_file(str(path))
+    if len(ds) != record["rows"]:  # checksum matched, so only a writer bug gets here
+        raise RuntimeError(f"{path}: {len(ds)} rows, its sidecar says {record['rows']}")
+    return ds
 
 
 def load_rows(task: str, max_prompt_tokens: int = 0, overlength: str = "shorten", **params: Any) -> Dataset:
@@ -63,8 +70,7 @@ def load_rows(task: str, max_prompt_tokens: int = 0, overlength: str = "shorten"
     spec = get_task(task)
     if spec.family == "sparse" and max_prompt_tokens:
         params = {**params, "max_prompt_tokens": int(max_prompt_tokens), "overlength": overlength}
-    result = materialize(task, **params)
-    ds = result if isinstance(result, Dataset) else Dataset.from_file(str(result))
+    ds = materialize(task, **params)
     if spec.family != "sparse" and max_prompt_tokens:
         keep = [i for i, m in enumerate(ds["meta"]) if json.loads(m)["prompt_tokens"] <= max_prompt_tokens]
         if len(keep) < len(ds):
@@ -77,4 +83,11 @@ class NeedleBenchDataset(BaseDataset):
 
     @staticmethod
     def load(task: str, **params: Any) -> Dataset:
-        return load_rows(task, **params)
+        ds = load_rows(task, **params)
+        LOADED.append(ds)
+        return ds
+
+
+# Every dataset this process loaded, in order: the scripted models (``scripted.OracleModel``) look
+# a prompt's gold up here, since OpenCompass builds the datasets in the process that runs the model.
+LOADED: list[Dataset] = []

@@ -16,7 +16,7 @@ from opencompass.openicl.icl_evaluator import BaseEvaluator
 
 from ..chains import position_profile
 from ..errors import ConfigError
-from ..graders import METRICS, SampleScore, ScoreOptions
+from ..graders import METRICS, SampleScore, ScoreOptions, request_failure
 from ..metrics import summarise_details
 from ..tasks import get_task
 
@@ -42,6 +42,7 @@ _META_KEYS = (
     "profile",
     "version",
     "buffer",
+    "needle_counts",
     "circular_group",
     "rotation",
     "style",
@@ -55,11 +56,15 @@ def grade_rows(
     details = []
     for pred, ref, row in zip(predictions, references, test_set, strict=False):
         meta = json.loads(row["meta"])
-        try:
-            gold = json.loads(ref)
-            result = get_task(row["task"]).grade(pred, gold, options)
-        except Exception as exc:  # a grader bug must not lose the other samples
-            result = SampleScore(0.0, False, error=f"grader_error: {type(exc).__name__}: {exc}")
+        failure = request_failure(pred)
+        if failure is not None:  # the server never answered: not the model's wrong answer, and never scored
+            result = SampleScore(0.0, False, error="request_failed", extras={"request_failed": failure[:500]})
+        else:
+            try:
+                gold = json.loads(ref)
+                result = get_task(row["task"]).grade(pred, gold, options)
+            except Exception as exc:  # a grader bug must not lose the other samples
+                result = SampleScore(0.0, False, error=f"grader_error: {type(exc).__name__}: {exc}")
         detail = {
             "id": row["id"],
             "task": row["task"],

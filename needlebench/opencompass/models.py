@@ -38,7 +38,8 @@ __all__ = [
 HF = "opencompass.models.HuggingFacewithChatTemplate"
 VLLM = "opencompass.models.VLLMwithChatTemplate"
 LMDEPLOY = "opencompass.models.TurboMindModelwithChatTemplate"
-API = "opencompass.models.OpenAISDK"
+API = "needlebench.opencompass.api.ResilientOpenAISDK"
+OC_API = "opencompass.models.OpenAISDK"
 BACKENDS = {"hf": HF, "vllm": VLLM, "lmdeploy": LMDEPLOY, "api": API}
 
 
@@ -178,9 +179,15 @@ def api_model(
     batch_size: int = 8,
     tokenizer_path: str | None = None,
     temperature: float = 0.0,
+    timeout: int = 3600,
     **kwargs: Any,
 ) -> dict[str, Any]:
-    """Any OpenAI-compatible server (vLLM serve, SGLang, llama.cpp, LMDeploy serve)."""
+    """Any OpenAI-compatible server (vLLM serve, SGLang, llama.cpp, LMDeploy serve).
+
+    OpenCompass's ``OpenAISDK`` with its retries (``retry`` tries, each with the ``openai`` client's own
+    back-off on 429/5xx and connection errors); a request that still fails is recorded as
+    ``request_failed`` instead of ending the run. ``timeout`` is seconds per request.
+    """
     cfg = dict(
         type=API,
         abbr=abbr,
@@ -193,6 +200,7 @@ def api_model(
         query_per_second=kwargs.pop("query_per_second", 8),
         temperature=temperature,
         retry=kwargs.pop("retry", 2),
+        timeout=timeout,
         run_cfg=dict(num_gpus=0),
         **kwargs,
     )
@@ -251,9 +259,10 @@ def with_sampling(model: dict[str, Any], temperature: float, top_p: float) -> di
 
 
 def _backend(name: str) -> str | None:
-    """The backend a dotted or short type name stands for."""
-    short = {v.rsplit(".", 1)[1]: v for v in BACKENDS.values()}
-    return name if name in BACKENDS.values() else short.get(name.rsplit(".", 1)[-1])
+    """The backend a dotted or short type name stands for (OpenCompass's own OpenAISDK counts as the API)."""
+    short = {v.rsplit(".", 1)[1]: v for v in (*BACKENDS.values(), OC_API)}
+    key = name if name in (*BACKENDS.values(), OC_API) else short.get(name.rsplit(".", 1)[-1])
+    return API if key == OC_API else key
 
 
 _REQUIRED = {

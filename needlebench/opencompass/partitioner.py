@@ -10,9 +10,14 @@ dataset cut across shards becomes parts ``abbr_0, abbr_1, ...`` with a
 Both stages inject the model's room (``max_prompt_tokens`` = max_seq_len -
 output budget - template margin, in cl100k tokens, scaled by the model
 tokenizer's measured ratio where the model config names a local tokenizer)
-and the ``overlength`` policy into every needlebench dataset, so inference
-and evaluation build the same rows. What was shortened or skipped is
-written to ``<work_dir>/needlebench_overlength.json`` for the report.
+and the ``overlength`` policy into every needlebench dataset. The decision
+is made once, by the infer stage, and written to
+``<work_dir>/needlebench_limits.json``; the eval stage reads it back instead
+of measuring again, so inference and evaluation build the same rows even if
+the tokenizer behaves differently later. A tokenizer that fails to load is a
+warning naming the path and the error, recorded in that file. What was
+shortened or skipped is written to ``<work_dir>/needlebench_overlength.json``
+for the report.
 """
 
 from __future__ import annotations
@@ -20,7 +25,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-import os
 import os.path as osp
 from collections import defaultdict
 from typing import Any
@@ -44,24 +48,70 @@ def _out_len(model: dict, dataset: dict) -> int:
     return int(inferencer.get("max_out_len") or model.get("max_out_len") or 0)
 
 
-def _tokenizer_ratio(model: dict, prompts: list[str]) -> float:
-    """Model tokens per cl100k token on a few prompts, when a local tokenizer is named; else 1."""
-    from ..tokenizer import get_encoding
+LIMITS_FILE = "needlebench_limits.json"
+OVERLENGTH_FILE = "needlebench_overlength.json"
 
+
+def _load_tokenizer(model: dict) -> tuple[Any, str | None, str | None]:
+    """(tokenizer or None, its path or None, load error or None) for a model config.
+
+    No local folder named is not an error (API models, hub names): the ratio is 1.
+    A folder whose tokenizer fails to load is, and the caller reports it.
+    """
     path = model.get("tokenizer_path") or model.get("path")
-    if not path or not prompts or not osp.isdir(str(path)):
-        return 1.0
+    if not path or not osp.isdir(str(path)):
+        return None, None, None
     try:
         from transformers import AutoTokenizer
 
         kwargs = dict(model.get("tokenizer_kwargs") or {})
         kwargs.pop("padding_side", None)
-        tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True, **kwargs)
-    except Exception:
+        return AutoTokenizer.from_pretrained(str(path), local_files_only=True, **kwargs), str(path), None
+    except Exception as exc:  # transformers raises many types for a broken folder; all are reported
+        return None, str(path), f"{type(exc).__name__}: {exc}"
+
+
+def _tokenizer_ratio(tokenizer: Any, prompts: list[str]) -> float:
+    """Model tokens per cl100k token on a few prompts (at least 1: never grant more room)."""
+    from ..tokenizer import get_encoding
+
+    if tokenizer is None or not prompts:
         return 1.0
     enc = get_encoding()
-    ratios = [len(tok(p, add_special_tokens=False)["input_ids"]) / max(1, len(enc.encode_ordinary(p))) for p in prompts]
+    ratios = [
+        len(tokenizer(p, add_special_tokens=False)["input_ids"]) / max(1, len(enc.encode_ordinary(p))) for p in prompts
+    ]
     return max(1.0, max(ratios))
+
+
+def _store_entry(path: str, model_abbr: str, dataset_abbr: str, entry: dict) -> None:
+    """Set ``data[model][dataset] = entry`` in a JSON record file, atomically.
+
+    Why one helper: both record files are read-modify-write by the
+    partitioner and read by other stages, so neither may ever be half-written.
+    """
+    from ..store import atomic_write
+
+    data: dict = {}
+    if osp.exists(path):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except ValueError:
+            data = {}
+    data.setdefault(model_abbr, {})[dataset_abbr] = entry
+    with atomic_write(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=1, sort_keys=True)
+
+
+def _read_limits(work_dir: str) -> dict | None:
+    """The infer stage's decisions, or None when it wrote none (or they are unreadable)."""
+    path = osp.join(work_dir, LIMITS_FILE)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
 
 
 def model_room(model: dict, dataset: dict, margin: int, logger: Any = None) -> tuple[int, int]:
@@ -108,26 +158,66 @@ class NeedleBenchPartitioner(BasePartitioner):
         self.overlength = overlength
         self.margin = template_margin
         self.measure = measure_with_model_tokenizer
+        self._tokenizers: dict[str, tuple] = {}  # path -> _load_tokenizer(...), one load and warning each
 
     # -- over-length ---------------------------------------------------------------------------
-    def _limit(self, model: dict, dataset: dict, ratios: dict) -> dict:
-        """A copy of the dataset config with the model's limit injected."""
-        if not is_needlebench(dataset):
-            return dataset
+    def _decide(self, model: dict, dataset: dict) -> dict:
+        """Measure a (model, dataset) limit: the decision the infer stage makes and records."""
         max_seq_len, room = model_room(model, dataset, self.margin, self.logger)
-        key = (model.get("abbr"), dataset.get("abbr"))
-        if key not in ratios:
-            ratios[key] = 1.0
-            tokenizer = model.get("tokenizer_path") or model.get("path")
-            if self.measure and tokenizer and osp.isdir(str(tokenizer)):
+        entry: dict[str, Any] = {
+            "max_seq_len": max_seq_len,
+            "room": room,
+            "policy": self.overlength,
+            "tokenizer": None,
+            "tokenizer_ratio": 1.0,
+            "tokenizer_error": None,
+        }
+        if self.measure:
+            path = str(model.get("tokenizer_path") or model.get("path") or "")
+            if path not in self._tokenizers:
+                self._tokenizers[path] = _load_tokenizer(model)
+                tok, where, error = self._tokenizers[path]
+                if error:
+                    self.logger.warning(
+                        f"model {model.get('abbr')}: tokenizer at {where} failed to load ({error}); "
+                        f"over-length limits assume 1 model token per cl100k token (see {LIMITS_FILE})"
+                    )
+            tok, entry["tokenizer"], entry["tokenizer_error"] = self._tokenizers[path]
+            if tok is not None:
                 rows = load_rows(dataset["task"], **config_params(dataset))
                 prompts = [rows[i]["prompt"] for i in range(0, len(rows), max(1, len(rows) // 3))][:3]
-                ratios[key] = _tokenizer_ratio(model, prompts)
-        limit = max(1, math.floor(room / ratios[key]))
+                entry["tokenizer_ratio"] = _tokenizer_ratio(tok, prompts)
+        entry["max_prompt_tokens"] = max(1, math.floor(room / entry["tokenizer_ratio"]))
+        return entry
+
+    def _limit(self, model: dict, dataset: dict, work_dir: str, recorded: dict | None) -> tuple[dict, dict | None]:
+        """(the dataset config with the model's limit injected, the decision) for one pair.
+
+        Infer: decide and record in ``<work_dir>/needlebench_limits.json``.
+        Eval: use the infer stage's record; decide afresh (with a warning)
+        only where it holds none, e.g. an eval-only run of an older work dir.
+        """
+        if not is_needlebench(dataset):
+            return dataset, None
+        m_abbr, d_abbr = model.get("abbr", "model"), dataset.get("abbr", dataset["task"])
+        entry = ((recorded or {}).get(m_abbr) or {}).get(d_abbr) if self.stage == "eval" else None
+        if entry is None:
+            if self.stage == "eval":
+                self.logger.warning(
+                    f"{m_abbr} / {d_abbr}: no over-length decision in {osp.join(work_dir, LIMITS_FILE)} "
+                    "from the infer stage; measuring it now, which may differ from what inference used"
+                )
+            entry = self._decide(model, dataset)
+            _store_entry(osp.join(work_dir, LIMITS_FILE), m_abbr, d_abbr, entry)
+        elif entry.get("policy") != self.overlength:
+            self.logger.warning(
+                f"{m_abbr} / {d_abbr}: inference used overlength={entry.get('policy')!r}; "
+                f"evaluating with it, not {self.overlength!r}"
+            )
         out = copy.deepcopy(dataset)
-        out["max_prompt_tokens"] = limit
-        out["overlength"] = self.overlength
-        return out
+        out["max_prompt_tokens"] = int(entry["max_prompt_tokens"])
+        out["overlength"] = entry.get("policy", self.overlength)
+        return out, entry
 
     def _record(self, work_dir: str, model: dict, original: dict, limited: dict, ratio: float) -> None:
         """Which cells were shortened or skipped for this model."""
@@ -142,16 +232,9 @@ class NeedleBenchPartitioner(BasePartitioner):
         shortened = _cells(m for m in kept_meta if "shortened_from" in m)
         full_cells, kept_cells = _cells(json.loads(m) for m in full["meta"]), _cells(kept_meta)
         skipped = {c: n - kept_cells.get(c, 0) for c, n in full_cells.items() if n > kept_cells.get(c, 0)}
-        path = osp.join(work_dir, "needlebench_overlength.json")
-        data = {}
-        if osp.exists(path):
-            try:
-                with open(path, encoding="utf-8") as fh:
-                    data = json.load(fh)
-            except ValueError:
-                data = {}
-        data.setdefault(model.get("abbr", "model"), {})[original["abbr"]] = {
-            "policy": self.overlength,
+        path = osp.join(work_dir, OVERLENGTH_FILE)
+        entry = {
+            "policy": limited["overlength"],
             "max_prompt_tokens": limit,
             "tokenizer_ratio": ratio,
             "shortened": [[c[0], c[1], n] for c, n in sorted(shortened.items(), key=str)],
@@ -159,10 +242,7 @@ class NeedleBenchPartitioner(BasePartitioner):
             "num_shortened": sum(shortened.values()),
             "num_skipped": sum(skipped.values()),
         }
-        os.makedirs(work_dir, exist_ok=True)
-        with open(path + ".tmp", "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=1)
-        os.replace(path + ".tmp", path)
+        _store_entry(path, model.get("abbr", "model"), original["abbr"], entry)
         self.logger.warning(
             f"{model.get('abbr')} / {original['abbr']}: {sum(shortened.values())} prompts shortened, "
             f"{sum(skipped.values())} skipped to fit {limit} tokens (see {path})"
@@ -174,14 +254,15 @@ class NeedleBenchPartitioner(BasePartitioner):
     ) -> list[ConfigDict]:
         add_cfg = add_cfg or {}
         tasks: list[ConfigDict] = []
-        ratios: dict = {}
+        self._tokenizers = {}
+        recorded = _read_limits(work_dir) if self.stage == "eval" else None
         for comb in model_dataset_combinations:
             for model in comb["models"]:
                 datasets = []
                 for d in comb["datasets"]:
-                    limited = self._limit(model, d, ratios)
-                    if self.stage == "infer":
-                        self._record(work_dir, model, d, limited, ratios.get((model.get("abbr"), d.get("abbr")), 1.0))
+                    limited, entry = self._limit(model, d, work_dir, recorded)
+                    if self.stage == "infer" and entry is not None:
+                        self._record(work_dir, model, d, limited, entry["tokenizer_ratio"])
                     datasets.append(limited)
                 if self.stage == "eval":
                     for d in datasets:

@@ -3,11 +3,15 @@
 It first runs OpenCompass's DefaultSummarizer (so ``summary_<time>.csv``
 still appears), then writes ``needlebench_summary.csv``, the ATC and
 NeedleChain tables, PNG figures and ``report.html`` into the run's
-``summary/`` folder. A failure in the report never hides the default summary.
+``summary/`` folder. A failure in the default summary never hides our
+report; a failure in our report is logged with its traceback and raised,
+after the default summary is written, so ``opencompass`` exits non-zero
+instead of reporting success with tables missing.
 """
 
 from __future__ import annotations
 
+import traceback
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -21,22 +25,35 @@ __all__ = ["NeedleBenchSummarizer"]
 
 
 class NeedleBenchSummarizer:
+    """``summarizer=dict(type=NeedleBenchSummarizer)`` in an OpenCompass config."""
+
     def __init__(self, config: Any, **kwargs: Any) -> None:
         self.cfg = config
         self.default = DefaultSummarizer(config, **kwargs)
 
     def summarize(self, output_path: str | None = None, time_str: str | None = None) -> None:
+        """Write OpenCompass's summary, then ours.
+
+        Args:
+            output_path: where OpenCompass's summary goes (its default when None).
+            time_str: the run's time stamp, used in OpenCompass's file names.
+
+        Raises:
+            Exception: whatever made our tables or report fail, after it is logged.
+        """
         time_str = time_str or datetime.now().strftime("%Y%m%d_%H%M%S")
         logger = get_logger()
         try:
             self.default.summarize(output_path=output_path, time_str=time_str)
         except Exception as exc:  # keep going: our report reads the per-sample files directly
-            logger.warning(f"OpenCompass default summary failed: {exc}")
+            logger.warning(f"OpenCompass default summary failed: {exc}\n{traceback.format_exc()}")
         run = Path(self.cfg["work_dir"])
         try:
             path = build_report([run], run / "summary")
-            logger.info(f"needlebench report: {path}")
         except Exception as exc:
             logger.error(
-                f"needlebench report failed ({type(exc).__name__}: {exc}); rebuild it with `needlebench report {run}`"
+                f"needlebench report failed ({type(exc).__name__}: {exc}); fix the cause and rebuild it "
+                f"with `needlebench report {run}`\n{traceback.format_exc()}"
             )
+            raise
+        logger.info(f"needlebench report: {path}")

@@ -1,0 +1,168 @@
+"""Scripted models for checking an install: an oracle that answers every prompt with its gold,
+and a garbage model that answers hostile text.
+
+A run with both must show the oracle at 100 and the garbage model at 0 in every table; any
+other number means the pipeline (generation, sharding, prompt templates, grading, merging,
+summarising) lost or mixed up samples. Both are API-style models: no weights, no compute.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from opencompass.models.base import BaseModel
+from opencompass.models.base_api import APITemplateParser
+
+from ..scoring import hostile_outputs
+from ..tasks import get_task
+from . import dataset
+
+__all__ = ["OracleModel", "GarbageModel", "API_META_TEMPLATE", "last_human_message", "GARBAGE_OUTPUTS"]
+
+# OpenCompass's usual API meta template: the model receives the dialogue as role-tagged messages
+# (a PromptList), so the oracle can read the last user turn exactly, with no template text around it.
+API_META_TEMPLATE = dict(
+    round=[dict(role="HUMAN", api_role="HUMAN"), dict(role="BOT", api_role="BOT", generate=True)],
+    reserved_roles=[dict(role="SYSTEM", api_role="SYSTEM")],
+)
+
+# The garbage model's rotation: hostile outputs, 200 kB at most so runs stay fast. Left out: lone
+# surrogates (no UTF-8 prediction file can hold them) and the "## Answer:" run, whose capital A is
+# a fair answer "A" to the multiple-choice task; "## answer: 4x" tests the marker instead.
+GARBAGE_OUTPUTS = (
+    "noise",
+    "boxed_unclosed",
+    "nul_bytes",
+    "cjk_repeated",
+    "answer_4x",
+    "think_unclosed",
+    "boxed_nested",
+    "digits",
+    "boxed_digits",
+    "marker_then_spaces",
+)
+
+
+def last_human_message(prompt: Any) -> str:
+    """The text of the last HUMAN turn of a prompt (a plain string is its own last turn).
+
+    Args:
+        prompt: a string, or an OpenCompass PromptList (a list of ``{"role", "prompt"}`` dicts).
+
+    Raises:
+        ValueError: the prompt has no HUMAN turn.
+    """
+    if isinstance(prompt, str):
+        return prompt
+    for item in reversed(list(prompt)):
+        if isinstance(item, dict) and item.get("role") == "HUMAN":
+            return str(item.get("prompt", ""))
+    raise ValueError(f"prompt has no HUMAN turn: {str(prompt)[:80]!r}")
+
+
+class _ScriptedModel(BaseModel):
+    """An API-style model whose answers are computed, not generated.
+
+    Args:
+        path: a label (no weights are read).
+        max_seq_len: the context it claims (large, so no prompt is ever cut).
+        meta_template: OpenCompass meta template; default ``API_META_TEMPLATE``.
+    """
+
+    is_api = True
+
+    def __init__(
+        self, path: str = "scripted", max_seq_len: int = 2_000_000, meta_template: dict | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(path=path, max_seq_len=max_seq_len, meta_template=meta_template)
+        self.template_parser = APITemplateParser(meta_template or API_META_TEMPLATE)
+
+    def get_token_len(self, prompt: Any) -> int:
+        """A rough token count (4 characters a token): OpenCompass only uses it to decide truncation.
+
+        Args:
+            prompt: a string or a PromptList.
+        """
+        if isinstance(prompt, str):
+            return len(prompt) // 4
+        return sum(len(str(item.get("prompt", ""))) for item in prompt if isinstance(item, dict)) // 4
+
+    def generate(self, inputs: list[Any], max_out_len: int, **kwargs: Any) -> list[str]:
+        """One scripted answer per prompt (the output budget does not apply: nothing is generated).
+
+        Args:
+            inputs: prompts as OpenCompass passes them.
+            max_out_len: the output budget (unused).
+        """
+        return [self.answer(prompt) for prompt in inputs]
+
+    def answer(self, prompt: Any) -> str:
+        """The answer to one prompt (subclasses decide)."""
+        raise NotImplementedError
+
+
+class OracleModel(_ScriptedModel):
+    """Answers each prompt with its task's ``oracle`` applied to the prompt's gold.
+
+    The gold is found by the exact text of the prompt's last HUMAN turn among the rows of every
+    needlebench dataset loaded in this process (OpenCompass builds the datasets in the process
+    that runs the model), indexed lazily as datasets appear. A prompt found nowhere, or in two
+    rows with different golds, is an error naming its first 80 characters: never a wrong answer.
+    """
+
+    def __init__(self, path: str = "oracle", **kwargs: Any) -> None:
+        super().__init__(path=path, **kwargs)
+        self._golds: dict[str, tuple[str, str]] = {}
+        self._ambiguous: set[str] = set()
+        self._indexed = 0
+
+    def _index_new_datasets(self) -> None:
+        for ds in dataset.LOADED[self._indexed :]:
+            for prompt, task, gold in zip(ds["prompt"], ds["task"], ds["answer"], strict=True):
+                if self._golds.setdefault(prompt, (task, gold)) != (task, gold):
+                    self._ambiguous.add(prompt)
+        self._indexed = len(dataset.LOADED)
+
+    def answer(self, prompt: Any) -> str:
+        """The perfect answer to one prompt.
+
+        Args:
+            prompt: as OpenCompass passes it (a string or a PromptList).
+
+        Raises:
+            LookupError: no loaded dataset holds the prompt, or two hold it with different golds.
+        """
+        text = last_human_message(prompt)
+        if text not in self._golds:
+            self._index_new_datasets()
+        if text not in self._golds:
+            raise LookupError(f"oracle: no loaded needlebench dataset holds the prompt {text[:80]!r}")
+        if text in self._ambiguous:
+            raise LookupError(f"oracle: rows with different golds share the prompt {text[:80]!r}")
+        task, gold = self._golds[text]
+        oracle = get_task(task).oracle
+        if oracle is None:
+            raise LookupError(f"oracle: task {task!r} has no oracle (prompt {text[:80]!r})")
+        return oracle(json.loads(gold))
+
+
+class GarbageModel(_ScriptedModel):
+    """Answers a fixed rotation of hostile texts (``GARBAGE_OUTPUTS``), whatever the prompt.
+
+    Args:
+        path: a label.
+        size: about how long the longest texts are, in characters.
+    """
+
+    def __init__(self, path: str = "garbage", size: int = 200_000, **kwargs: Any) -> None:
+        super().__init__(path=path, **kwargs)
+        outputs = hostile_outputs(size)
+        self.texts = [outputs[name] for name in GARBAGE_OUTPUTS]
+        self._turn = 0
+
+    def answer(self, prompt: Any) -> str:
+        """The next hostile text of the rotation (the prompt is ignored)."""
+        text = self.texts[self._turn % len(self.texts)]
+        self._turn += 1
+        return text

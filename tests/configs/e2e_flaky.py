@@ -1,0 +1,24 @@
+# S-RT through our API model against the fault-injecting server (tools/flaky_server.py).
+_base_ = []
+
+import os
+
+from needlebench.opencompass.configs import SUMMARIZER, needlebench_datasets, runtime
+from needlebench.opencompass.models import api_model
+
+models = [
+    api_model(
+        abbr="api-model",
+        model="flaky",
+        base_url=os.environ["NEEDLEBENCH_API_BASE"],
+        max_seq_len=8192,
+        max_out_len=16,
+        batch_size=4,
+        retry=2,
+        timeout=3,
+        query_per_second=50,
+    )
+]
+datasets = needlebench_datasets(suite="4k", tasks=["srt"], lengths=[1000], depths=[0, 50, 100], repeats=2)
+infer, eval = runtime(num_shards=1, eval_workers=1)
+summarizer = dict(type=SUMMARIZER)

@@ -1,0 +1,29 @@
+# The install check: an oracle model (every answer is the gold) and a garbage model (hostile text),
+# through the real opencompass pipeline with datasets split across shards. The oracle must score
+# 100 and the garbage model 0 in every table; tests/test_e2e_opencompass.py asserts it.
+_base_ = []
+
+from needlebench.opencompass.configs import SUMMARIZER, atc_datasets, atc_mc_datasets, runtime
+from needlebench.opencompass.configs import needlebench_datasets, needlechain_datasets
+
+_scripted = dict(max_seq_len=2_000_000, max_out_len=4096, batch_size=16, run_cfg=dict(num_gpus=0))
+models = [
+    dict(type="needlebench.opencompass.scripted.OracleModel", abbr="oracle", **_scripted),
+    dict(type="needlebench.opencompass.scripted.GarbageModel", abbr="garbage", **_scripted),
+]
+datasets = (
+    needlebench_datasets(
+        suite="4k",
+        langs=["en", "zh"],
+        lengths=[1000, 2000],
+        depths=[0, 50, 100],
+        repeats=1,
+        mrt=dict(num_needles=[2]),
+        mrs=dict(num_needles=[2]),
+    )
+    + atc_datasets(langs=["en"], needle_counts=[2, 4], repeats=1)
+    + needlechain_datasets(k_values=[5], points=2)
+    + atc_mc_datasets(langs=["en"], styles=["direct"], steps=[2, 3], repeats=1)
+)
+infer, eval = runtime(num_shards=3, eval_workers=2)
+summarizer = dict(type=SUMMARIZER)

@@ -1,0 +1,20 @@
+# A slow instant model over two shards: the resume test kills this run (SIGKILL) and resumes it with -r.
+_base_ = []
+
+from needlebench.opencompass.configs import SUMMARIZER, needlebench_datasets, runtime
+
+models = [
+    dict(
+        type="needlebench.opencompass.instant.InstantModel",
+        abbr="slow",
+        answer="I do not know.",
+        delay=1.0,
+        max_seq_len=200000,
+        max_out_len=16,
+        batch_size=1,
+        run_cfg=dict(num_gpus=0),
+    )
+]
+datasets = needlebench_datasets(suite="4k", tasks=["srt", "mrt"], lengths=[1000, 2000], depths=[0, 50, 100], repeats=1)
+infer, eval = runtime(num_shards=2, max_workers=1, eval_workers=1)
+summarizer = dict(type=SUMMARIZER)

@@ -1,0 +1,143 @@
+"""Runs that survive faults: a flaky inference server and a killed run, with real processes and sockets."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, run_opencompass
+
+pytestmark = pytest.mark.e2e
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_healthy(port: int, proc: subprocess.Popen, seconds: float = 60) -> None:
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            assert proc.poll() is None, "the server died at start"
+            time.sleep(0.3)
+    pytest.fail("the server did not come up")
+
+
+def test_flaky_server_run_completes_and_marks_failed_requests(tmp_path: Path) -> None:
+    """500/503, 429 + Retry-After, timeouts, resets, truncated JSON, empty content and slow bodies are retried;
+    a prompt that never gets an answer is recorded as request_failed, apart from wrong answers."""
+    port, log = _free_port(), tmp_path / "requests.jsonl"
+    server = subprocess.Popen(
+        [sys.executable, str(ROOT / "tools" / "flaky_server.py"), "--port", str(port), "--log", str(log)]
+        + ["--never-every", "4", "--faults-per-prompt", "2", "--max-seconds", "600"],
+    )
+    try:
+        _wait_healthy(port, server)
+        env = dict(os.environ, NEEDLEBENCH_API_BASE=f"http://127.0.0.1:{port}/v1")
+        run = run_opencompass("tests/configs/e2e_flaky.py", tmp_path / "work", env=env)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    requests = [json.loads(x) for x in log.read_text().splitlines()]
+    by_prompt: dict[str, list[str]] = {}
+    for r in requests:
+        by_prompt.setdefault(r["prompt"], []).append(r["fault"])
+    assert len(by_prompt) == 12
+    never = [p for p, faults in by_prompt.items() if not {"ok", "slow_stream"} & set(faults)]
+    answered = len(by_prompt) - len(never)
+    assert never and answered, by_prompt  # both kinds occurred
+    seen = {f for faults in by_prompt.values() for f in faults}
+    assert {"http_500", "http_503", "http_429", "timeout", "reset", "truncated_json", "empty_content"} <= seen
+    samples = [
+        json.loads(x)
+        for lang in ("en", "zh")
+        for x in (run / "results" / "api-model" / f"needlebench_srt_{lang}_4k.samples.jsonl").read_text().splitlines()
+    ]
+    assert len(samples) == 12
+    failed = [s for s in samples if s["error"] == "request_failed"]
+    assert len(failed) == len(never)
+    # every answered request is the server's real answer: no fault leaked into a prediction
+    assert all(s["prediction"] == "FLAKY_OK" for s in samples if s["error"] != "request_failed")
+    table = {
+        (r["task"], r["lang"], r["length"]): r
+        for r in csv.DictReader((run / "summary" / "needlebench_summary.csv").open(encoding="utf-8"))
+    }
+    total = sum(int(table[("S-RT", lang, "all")]["api-model failed"]) for lang in ("EN", "ZH"))
+    assert total == len(never)
+    assert table[("S-RT", "OVERALL", "all")]["api-model complete"] == "False"
+    assert (
+        "request failed"
+        in table[("S-RT", "EN", "all")]["api-model note"] + table[("S-RT", "ZH", "all")]["api-model note"]
+    )
+
+
+def _opencompass(work: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [str(Path(sys.executable).parent / "opencompass"), "tests/configs/e2e_resume.py", "-w", str(work), *extra],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group: the kill reaches every task it started
+    )
+
+
+def _kill_when(work: Path, proc: subprocess.Popen, pattern: str, seconds: float = 300) -> None:
+    deadline = time.time() + seconds
+    while time.time() < deadline and proc.poll() is None:
+        if list(work.glob(pattern)):
+            os.killpg(proc.pid, 9)  # SIGKILL: no cleanup runs
+            proc.wait()
+            return
+        time.sleep(0.2)
+    pytest.fail(f"nothing matched {pattern} before the run ended")
+
+
+def _summary(run: Path) -> str:
+    return (run / "summary" / "needlebench_summary.csv").read_text(encoding="utf-8")
+
+
+def test_resume_after_sigkill_in_inference_and_in_evaluation(tmp_path: Path) -> None:
+    """`opencompass CONFIG -r` after a SIGKILL mid-inference, then mid-evaluation: nothing lost, nothing twice."""
+    clean = run_opencompass("tests/configs/e2e_resume.py", tmp_path / "clean")
+    work = tmp_path / "killed"
+    _kill_when(work, _opencompass(work), "*/predictions/slow/tmp_*.jsonl")  # a shard is half done
+    (run,) = [p for p in work.iterdir() if p.is_dir()]
+    assert not (run / "results").exists() or not list((run / "results").rglob("*.json"))
+    proc = _opencompass(work, "-r", run.name)
+    _kill_when(work, proc, "*/results/slow/*.samples.jsonl")  # the first dataset is scored
+    done = {p.name for p in (run / "results" / "slow").glob("*.samples.jsonl")}
+    assert 0 < len(done) < 4
+    assert (
+        subprocess.run(
+            [
+                str(Path(sys.executable).parent / "opencompass"),
+                "tests/configs/e2e_resume.py",
+                "-w",
+                str(work),
+                "-r",
+                run.name,
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            timeout=900,
+        ).returncode
+        == 0
+    )
+    for abbr, n in (("needlebench_srt_en_4k", 6), ("needlebench_srt_zh_4k", 6), ("needlebench_mrt_en_4k", 2)):
+        rows = [json.loads(x) for x in (run / "results" / "slow" / f"{abbr}.samples.jsonl").read_text().splitlines()]
+        assert len(rows) == len({r["id"] for r in rows}) == n  # every sample once
+    assert _summary(run) == _summary(clean)

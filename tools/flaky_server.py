@@ -1,0 +1,158 @@
+"""A fault-injecting OpenAI-compatible server on 127.0.0.1, for reliability tests.
+
+Each prompt (keyed by a hash of its messages) first meets faults, then an
+answer: HTTP 500 / 503, 429 with ``Retry-After``, a response slower than the
+client's timeout, a reset connection, truncated JSON, empty content, or a
+slow trickle of a good response. Prompts whose hash falls in the
+``--never-every`` class fail every time. Which prompt gets which fault is a
+pure function of the prompt, so a rerun meets the same faults. Every request
+and its fault are appended to ``--log`` (JSON lines). The server is bounded:
+it stops after ``--max-requests`` requests or ``--max-seconds`` seconds.
+
+    python tools/flaky_server.py --port 8799 --log /tmp/requests.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+FAULTS = ("http_500", "http_503", "http_429", "timeout", "reset", "truncated_json", "empty_content", "slow_stream")
+ANSWER = "FLAKY_OK"
+
+
+def plan(key: str, attempt: int, never_every: int, faults_per_prompt: int) -> str:
+    """The fault (or ``"ok"``) a prompt meets on its ``attempt``-th request."""
+    h = int(hashlib.sha256(key.encode()).hexdigest(), 16)
+    if never_every and h % never_every == 0:  # fast failures only, so the test stays short
+        hard = ("http_500", "http_503", "http_429", "reset", "truncated_json", "empty_content")
+        return hard[(h + attempt) % len(hard)]
+    if attempt < faults_per_prompt:
+        return FAULTS[(h // 7 + attempt) % len(FAULTS)]
+    return "ok"
+
+
+def _completion(content: str, finish: str = "stop") -> bytes:
+    body = {
+        "id": f"chatcmpl-{time.time_ns()}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": "flaky",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+    return json.dumps(body).encode()
+
+
+def make_handler(args: argparse.Namespace, state: dict[str, Any]) -> type[BaseHTTPRequestHandler]:
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *a: Any) -> None:  # quiet
+            pass
+
+        def _send(self, code: int, data: bytes, headers: dict[str, str] | None = None) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            if self.path.rstrip("/") == "/health":
+                self._send(200, b'{"status": "ok"}')
+            elif self.path.rstrip("/") == "/v1/models":
+                self._send(200, json.dumps({"object": "list", "data": [{"id": "flaky", "object": "model"}]}).encode())
+            else:
+                self._send(404, b'{"error": {"message": "not found"}}')
+
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            try:
+                req = json.loads(raw)
+                key = json.dumps(req["messages"], sort_keys=True)
+            except (ValueError, KeyError, TypeError):
+                self._send(400, b'{"error": {"message": "bad request"}}')
+                return
+            with lock:
+                attempt = state["attempts"].get(key, 0)
+                state["attempts"][key] = attempt + 1
+                state["requests"] += 1
+                fault = plan(key, attempt, args.never_every, args.faults_per_prompt)
+                digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+                with open(args.log, "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps({"prompt": digest, "attempt": attempt, "fault": fault}) + "\n")
+            if fault == "ok":
+                self._send(200, _completion(ANSWER))
+            elif fault in ("http_500", "http_503"):
+                self._send(int(fault[-3:]), b'{"error": {"message": "injected server error"}}')
+            elif fault == "http_429":
+                self._send(429, b'{"error": {"message": "injected rate limit"}}', {"Retry-After": "1"})
+            elif fault == "timeout":
+                time.sleep(args.timeout_sleep)  # longer than the client's timeout; bounded
+                self._send(200, _completion(ANSWER))
+            elif fault == "reset":
+                self.close_connection = True
+                self.connection.shutdown(2)
+            elif fault == "truncated_json":
+                data = _completion(ANSWER)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data[: len(data) // 2])
+                self.close_connection = True
+                self.connection.shutdown(2)
+            elif fault == "empty_content":
+                self._send(200, _completion("", finish="length"))
+            else:  # slow_stream: the good answer, a few bytes at a time
+                data = _completion(ANSWER)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                step = max(1, len(data) // 10)
+                for i in range(0, len(data), step):
+                    self.wfile.write(data[i : i + step])
+                    self.wfile.flush()
+                    time.sleep(0.1)
+
+    return Handler
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--port", type=int, default=8799)
+    parser.add_argument("--log", required=True, help="append each request and its fault here (JSON lines)")
+    parser.add_argument("--never-every", type=int, default=5, help="1 in N prompts never succeeds (0: none)")
+    parser.add_argument("--faults-per-prompt", type=int, default=2, help="faults before a prompt's first answer")
+    parser.add_argument("--timeout-sleep", type=float, default=4.0, help="seconds a 'timeout' fault waits")
+    parser.add_argument("--max-requests", type=int, default=2000)
+    parser.add_argument("--max-seconds", type=float, default=900.0)
+    args = parser.parse_args()
+    state: dict[str, Any] = {"attempts": {}, "requests": 0}
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(args, state))
+    server.daemon_threads = True
+    start = time.time()
+
+    def watchdog() -> None:
+        while state["requests"] < args.max_requests and time.time() - start < args.max_seconds:
+            time.sleep(0.5)
+        server.shutdown()
+
+    threading.Thread(target=watchdog, daemon=True).start()
+    print(f"flaky server on http://127.0.0.1:{args.port}/v1", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
