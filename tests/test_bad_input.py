@@ -129,3 +129,21 @@ def test_options_given_once_reach_every_task() -> None:
         needlechain_datasets(quick=True, roster="alphabetical")
     with pytest.raises(ConfigError, match="answer_match"):
         atc_datasets(answer_match="fuzzy")
+
+
+def test_runner_and_model_option_typos_name_the_valid_ones() -> None:
+    from needlebench.opencompass.configs import runtime
+    from needlebench.opencompass.models import api_model, lmdeploy_model, vllm_model
+
+    with pytest.raises(ConfigError, match="partiton.*partition"):
+        runtime(runner="SlurmRunner", partiton="debug")
+    with pytest.raises(ConfigError, match="unknown runner"):
+        runtime(runner="SlurmRunnr")
+    with pytest.raises(ConfigError, match="chat_template_kwarg"):
+        vllm_model("v", "/m", 8192, chat_template_kwarg={})
+    with pytest.raises(ConfigError, match="backnd"):
+        lmdeploy_model("l", "/m", 8192, backnd="pytorch")
+    with pytest.raises(ConfigError, match="extra_bdy"):
+        api_model("a", "m", "http://127.0.0.1:1/v1", 8192, extra_bdy={})
+    assert vllm_model("v", "/m", 8192, stop_words=["<|end|>"])["stop_words"] == ["<|end|>"]
+    assert runtime(runner="SlurmRunner", partition="debug")[0]["runner"]["partition"] == "debug"

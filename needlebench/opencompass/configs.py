@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ConfigError
-from ..sparse import LANGS
+from ..sparse import LANGS, OVERLENGTH_POLICIES
 from ..suites import get_suite, suite_buffer
 from ..tasks import make_params
 
@@ -333,9 +333,20 @@ def runtime(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """``infer`` and ``eval`` sections: token-aware shards, per-model over-length handling.
 
-    ``num_shards`` is how many inference tasks to cut (e.g. one per GPU, or per Slurm job);
-    ``runner="SlurmRunner"`` with ``partition=...`` passes straight through to OpenCompass.
+    Args:
+        num_shards: inference tasks to cut (e.g. one per GPU, or per Slurm job), of about equal prompt tokens.
+        max_workers: inference tasks run at once.
+        eval_workers: evaluation tasks run at once.
+        overlength: ``shorten`` (cut the haystack of prompts over the model's room) or ``skip``.
+        runner: an OpenCompass runner (``LocalRunner``, ``SlurmRunner``, ``DLCRunner``, ``VOLCRunner``).
+        **runner_options: that runner's own settings (e.g. ``partition`` for Slurm), checked against its
+            signature so a typo fails when the config is read.
     """
+    if overlength not in OVERLENGTH_POLICIES:
+        raise ConfigError(f"overlength: {overlength!r}; choose from {OVERLENGTH_POLICIES}")
+    if num_shards < 1:
+        raise ConfigError(f"num_shards: {num_shards} must be at least 1")
+    _check_runner_options(runner, runner_options)
     infer = dict(
         partitioner=dict(type=PARTITIONER, num_shards=num_shards, stage="infer", overlength=overlength),
         runner=dict(type=runner, max_num_workers=max_workers, task=dict(type="OpenICLInferTask"), **runner_options),
@@ -345,3 +356,22 @@ def runtime(
         runner=dict(type=runner, max_num_workers=eval_workers, task=dict(type="OpenICLEvalTask"), **runner_options),
     )
     return infer, evaluation
+
+
+def _check_runner_options(runner: str, options: dict[str, Any]) -> None:
+    """Unknown runner options are a ConfigError naming the valid ones (OpenCompass would ignore or crash)."""
+    import inspect
+
+    import opencompass.runners as runners
+
+    cls = getattr(runners, runner.rsplit(".", 1)[-1], None)
+    if cls is None:
+        known = sorted(n for n in dir(runners) if n.endswith("Runner") and n != "BaseRunner")
+        raise ConfigError(f"runner: unknown runner {runner!r}; choose from {known}")
+    params = inspect.signature(cls.__init__).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    valid = sorted(n for n in params if n not in ("self", "task", "max_num_workers"))
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise ConfigError(f"runtime: unknown {runner} option(s) {unknown}; valid: {valid}")

@@ -86,6 +86,7 @@ def hf_model(
     model_kwargs = dict(kwargs.pop("model_kwargs", {}) or {})
     if rope:
         model_kwargs["rope_scaling"] = rope
+    _check_extra(HF, kwargs)
     return dict(
         type=HF,
         abbr=abbr,
@@ -126,6 +127,7 @@ def vllm_model(
     if rope:
         model_kwargs["hf_overrides"] = {rope_key: rope}
     model_kwargs.update(kwargs.pop("model_kwargs", {}) or {})
+    _check_extra(VLLM, kwargs)
     return dict(
         type=VLLM,
         abbr=abbr,
@@ -155,6 +157,7 @@ def lmdeploy_model(
     engine: dict[str, Any] = dict(session_len=max_seq_len, max_batch_size=batch_size, tp=tp, enable_prefix_caching=True)
     if rope_scaling_factor:
         engine["rope_scaling_factor"] = float(rope_scaling_factor)
+    _check_extra(LMDEPLOY, kwargs)
     return dict(
         type=LMDEPLOY,
         abbr=abbr,
@@ -188,6 +191,7 @@ def api_model(
     back-off on 429/5xx and connection errors); a request that still fails is recorded as
     ``request_failed`` instead of ending the run. ``timeout`` is seconds per request.
     """
+    _check_extra(API, kwargs)
     cfg = dict(
         type=API,
         abbr=abbr,
@@ -207,6 +211,34 @@ def api_model(
     if tokenizer_path:
         cfg["tokenizer_path"] = tokenizer_path
     return cfg
+
+
+# Keys of an OpenCompass model config that belong to OpenCompass's framework, not to the model class.
+_FRAMEWORK_KEYS = frozenset(
+    {"abbr", "type", "max_out_len", "min_out_len", "batch_size", "run_cfg", "pred_postprocessor", "batch_padding"}
+)
+
+
+def _check_extra(kind: str, extra: dict[str, Any]) -> None:
+    """Extra builder arguments must be the model class's own or OpenCompass's (a typo fails at config time).
+
+    The class signature is read without building the model, so no engine is imported.
+    """
+    if not extra:
+        return
+    import inspect
+
+    import opencompass.models as oc_models
+
+    # ResilientOpenAISDK takes OpenAISDK's arguments
+    cls = getattr(oc_models, kind.rsplit(".", 1)[-1], None) or oc_models.OpenAISDK
+    params = inspect.signature(cls.__init__).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    valid = (set(params) - {"self"}) | _FRAMEWORK_KEYS
+    unknown = sorted(set(extra) - valid)
+    if unknown:
+        raise ConfigError(f"{kind.rsplit('.', 1)[-1]}: unknown option(s) {unknown}; valid: {sorted(valid)}")
 
 
 def reasoning(model: dict[str, Any], max_out_len: int = 32768) -> dict[str, Any]:
