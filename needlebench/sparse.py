@@ -85,6 +85,11 @@ class SparseParams:
     profile: str = "v2"
     extra: dict = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # depth 50 and 50.0 are the same cell: the same samples, ids and metadata
+        depths = tuple(int(d) if isinstance(d, float) and d.is_integer() else d for d in self.depths)
+        object.__setattr__(self, "depths", depths)
+
     def options(self) -> dict[str, str]:
         """The resolved protocol options (given values, else the protocol's)."""
         given = {k: getattr(self, k) for k in SPARSE_OPTIONS}

@@ -68,11 +68,6 @@ def test_integral_float_depth_gives_the_same_prompt_and_gold() -> None:
     assert (a.prompt, a.gold) == (b.prompt, b.gold)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sparse.py writes the depth as given into the id (sample_id: str(depth)) and meta; "
-    "needs SparseParams to canonicalise depths (seeding.canonical) - outside this change's files",
-)
 def test_integral_float_depth_gives_identical_samples_and_ids() -> None:
     (a,), (b,) = _srt(50), _srt(50.0)
     assert a.id == b.id

@@ -27,9 +27,9 @@ NEEDLEBENCH = str(Path(sys.executable).parent / "needlebench")
 # sha256 of `needlebench export CONFIG` for DATASET_VERSION below
 DATASET_VERSION = "2.0"
 GOLDEN = {
-    "tests/configs/golden_sparse.py": "TBD",
-    "tests/configs/golden_atc.py": "TBD",
-    "tests/configs/golden_chain.py": "TBD",
+    "tests/configs/golden_atc.py": "0badc20e2e275039a89d78b2fd0e36c75a4130ad625e3be613bfc8d8a205b6a1",
+    "tests/configs/golden_chain.py": "8c08ff587d323bf9b87424c1a8e83398e463a3aaa9ed36debc2d57231b9c5d81",
+    "tests/configs/golden_sparse.py": "242ba578ce990323f7c8dc80ca13607f73f9e21842c56f48f28fe053c25da81f",
 }
 
 
