@@ -141,3 +141,5 @@ def test_resume_after_sigkill_in_inference_and_in_evaluation(tmp_path: Path) -> 
         rows = [json.loads(x) for x in (run / "results" / "slow" / f"{abbr}.samples.jsonl").read_text().splitlines()]
         assert len(rows) == len({r["id"] for r in rows}) == n  # every sample once
     assert _summary(run) == _summary(clean)
+    table = list(csv.DictReader((run / "summary" / "needlebench_summary.csv").open(encoding="utf-8")))
+    assert table and all(float(r["slow"]) == 100.0 and r["slow complete"] == "True" for r in table)

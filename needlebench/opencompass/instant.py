@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from opencompass.models.base import BaseModel
@@ -24,17 +23,13 @@ class InstantModel(BaseModel):
         path: str = "instant",
         max_seq_len: int = 2_000_000,
         answer: str = "",
-        delay: float = 0.0,
         meta_template: dict | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(path=path, max_seq_len=max_seq_len, meta_template=meta_template)
         self.answer = answer
-        self.delay = delay  # seconds per call: gives tests a running inference to kill
 
     def generate(self, inputs: list[Any], max_out_len: int, **kwargs: Any) -> list[str]:
-        if self.delay:
-            time.sleep(self.delay)
         return [self.answer.replace("{max_out_len}", str(max_out_len)) for _ in inputs]
 
     def get_token_len(self, prompt: str) -> int:

@@ -9,6 +9,7 @@ summarising) lost or mixed up samples. Both are API-style models: no weights, no
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from opencompass.models.base import BaseModel
@@ -68,15 +69,22 @@ class _ScriptedModel(BaseModel):
         path: a label (no weights are read).
         max_seq_len: the context it claims (large, so no prompt is ever cut).
         meta_template: OpenCompass meta template; default ``API_META_TEMPLATE``.
+        delay: seconds to wait per call, so a test has a running inference to kill.
     """
 
     is_api = True
 
     def __init__(
-        self, path: str = "scripted", max_seq_len: int = 2_000_000, meta_template: dict | None = None, **kwargs: Any
+        self,
+        path: str = "scripted",
+        max_seq_len: int = 2_000_000,
+        meta_template: dict | None = None,
+        delay: float = 0.0,
+        **kwargs: Any,
     ) -> None:
         super().__init__(path=path, max_seq_len=max_seq_len, meta_template=meta_template)
         self.template_parser = APITemplateParser(meta_template or API_META_TEMPLATE)
+        self.delay = delay
 
     def get_token_len(self, prompt: Any) -> int:
         """A rough token count (4 characters a token): OpenCompass only uses it to decide truncation.
@@ -95,6 +103,8 @@ class _ScriptedModel(BaseModel):
             inputs: prompts as OpenCompass passes them.
             max_out_len: the output budget (unused).
         """
+        if self.delay:
+            time.sleep(self.delay)
         return [self.answer(prompt) for prompt in inputs]
 
     def answer(self, prompt: Any) -> str:

@@ -1,13 +1,13 @@
-# A slow instant model over two shards: the resume test kills this run (SIGKILL) and resumes it with -r.
+# A slow oracle over two shards: the resume test kills this run (SIGKILL) and resumes it with -r;
+# the oracle scores 100 only if every prediction is matched to its own sample.
 _base_ = []
 
 from needlebench.opencompass.configs import SUMMARIZER, needlebench_datasets, runtime
 
 models = [
     dict(
-        type="needlebench.opencompass.instant.InstantModel",
+        type="needlebench.opencompass.scripted.OracleModel",
         abbr="slow",
-        answer="I do not know.",
         delay=1.0,
         max_seq_len=200000,
         max_out_len=16,
