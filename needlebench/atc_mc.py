@@ -28,7 +28,8 @@ from typing import Any
 
 from .errors import ConfigError
 from .graders import SampleScore, ScoreOptions, prepare
-from .kinship import NamePool, load_name_pool
+from .kinship import NamePool, distinct_names, load_name_pool
+from .reference_text import REFERENCE_TERMS
 from .sample import DATASET_VERSION, Sample, sample_id
 from .seeding import rng
 from .tasks import TaskSpec, register_task
@@ -67,22 +68,8 @@ _OC_LANG = {"en": "English", "zh": "Chinese"}
 # (datasets/needlebench/atc_choice.py and configs/datasets/needlebench/atc/atc_choice_20.py).
 # ----------------------------------------------------------------------------------------------
 
-# Relationship terms, in OpenCompass's order.
-V1_TERMS: dict[str, tuple[str, ...]] = {
-    "zh": ("父亲", "母亲", "爸爸", "妈妈", "爷爷", "奶奶", "姥姥", "姥爷", "外公", "外婆"),
-    "en": (
-        "father",
-        "mother",
-        "dad",
-        "mom",
-        "grandfather",
-        "grandmother",
-        "maternal grandmother",
-        "maternal grandfather",
-        "paternal grandfather",
-        "paternal grandmother",
-    ),
-}
+# Relationship terms, in OpenCompass's order (the same in its v1 and v2 ATC).
+V1_TERMS: dict[str, tuple[str, ...]] = REFERENCE_TERMS
 
 # Statement templates: {A} is the elder, {B} the younger (one template names no relationship).
 V1_TEMPLATES: dict[str, tuple[str, ...]] = {
@@ -572,20 +559,7 @@ def _example_names(lang: str) -> frozenset[str]:
 
 
 def _draw_names(pool: NamePool, count: int, *coords: object) -> list[str]:
-    r = rng("atc_mc", "names", *coords)
-    seen = set(_example_names(pool.lang))
-    names: list[str] = []
-    for _ in range(100 * count + 1000):
-        if pool.lang == "zh":
-            name = r.choice(pool.last) + r.choice(pool.first) + r.choice(pool.first)
-        else:
-            name = f"{r.choice(pool.first)} {r.choice(pool.last)}"
-        if name not in seen:
-            seen.add(name)
-            names.append(name)
-            if len(names) == count:
-                return names
-    raise ConfigError(f"names: the {pool.lang} name pool cannot supply {count} distinct names")
+    return list(distinct_names(pool, count, rng("atc_mc", "names", *coords), _example_names(pool.lang)))
 
 
 def _make_question(pool: NamePool, steps: int, repeat: int, seed: int) -> _Question:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import random
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,15 +131,26 @@ _EXAMPLE_NAMES = frozenset(
 )
 
 
-def _names(pool: NamePool, count: int, *coords: object) -> tuple[str, ...]:
-    """``count`` distinct full names (Chinese: surname + two-character given name)."""
-    r = rng("names", *coords)
+def distinct_names(
+    pool: NamePool, count: int, r: random.Random, exclude: frozenset[str] = frozenset()
+) -> tuple[str, ...]:
+    """``count`` distinct full names drawn with ``r`` (Chinese: surname + two-character given name).
+
+    Args:
+        pool: the language's name pool.
+        count: how many names.
+        r: the caller's seeded generator (its coordinates decide the names).
+        exclude: names never to use (those of worked examples).
+
+    Raises:
+        ConfigError: the pool cannot supply that many distinct names.
+    """
     names: list[str] = []
-    seen: set[str] = set(_EXAMPLE_NAMES)
+    seen: set[str] = set(exclude)
     attempts = 0
     while len(names) < count:
         attempts += 1
-        if attempts > 50 * count + 1000:
+        if attempts > 100 * count + 1000:
             raise ConfigError(f"names: the {pool.lang} name pool cannot supply {count} distinct names")
         if pool.lang == "zh":
             name = r.choice(pool.last) + r.choice(pool.first) + r.choice(pool.first)
@@ -148,6 +160,10 @@ def _names(pool: NamePool, count: int, *coords: object) -> tuple[str, ...]:
             seen.add(name)
             names.append(name)
     return tuple(names)
+
+
+def _names(pool: NamePool, count: int, *coords: object) -> tuple[str, ...]:
+    return distinct_names(pool, count, rng("names", *coords), _EXAMPLE_NAMES)
 
 
 @dataclass(frozen=True)

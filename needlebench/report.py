@@ -52,6 +52,19 @@ class Report:
     figures: dict[str, bytes] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     models: list[str] = field(default_factory=list)
+    provenance: str = ""  # which protocols, profiles and dataset versions made the samples
+
+
+def provenance(records: list[dict]) -> str:
+    """ "Protocol: reference (2,400 samples); profile: v2; dataset version: 2.0": what made these scores."""
+    parts = []
+    for key, label in (("protocol", "Protocol"), ("profile", "profile"), ("version", "dataset version")):
+        counts: dict[str, int] = {}
+        for r in records:
+            value = str(r.get(key) or "not recorded")
+            counts[value] = counts.get(value, 0) + 1
+        parts.append(f"{label}: " + ", ".join(f"{v} ({n:,} samples)" for v, n in sorted(counts.items())))
+    return "; ".join(parts) if records else ""
 
 
 def _safe(name: str) -> str:
@@ -60,7 +73,7 @@ def _safe(name: str) -> str:
 
 def assemble(results: RunResults) -> Report:
     """Compute every table and figure the records allow."""
-    rep = Report(warnings=list(results.warnings), models=results.models)
+    rep = Report(warnings=list(results.warnings), models=results.models, provenance=provenance(results.records))
     models = rep.models
     if not results.records:
         return rep
@@ -175,6 +188,7 @@ def _html(rep: Report, sources: list[str]) -> str:
         "<h1>NeedleBench report</h1>",
         f"<p>Models: {html.escape(', '.join(rep.models) or 'none')}. Sources: "
         f"{html.escape('; '.join(sources) or 'none')}</p>",
+        f"<p class='provenance'>{html.escape(rep.provenance)}</p>",
         _HOW_TO_READ,
     ]
     if rep.warnings:

@@ -37,7 +37,10 @@ def seed_for(*identity: object) -> int:
 
 
 def resample_means(values: Sequence[float] | np.ndarray, *identity: object, resamples: int = RESAMPLES) -> np.ndarray:
-    """Means of ``resamples`` resamples (with replacement) of ``values``; NaNs if there are none.
+    """Means of ``resamples`` resamples (with replacement) of ``values``; NaNs with fewer than two.
+
+    One sample says nothing about its own spread: its resamples would all equal it and print a
+    zero-width interval, so a cell of one sample (and every aggregate over it) gets no interval.
 
     Args:
         values: the cell's per-sample scores.
@@ -47,7 +50,7 @@ def resample_means(values: Sequence[float] | np.ndarray, *identity: object, resa
         An array of shape ``(resamples,)``; vectorised, so thousands of samples take milliseconds.
     """
     data = np.asarray(values, dtype=float)
-    if data.size == 0:
+    if data.size < 2:
         return np.full(resamples, np.nan)
     gen = np.random.default_rng(seed_for(*identity))
     idx = gen.integers(0, data.size, size=(resamples, data.size))

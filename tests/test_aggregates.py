@@ -269,3 +269,12 @@ def test_atc_planned_counts_come_from_the_samples() -> None:
     assert not row["complete"] and "N=8" in row["note"]
     out = summarise_details(rows)
     assert out["weighted_score"] == pytest.approx((2 * 100 + 4 * 50) / 14) and out["planned_n_missing"] == 1
+
+
+def test_a_single_sample_gets_no_interval() -> None:
+    """One sample says nothing about its spread: no zero-width interval for it or what sits above it."""
+    from needlebench.uncertainty import interval, resample_means
+
+    assert all(math.isnan(x) for x in interval(resample_means([66.7], "cell")))
+    lo, hi = interval(resample_means([0.0, 100.0, 100.0], "cell"))
+    assert 0.0 <= lo < hi <= 100.0

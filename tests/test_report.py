@@ -174,6 +174,7 @@ def test_report_loads_in_a_real_browser(tmp_path: Path) -> None:
         badge_visible = page.locator("td .badge").first.is_visible()
         intervals = page.locator("td .ci").all_inner_texts()
         ci_visible = page.locator("td .ci").first.is_visible()
+        provenance = page.locator(".provenance").inner_text()
         browser.close()
     assert not errors, errors
     assert len(images) >= 4
@@ -183,3 +184,17 @@ def test_report_loads_in_a_real_browser(tmp_path: Path) -> None:
     assert flag_visible and "1 of 3 shortened (excluded)" in flag_notes and "1 of 6 shortened (excluded)" in flag_notes
     assert badge_visible and ci_visible
     assert "[100.0, 100.0]" in intervals and all(t.startswith("[") and t.endswith("]") for t in intervals)
+    # the header says which protocol made the samples (these hand-written records carry none)
+    assert provenance.startswith("Protocol: not recorded") and "dataset version" in provenance
+
+
+def test_report_header_names_protocol_profile_and_version() -> None:
+    from needlebench.report import provenance
+
+    records = [{"protocol": "reference", "profile": "v2", "version": "2.0"}] * 3 + [
+        {"protocol": "clarified", "profile": "v2", "version": "2.0"}
+    ]
+    assert provenance(records) == (
+        "Protocol: clarified (1 samples), reference (3 samples); profile: v2 (4 samples); "
+        "dataset version: 2.0 (4 samples)"
+    )

