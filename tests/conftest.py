@@ -56,3 +56,29 @@ def run_opencompass(config: str, work: Path, env: dict | None = None) -> Path:
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     (run_dir,) = [p for p in work.iterdir() if p.is_dir()]
     return run_dir
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_healthy(port: int, proc: object, seconds: float = 180) -> None:
+    """Wait until a local server answers ``/health`` with 200; fail if it dies or never does."""
+    import time
+    import urllib.request
+
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            assert proc.poll() is None, "the server died while starting"  # type: ignore[attr-defined]
+            time.sleep(0.5)
+    pytest.fail(f"the server on port {port} did not come up in {seconds:.0f} s")

@@ -5,15 +5,12 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import run_opencompass
+from conftest import free_port, run_opencompass, wait_healthy
 from mmengine.config import Config
 
 from needlebench.errors import ConfigError
@@ -78,15 +75,9 @@ def test_engine_configs_are_checked_without_engines() -> None:
             del os.environ["NEEDLEBENCH_MODELS"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.e2e
 def test_api_config_runs_against_a_local_openai_server(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "requests.jsonl"
     server = subprocess.Popen(
         [sys.executable, str(ROOT / "tools" / "serve_openai.py"), "--port", str(port), "--request-log", str(log)],
@@ -95,17 +86,7 @@ def test_api_config_runs_against_a_local_openai_server(tmp_path: Path) -> None:
         text=True,
     )
     try:
-        deadline = time.time() + 180
-        while time.time() < deadline:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                time.sleep(1)
-                assert server.poll() is None, server.stdout.read()
-        else:
-            pytest.fail("the local OpenAI-compatible server did not come up")
+        wait_healthy(port, server)
         env = dict(
             os.environ,
             NEEDLEBENCH_API_BASE=f"http://127.0.0.1:{port}/v1",

@@ -5,48 +5,27 @@ from __future__ import annotations
 import csv
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_opencompass
+from conftest import ROOT, free_port, run_opencompass, wait_healthy
 
 pytestmark = pytest.mark.e2e
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_healthy(port: int, proc: subprocess.Popen, seconds: float = 60) -> None:
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            assert proc.poll() is None, "the server died at start"
-            time.sleep(0.3)
-    pytest.fail("the server did not come up")
 
 
 def test_flaky_server_run_completes_and_marks_failed_requests(tmp_path: Path) -> None:
     """500/503, 429 + Retry-After, timeouts, resets, truncated JSON, empty content and slow bodies are retried;
     a prompt that never gets an answer is recorded as request_failed, apart from wrong answers."""
-    port, log = _free_port(), tmp_path / "requests.jsonl"
+    port, log = free_port(), tmp_path / "requests.jsonl"
     server = subprocess.Popen(
         [sys.executable, str(ROOT / "tools" / "flaky_server.py"), "--port", str(port), "--log", str(log)]
         + ["--never-every", "4", "--faults-per-prompt", "2", "--max-seconds", "600"],
     )
     try:
-        _wait_healthy(port, server)
+        wait_healthy(port, server, 60)
         env = dict(os.environ, NEEDLEBENCH_API_BASE=f"http://127.0.0.1:{port}/v1")
         run = run_opencompass("tests/configs/e2e_flaky.py", tmp_path / "work", env=env)
     finally:
