@@ -1,6 +1,8 @@
 # Any OpenAI-compatible server: vLLM serve, SGLang, llama.cpp's server, LMDeploy serve.
 #   NEEDLEBENCH_API_BASE=http://127.0.0.1:8000/v1 NEEDLEBENCH_API_MODEL=my-model \
 #   NEEDLEBENCH_MODELS=models/api_openai_compatible.py opencompass configs/eval_needlebench_32k.py
+# NEEDLEBENCH_API_TOKENIZER names the served model's tokenizer (a local folder or hub id), so prompt
+# lengths are counted in its tokens; without it OpenCompass tries to load one named like the model.
 _base_ = []
 
 import os
@@ -15,5 +17,6 @@ models = [
         key=os.environ.get("NEEDLEBENCH_API_KEY", "EMPTY"),
         max_seq_len=int(os.environ.get("NEEDLEBENCH_API_MAX_SEQ_LEN", "32768")),
         max_out_len=int(os.environ.get("NEEDLEBENCH_API_MAX_OUT_LEN", "512")),
+        tokenizer_path=os.environ.get("NEEDLEBENCH_API_TOKENIZER") or None,
     )
 ]
