@@ -30,6 +30,7 @@ from .seeding import rng
 from .sparse import (
     SkipSample,
     SparseParams,
+    cell_order,
     fill,
     haystack_for,
     needle_text,
@@ -119,72 +120,71 @@ def _kinship_samples(p: SparseParams, qtypes: tuple[str, ...]) -> Iterator[Sampl
         )
     for repeat in range(p.repeats):
         hay = haystack_for(p, repeat)
-        for length in prefix_order(p.lengths):
-            for count in counts:
-                for depth in prefix_order(p.depths):
-                    coords = ("mrs", p.lang, length, count, depth, repeat, p.seed)
-                    qtype = rng("mrs-question", *coords).choice(qtypes)
-                    chain = make_chain(pool, count, *coords, style=opts["prompt_style"])
-                    question = ask(chain, qtype)
-                    parts = _kinship_parts(p, chain, question.text)
-                    depths = needle_depths(depth, count, opts["placement"])
-                    statements = [needle_text(p, x) for x in chain.statements()]
-                    try:
-                        fitted, meta = fill(p, hay, length, parts, list(zip(depths, statements)))
-                    except SkipSample:
-                        continue
-                    meta.update(
-                        depth=depth,
-                        depths=list(depths),
-                        realised_depths=[pl.realised_depth for pl in fitted.placements],
-                        repeat=repeat,
-                        **kinship_meta(chain, question),
-                    )
-                    match = "contains" if opts["keyword_match"] == "exact" else "normalised"
-                    yield Sample(
-                        id=sample_id("mrs", p.lang, length, count, depth, repeat, digest=fitted.digest),
-                        task="mrs",
-                        lang=p.lang,
-                        prompt=fitted.text,
-                        gold={**kinship_gold(chain, question, match), "form": "kinship"},
-                        meta=meta,
-                    )
+        for length, depth in cell_order(p, p.lengths, p.depths):
+            for count in prefix_order(counts):
+                coords = ("mrs", p.lang, length, count, depth, repeat, p.seed)
+                qtype = rng("mrs-question", *coords).choice(qtypes)
+                chain = make_chain(pool, count, *coords, style=opts["prompt_style"])
+                question = ask(chain, qtype)
+                parts = _kinship_parts(p, chain, question.text)
+                depths = needle_depths(depth, count, opts["placement"])
+                statements = [needle_text(p, x) for x in chain.statements()]
+                try:
+                    fitted, meta = fill(p, hay, length, parts, list(zip(depths, statements)))
+                except SkipSample:
+                    continue
+                meta.update(
+                    depth=depth,
+                    depths=list(depths),
+                    realised_depths=[pl.realised_depth for pl in fitted.placements],
+                    repeat=repeat,
+                    **kinship_meta(chain, question),
+                )
+                match = "contains" if opts["keyword_match"] == "exact" else "normalised"
+                yield Sample(
+                    id=sample_id("mrs", p.lang, length, count, depth, repeat, digest=fitted.digest),
+                    task="mrs",
+                    lang=p.lang,
+                    prompt=fitted.text,
+                    gold={**kinship_gold(chain, question, match), "form": "kinship"},
+                    meta=meta,
+                )
 
 
 def _multihop_samples(p: SparseParams) -> Iterator[Sample]:
     records = _multihop_records(p.needle_file)
     counts = p.num_needles or MRS_COUNTS
+    for count in counts:
+        if not any(r["count"] == count for r in records):
+            raise ConfigError(f"needle_file: {p.needle_file} has no records with derivation_count={count}")
     for repeat in range(p.repeats):
         hay = haystack_for(p, repeat)
-        for length in prefix_order(p.lengths):
-            for count in counts:
+        for length, depth in cell_order(p, p.lengths, p.depths):
+            for count in prefix_order(counts):
                 pool = [r for r in records if r["count"] == count]
-                if not pool:
-                    raise ConfigError(f"needle_file: {p.needle_file} has no records with derivation_count={count}")
                 record = rng("mrs-record", p.lang, length, count, repeat, p.seed).choice(pool)
                 parts = sparse_prompt(p.lang, [record["question"]], [""], p.question_position, p.recall_step)
-                for depth in prefix_order(p.depths):
-                    depths = needle_depths(depth, count, p.options()["placement"])
-                    needles = [needle_text(p, x) for x in record["needles"]]
-                    try:
-                        fitted, meta = fill(p, hay, length, parts, list(zip(depths, needles)))
-                    except SkipSample:
-                        continue
-                    meta.update(
-                        depth=depth,
-                        depths=list(depths),
-                        num_needles=count,
-                        repeat=repeat,
-                        realised_depths=[pl.realised_depth for pl in fitted.placements],
-                    )
-                    yield Sample(
-                        id=sample_id("mrs", p.lang, length, count, depth, repeat, digest=fitted.digest),
-                        task="mrs",
-                        lang=p.lang,
-                        prompt=fitted.text,
-                        gold={"form": "multihop", "keywords": [record["answer"]], "needle": record["answer"]},
-                        meta=meta,
-                    )
+                depths = needle_depths(depth, count, p.options()["placement"])
+                needles = [needle_text(p, x) for x in record["needles"]]
+                try:
+                    fitted, meta = fill(p, hay, length, parts, list(zip(depths, needles)))
+                except SkipSample:
+                    continue
+                meta.update(
+                    depth=depth,
+                    depths=list(depths),
+                    num_needles=count,
+                    repeat=repeat,
+                    realised_depths=[pl.realised_depth for pl in fitted.placements],
+                )
+                yield Sample(
+                    id=sample_id("mrs", p.lang, length, count, depth, repeat, digest=fitted.digest),
+                    task="mrs",
+                    lang=p.lang,
+                    prompt=fitted.text,
+                    gold={"form": "multihop", "keywords": [record["answer"]], "needle": record["answer"]},
+                    meta=meta,
+                )
 
 
 def generate_mrs(p: SparseParams) -> Iterator[Sample]:

@@ -6,6 +6,7 @@ needles, where, and how they are asked), not a function of its own.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ __all__ = [
     "fill",
     "OVERLENGTH_POLICIES",
     "SPARSE_OPTIONS",
+    "cell_order",
     "prefix_order",
     "question_parts",
     "oracle_srt",
@@ -92,8 +94,7 @@ class SparseParams:
 
     def options(self) -> dict[str, str]:
         """The resolved protocol options (given values, else the protocol's)."""
-        given = {k: getattr(self, k) for k in SPARSE_OPTIONS}
-        return resolve_options(self.protocol, SPARSE_OPTIONS, given)
+        return dict(_resolved(self.protocol, tuple(getattr(self, k) for k in SPARSE_OPTIONS)))
 
     def buffer_for(self, length: int) -> int:
         """A suite may give each length its own buffer (``{length: buffer}``)."""
@@ -103,6 +104,12 @@ class SparseParams:
                 raise ConfigError(f"buffer: no buffer given for length {length}")
             return int(value)
         return int(self.buffer)
+
+
+@functools.lru_cache(maxsize=64)
+def _resolved(protocol: str, given: tuple) -> dict[str, str]:
+    """Options resolved once per (protocol, given values): every sample asks for them."""
+    return resolve_options(protocol, SPARSE_OPTIONS, dict(zip(SPARSE_OPTIONS, given, strict=True)))
 
 
 def validate_sparse(p: SparseParams) -> None:
@@ -143,8 +150,24 @@ def _bank(p: SparseParams) -> tuple[Needle, ...]:
 
 
 def prefix_order(values: tuple) -> list:
-    """Longest and deepest first: each later prompt of a repeat finds its prefix already computed."""
+    """Longest and deepest first (lengths and needle counts)."""
     return sorted(values, reverse=True)
+
+
+def cell_order(p: SparseParams, lengths: tuple, depths: tuple) -> list[tuple[int, float]]:
+    """A repeat's (length, depth) cells in the order that lets a prefix cache reuse the most.
+
+    Prompts of one repeat share the instructions and the haystack up to their first needle, so
+    with the question at the end, sending them by that needle's token position, farthest first,
+    means each prompt finds its whole shared prefix in the blocks of the prompt just before it: a
+    cache holding one prompt captures all the reuse an unbounded one would
+    (``bench/engine_order.py``). With the question first, prompts share only within a length.
+    """
+    cells = [(length, depth) for length in lengths for depth in depths]
+    if p.question_position == "start":
+        return sorted(cells, reverse=True)
+    doc = {length: length - _buffer(p, length, 0, 0, p.options()["budget"]) for length in lengths}
+    return sorted(cells, key=lambda c: (c[1] * doc[c[0]], c[0], c[1]), reverse=True)
 
 
 def haystack_for(p: SparseParams, repeat: int) -> Haystack:
@@ -241,33 +264,35 @@ def generate_srt(p: SparseParams) -> Iterator[Sample]:
     pool = _bank(p)
     for repeat in range(p.repeats):
         hay = haystack_for(p, repeat)
-        for length in prefix_order(p.lengths):
-            (needle,) = pick_needles(pool, 1, "srt", p.lang, repeat, length, p.seed)
-            parts = question_parts(p, (needle,))
-            for depth in prefix_order(p.depths):
-                try:
-                    fitted, meta = fill(p, hay, length, parts, [(depth, needle_text(p, needle.text))])
-                except SkipSample:
-                    continue
-                placement = fitted.placements[0]
-                meta.update(
-                    depth=depth,
-                    realised_depth=placement.realised_depth,
-                    repeat=repeat,
-                    needles=[needle.id],
-                )
-                yield Sample(
-                    id=sample_id("srt", p.lang, length, depth, repeat, digest=fitted.digest),
-                    task="srt",
-                    lang=p.lang,
-                    prompt=fitted.text,
-                    gold={
-                        "keywords": list(needle.keywords),
-                        "needle": needle.text,
-                        "match": p.options()["keyword_match"],
-                    },
-                    meta=meta,
-                )
+        picked: dict[int, tuple[Needle, PromptParts]] = {}
+        for length, depth in cell_order(p, p.lengths, p.depths):
+            if length not in picked:
+                (needle,) = pick_needles(pool, 1, "srt", p.lang, repeat, length, p.seed)
+                picked[length] = (needle, question_parts(p, (needle,)))
+            needle, parts = picked[length]
+            try:
+                fitted, meta = fill(p, hay, length, parts, [(depth, needle_text(p, needle.text))])
+            except SkipSample:
+                continue
+            placement = fitted.placements[0]
+            meta.update(
+                depth=depth,
+                realised_depth=placement.realised_depth,
+                repeat=repeat,
+                needles=[needle.id],
+            )
+            yield Sample(
+                id=sample_id("srt", p.lang, length, depth, repeat, digest=fitted.digest),
+                task="srt",
+                lang=p.lang,
+                prompt=fitted.text,
+                gold={
+                    "keywords": list(needle.keywords),
+                    "needle": needle.text,
+                    "match": p.options()["keyword_match"],
+                },
+                meta=meta,
+            )
 
 
 def oracle_srt(gold: dict) -> str:

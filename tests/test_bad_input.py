@@ -147,3 +147,66 @@ def test_runner_and_model_option_typos_name_the_valid_ones() -> None:
         api_model("a", "m", "http://127.0.0.1:1/v1", 8192, extra_bdy={})
     assert vllm_model("v", "/m", 8192, stop_words=["<|end|>"])["stop_words"] == ["<|end|>"]
     assert runtime(runner="SlurmRunner", partition="debug")[0]["runner"]["partition"] == "debug"
+
+
+# -- a server that is down, serves another model, or holds fewer tokens ------------------------
+@pytest.fixture
+def listing_server(tmp_path: Path):
+    """The fault-injecting stand-in, here only for its ``/v1/models``: serves 'flaky' with 4096 tokens."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT, free_port, wait_healthy
+
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "tools" / "flaky_server.py"), "--port", str(port)]
+        + ["--log", str(tmp_path / "requests.jsonl"), "--max-model-len", "4096"]
+    )
+    try:
+        wait_healthy(port, proc, seconds=60)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_server_preflight_names_what_is_wrong(listing_server: str) -> None:
+    from conftest import free_port
+
+    from needlebench.opencompass.models import api_model
+    from needlebench.opencompass.preflight import check_api_server
+
+    ok = api_model("a", "flaky", listing_server, max_seq_len=4096)
+    assert check_api_server(ok) == {"models": ["flaky"], "max_model_len": 4096}
+    with pytest.raises(ConfigError, match=r"does not serve 'flaki'; it serves \['flaky'\]"):
+        check_api_server(api_model("a", "flaki", listing_server, max_seq_len=4096))
+    with pytest.raises(ConfigError, match="max_seq_len=8192 but .* context of 4096 tokens.*Set max_seq_len=4096"):
+        check_api_server(api_model("a", "flaky", listing_server, max_seq_len=8192))
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    with pytest.raises(ConfigError, match=f"cannot reach the server at {dead}.*Nothing was sent"):
+        check_api_server(api_model("a", "flaky", dead, max_seq_len=4096))
+
+
+@pytest.mark.e2e
+def test_opencompass_against_a_dead_server_stops_before_inference(tmp_path: Path) -> None:
+    """One message from the partitioner, no inference task started, no prediction written."""
+    import os
+    import subprocess
+
+    from conftest import ROOT, bin_path, free_port
+
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    r = subprocess.run(
+        [bin_path("opencompass"), "tests/configs/e2e_flaky.py", "-w", str(tmp_path)],
+        cwd=ROOT,
+        env={**os.environ, "NEEDLEBENCH_API_BASE": dead},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    out = r.stdout + r.stderr
+    assert r.returncode != 0
+    assert f"ConfigError: model api-model: cannot reach the server at {dead}" in out
+    assert not list(tmp_path.rglob("predictions/*/*.json"))
+    assert "OpenICLInfer" not in out  # no inference task was launched

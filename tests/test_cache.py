@@ -36,13 +36,13 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 # -- bug 1: one digest algorithm ------------------------------------------------------------------
 
 
-def test_content_digest_is_blake2b_whatever_is_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_content_digest_is_sha256_whatever_is_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = types.ModuleType("xxhash")
     fake.xxh3_64_hexdigest = lambda data: "0" * 16  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "xxhash", fake)
-    assert content_digest(b"prompt") == hashlib.blake2b(b"prompt", digest_size=8).hexdigest()
+    assert content_digest(b"prompt") == hashlib.sha256(b"prompt").hexdigest()[:16]
     monkeypatch.setitem(sys.modules, "xxhash", None)  # not installed
-    assert content_digest(b"prompt") == hashlib.blake2b(b"prompt", digest_size=8).hexdigest()
+    assert content_digest(b"prompt") == hashlib.sha256(b"prompt").hexdigest()[:16]
 
 
 # -- bug 2: hash by value ------------------------------------------------------------------------
@@ -174,14 +174,15 @@ def test_atomic_write_keeps_the_old_file_and_no_temp_on_error(tmp_path: Path) ->
 _CHILD = """
 import json, os, sys, time
 from pathlib import Path
+from needlebench import arrow_rows
 from needlebench.opencompass import dataset
 start, log = Path(sys.argv[1]), Path(sys.argv[2])
-real = dataset._write_rows
+real = arrow_rows.write_rows
 def counted(*args):
     with log.open("a") as fh:
         fh.write(f"{os.getpid()}\\n")
     return real(*args)
-dataset._write_rows = counted
+arrow_rows.write_rows = counted
 while not start.exists():
     time.sleep(0.01)
 rows = dataset.load_rows("srt", **json.loads(sys.argv[3])).to_list()

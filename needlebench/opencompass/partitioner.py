@@ -18,6 +18,12 @@ the tokenizer behaves differently later. A tokenizer that fails to load is a
 warning naming the path and the error, recorded in that file. What was
 shortened or skipped is written to ``<work_dir>/needlebench_overlength.json``
 for the report.
+
+The infer stage first builds every dataset of the run once, all cores at
+work (``arrow_rows.materialize_many``), so no task waits on generation.
+Before handing out the shards of a model served over HTTP, the infer stage asks
+the server (``GET /v1/models``) whether it is up, serves that model name, and
+holds ``max_seq_len`` tokens (``preflight.py``).
 """
 
 from __future__ import annotations
@@ -33,12 +39,14 @@ from mmengine.config import Config, ConfigDict
 from opencompass.partitioners.base import BasePartitioner
 from opencompass.utils import get_infer_output_path
 
+from ..arrow_rows import materialize_many
 from ..errors import ConfigError
 from ..sharding import shard_ranges
 from ..sparse import OVERLENGTH_POLICIES
 from ..tasks import config_params, is_needlebench
 from .dataset import load_rows
 from .models import DEFAULT_MAX_SEQ_LEN
+from .preflight import check_api_server, is_api_model
 
 __all__ = ["NeedleBenchPartitioner", "model_room", "is_needlebench"]
 
@@ -256,6 +264,17 @@ class NeedleBenchPartitioner(BasePartitioner):
         tasks: list[ConfigDict] = []
         self._tokenizers = {}
         recorded = _read_limits(work_dir) if self.stage == "eval" else None
+        if self.stage == "infer":
+            # every dataset of the run built once, on all cores, before any task starts: the tasks
+            # (and the eval stage) then open finished files
+            materialize_many(
+                [
+                    (d["task"], config_params(d))
+                    for comb in model_dataset_combinations
+                    for d in comb["datasets"]
+                    if is_needlebench(d)
+                ]
+            )
         for comb in model_dataset_combinations:
             for model in comb["models"]:
                 datasets = []
@@ -268,7 +287,12 @@ class NeedleBenchPartitioner(BasePartitioner):
                     for d in datasets:
                         tasks.append(Config({"models": [model], "datasets": [[d]], "work_dir": work_dir, **add_cfg}))
                     continue
-                tasks.extend(self._shards(model, datasets, out_dir, work_dir, add_cfg))
+                shards = self._shards(model, datasets, out_dir, work_dir, add_cfg)
+                if shards and is_api_model(model):
+                    # a dead server, a wrong model name or a short --max-model-len: one message now,
+                    # not a run of failed requests
+                    check_api_server(model)
+                tasks.extend(shards)
         return tasks
 
     def _shards(self, model: dict, datasets: list[dict], out_dir: str, work_dir: str, add_cfg: dict) -> list[Config]:

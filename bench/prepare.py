@@ -1,0 +1,212 @@
+"""Data preparation inside OpenCompass: what a run pays before a model sees a prompt.
+
+OpenCompass builds each dataset with ``build_dataset_from_cfg`` in every infer
+and every eval task. Measured here, in separate processes, each timing its own
+builds:
+
+* ``cold``: every dataset of the suite built once with an empty cache (ours:
+  generation and the Arrow cache write; the built-in: its loaders and
+  ``BaseDataset``'s ``.map``), peak RSS, bytes written;
+* ``task``: the datasets of one infer shard as our partitioner cuts them
+  (``num_shards`` shards, warm cache, as every task after the partitioner's
+  materialisation finds it), with its rows read as the inferencer reads them;
+* ``run``: the sum over a full sharded run: our partitioner's one cold build,
+  then every infer shard and one eval task per dataset warm; the built-in's
+  infer tasks build its datasets once between them, its eval tasks once more.
+
+    .venv/bin/python -m bench.prepare --suite 128k            # ours and the built-in
+    .venv/bin/python -m bench.prepare --suite 1000k --no-builtin
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+
+
+def _size(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+# -- workers (run in their own process) ------------------------------------------------------
+def _ours_configs(suite: str) -> list[dict[str, Any]]:
+    from needlebench.opencompass.configs import needlebench_datasets
+
+    return needlebench_datasets(suite=suite)
+
+
+def _shard_configs(suite: str, shards: int, out: str) -> list[list[dict[str, Any]]]:
+    """The dataset configs of each infer task, as our partitioner hands them out."""
+    from needlebench.opencompass.partitioner import NeedleBenchPartitioner
+
+    model = dict(
+        type="needlebench.opencompass.instant.InstantModel",
+        abbr="instant",
+        path="instant",
+        max_seq_len=2_000_000,
+        max_out_len=16,
+        batch_size=64,
+    )
+    part = NeedleBenchPartitioner(out_dir=out, num_shards=shards)
+    tasks = part.partition([{"models": [model], "datasets": _ours_configs(suite)}], work_dir=out, out_dir=out)
+    return [[_dataset_part(d) for d in t["datasets"][0]] for t in tasks]
+
+
+def _dataset_part(cfg: Any) -> dict[str, Any]:
+    """What ``build_dataset_from_cfg`` reads of a dataset config (it drops the rest), as plain JSON."""
+    return json.loads(json.dumps({k: v for k, v in dict(cfg).items() if k not in ("infer_cfg", "eval_cfg")}))
+
+
+def _touch(ds: Any) -> int:
+    """Read every prompt of the split, as the inferencer does; their UTF-8 bytes."""
+    return sum(len(p.encode("utf-8")) for p in ds["prompt"])
+
+
+def worker(mode: str, suite: str, arg: str) -> dict[str, Any]:
+    # what every OpenCompass task imports before it builds a dataset; not part of the build
+    import opencompass.datasets  # noqa: F401
+    from opencompass.utils import build_dataset_from_cfg
+
+    import needlebench.opencompass.dataset  # noqa: F401
+
+    base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
+    start = time.perf_counter()
+    samples = nbytes = 0
+    if mode == "ours-cold":
+        for d in _ours_configs(suite):
+            ds = build_dataset_from_cfg(d).test
+            samples += len(ds)
+    elif mode == "ours-shards":
+        # the partitioner's materialisation happened in the cold run; this process cuts the shards
+        return {"shards": _shard_configs(suite, int(arg), tempfile.mkdtemp(prefix="nb-part-"))}
+    elif mode == "ours-task":
+        for d in json.loads(Path(arg).read_text()):
+            ds = build_dataset_from_cfg(d).test
+            samples += len(ds)
+            nbytes += _touch(ds)
+    elif mode == "builtin-cold":
+        from bench.gen_worker import builtin
+
+        samples, nbytes = builtin(suite, arg)
+    else:
+        raise SystemExit(f"unknown mode {mode}")
+    return {
+        "seconds": time.perf_counter() - start,
+        "samples": samples,
+        "bytes_read": nbytes,
+        "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9,
+        "rss_after_imports_gb": base_rss,
+    }
+
+
+# -- driver ----------------------------------------------------------------------------------
+def _run(mode: str, suite: str, arg: str, env: dict[str, str]) -> dict[str, Any]:
+    out = subprocess.run(
+        [PY, "-m", "bench.prepare", "--worker", mode, suite, arg],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"{mode} {suite} failed:\n{out.stderr[-4000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def measure(suite: str, shards: int, builtin: bool, workdir: Path) -> dict[str, Any]:
+    cache = workdir / "cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    env = {**os.environ, "NEEDLEBENCH_CACHE": str(cache), "PYTHONPATH": str(ROOT), "TQDM_DISABLE": "1"}
+    row: dict[str, Any] = {"suite": suite, "shards": shards}
+    # the corpus token cache is built once beforehand, as on any machine after its first run
+    _run("ours-cold", "4k", "", env)
+    shutil.rmtree(cache / "datasets", ignore_errors=True)
+    cold = _run("ours-cold", suite, "", env)
+    cold["bytes_written_gb"] = _size(cache / "datasets") / 1e9
+    row["ours_cold"] = cold
+    plan = _run("ours-shards", suite, str(shards), env)["shards"]
+    tasks = []
+    for i, cfgs in enumerate(plan):
+        path = workdir / f"task{i}.json"
+        path.write_text(json.dumps(cfgs))
+        tasks.append(_run("ours-task", suite, str(path), env))
+    row["ours_tasks"] = tasks
+    # eval: one task per dataset, each builds its whole dataset warm (no test_range)
+    evals = []
+    for i, d in enumerate(_ours_configs(suite)):
+        path = workdir / f"eval{i}.json"
+        path.write_text(json.dumps([_dataset_part(d)]))
+        evals.append(_run("ours-task", suite, str(path), env))
+    row["ours_evals"] = evals
+    row["ours_run_s"] = cold["seconds"] + sum(t["seconds"] for t in tasks) + sum(t["seconds"] for t in evals)
+    if builtin:
+        from bench.standin import build_standin
+
+        build_standin(workdir)
+        b = _run("builtin-cold", suite, str(workdir), env)
+        row["builtin_cold"] = b
+        row["builtin_run_s"] = 2 * b["seconds"]  # its infer tasks build everything once, its eval tasks again
+        row["cold_ratio"] = b["seconds"] / cold["seconds"]
+        row["run_ratio"] = row["builtin_run_s"] / row["ours_run_s"]
+    return row
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| suite | measure | built-in v2 | ours | ratio |", "|---|---|---|---|---|"]
+    for r in rows:
+        c, b = r["ours_cold"], r.get("builtin_cold")
+        slowest = max(r["ours_tasks"], key=lambda t: t["seconds"])
+        lines.append(
+            f"| {r['suite']} | every dataset built once, empty cache | "
+            + (f"{b['seconds']:.1f} s, {b['peak_rss_gb']:.2f} GB" if b else "not run")
+            + f" | {c['seconds']:.1f} s, {c['peak_rss_gb']:.2f} GB, {c['bytes_written_gb']:.2f} GB written | "
+            + (f"{r['cold_ratio']:.1f}x |" if b else "|")
+        )
+        lines.append(
+            f"| {r['suite']} | slowest of {r['shards']} infer tasks (warm) | | {slowest['seconds']:.2f} s, "
+            f"{slowest['peak_rss_gb']:.2f} GB | |"
+        )
+        lines.append(
+            f"| {r['suite']} | whole sharded run (infer + eval) | "
+            + (f"{r['builtin_run_s']:.0f} s" if b else "not run")
+            + f" | {r['ours_run_s']:.1f} s | "
+            + (f"{r['run_ratio']:.1f}x |" if b else "|")
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--worker":
+        print(json.dumps(worker(*argv[1:4])))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--suite", nargs="+", default=["128k"])
+    parser.add_argument("--shards", type=int, default=8)
+    parser.add_argument("--no-builtin", action="store_true")
+    parser.add_argument("--out", default=str(ROOT / "bench" / "prepare.json"))
+    args = parser.parse_args(argv)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="nb-prepare-") as tmp:
+        for suite in args.suite:
+            rows.append(measure(suite, args.shards, not args.no_builtin and suite != "1000k", Path(tmp)))
+    text = table(rows)
+    print(text)
+    Path(args.out).write_text(json.dumps({"rows": rows, "table": text}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

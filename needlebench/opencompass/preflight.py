@@ -1,0 +1,107 @@
+"""Check an OpenAI-compatible server before any prompt is sent to it.
+
+A server that is down, serves another model name, or has a shorter context than
+the config's ``max_seq_len`` otherwise shows up as hundreds of failed requests
+(each retried, each recorded as ``request_failed``) hours into a run. One
+``GET /v1/models`` answers all three: it lists the served names, and vLLM, SGLang
+and LMDeploy add each model's ``max_model_len``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import ConfigError
+
+__all__ = ["is_api_model", "check_api_server"]
+
+
+def is_api_model(model: Mapping[str, Any]) -> bool:
+    """Whether a model config talks to a server (OpenCompass's OpenAI-style API models)."""
+    return bool(model.get("openai_api_base"))
+
+
+def _bases(model: Mapping[str, Any]) -> list[str]:
+    base = model["openai_api_base"]
+    return [str(b) for b in base] if isinstance(base, list | tuple) else [str(base)]
+
+
+def _key(model: Mapping[str, Any]) -> str:
+    key = model.get("key") or ""
+    if isinstance(key, list | tuple):
+        key = key[0] if key else ""
+    return os.environ.get("OPENAI_API_KEY", "") if key == "ENV" else str(key)
+
+
+def _server_context(entry: Mapping[str, Any]) -> int | None:
+    for field in ("max_model_len", "context_length", "max_context_length"):
+        value = entry.get(field)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def check_api_server(model: Mapping[str, Any], timeout: float = 15.0) -> dict[str, Any]:
+    """Ask each of a model's servers which models it serves, and at what context length.
+
+    Args:
+        model: an OpenCompass API model config (``openai_api_base``, ``path``, ``key``, ``max_seq_len``).
+        timeout: seconds to wait for each server's answer.
+
+    Returns:
+        ``{"models": [served names], "max_model_len": int | None}`` of the last server asked.
+
+    Raises:
+        ConfigError: a server cannot be reached or rejects the key, does not serve ``path``, or
+            serves it with a shorter context than ``max_seq_len``; the message names the model
+            config, the URL and the fix.
+    """
+    abbr = model.get("abbr", model.get("path"))
+    want = str(model.get("path"))
+    max_seq_len = model.get("max_seq_len")
+    info: dict[str, Any] = {"models": [], "max_model_len": None}
+    for base in _bases(model):
+        url = base.rstrip("/") + "/models"
+        headers = {"Authorization": f"Bearer {_key(model)}"} if _key(model) else {}
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout) as resp:
+                listing = json.loads(resp.read().decode("utf-8", errors="replace"))
+        except urllib.error.HTTPError as exc:
+            if exc.code in (401, 403):
+                raise ConfigError(
+                    f"model {abbr}: the server at {base} rejected the API key (HTTP {exc.code}); set key= "
+                    "in the model config (key='ENV' reads $OPENAI_API_KEY)"
+                ) from None
+            # a server or proxy without a model listing: nothing to check, the requests will tell
+            continue
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ConfigError(
+                f"model {abbr}: cannot reach the server at {base} ({reason}); start it, or fix "
+                "base_url in the model config. Nothing was sent."
+            ) from None
+        except ValueError:
+            continue  # not JSON: not an OpenAI-style listing
+        entries = [e for e in listing.get("data", []) if isinstance(e, dict)] if isinstance(listing, dict) else []
+        served = [str(e.get("id")) for e in entries]
+        info["models"] = served
+        if served and want not in served:
+            raise ConfigError(
+                f"model {abbr}: the server at {base} does not serve {want!r}; it serves {served}. "
+                "Set model= in api_model(...) to one of them (vLLM: the --served-model-name)."
+            )
+        entry = next((e for e in entries if str(e.get("id")) == want), {})
+        context = _server_context(entry)
+        info["max_model_len"] = context
+        if context and max_seq_len and int(max_seq_len) > context:
+            raise ConfigError(
+                f"model {abbr}: max_seq_len={max_seq_len} but the server at {base} serves {want!r} with a "
+                f"context of {context} tokens (--max-model-len); longer prompts would be refused. Set "
+                f"max_seq_len={context} so over-length prompts are shortened or skipped before they are sent."
+            )
+    return info

@@ -1,0 +1,68 @@
+"""Our dataset class keeps OpenCompass's ``BaseDataset`` contract without rewriting the prompts.
+
+``BaseDataset.__init__`` adds ``subdivision`` and ``idx`` with ``Dataset.map`` (a full rewrite of the
+rows); ours sets the same columns beside the memory-mapped ones. Here both constructors build every
+task's dataset from the same config, and every row, feature and reader split must be equal.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from opencompass.datasets.base import BaseDataset
+
+from needlebench.opencompass.configs import atc_datasets, atc_mc_datasets, needlebench_datasets, needlechain_datasets
+from needlebench.opencompass.dataset import NeedleBenchDataset
+
+
+class BuiltinContract(NeedleBenchDataset):
+    """Our loader under OpenCompass's own constructor: the reference for the contract."""
+
+    __init__ = BaseDataset.__init__  # type: ignore[assignment]
+
+
+def _configs() -> list[dict[str, Any]]:
+    small = dict(lengths=[1000, 2000], depths=[0, 50, 100], repeats=2)
+    return [
+        *needlebench_datasets(suite="4k", tasks=["srt", "mrt", "mrs"], langs=["en", "zh"], **small),
+        *atc_datasets(langs=["en"], needle_counts=[2, 4], question_types=["eldest_ancestor"], repeats=2),
+        *atc_mc_datasets(langs=["en"], styles=["direct"], steps=[2], repeats=2),
+        *needlechain_datasets(k_values=[5], points=2, variants=["forward"], questions=["single"]),
+    ]
+
+
+CONFIGS = _configs()
+
+
+def _build(cls: type, cfg: dict[str, Any], **over: Any) -> Any:
+    kwargs = {k: v for k, v in cfg.items() if k not in ("type", "infer_cfg", "eval_cfg")}
+    return cls(**{**kwargs, **over})
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=[c["abbr"] for c in CONFIGS])
+def test_rows_equal_what_basedataset_would_build(cfg: dict[str, Any]) -> None:
+    reader = dict(cfg["reader_cfg"])
+    for over in ({}, {"reader_cfg": {**reader, "test_range": "[1:3]"}}, {"n": 2, "k": [1, 2]}):
+        ours, ref = _build(NeedleBenchDataset, cfg, **over), _build(BuiltinContract, cfg, **over)
+        assert ours.dataset.features == ref.dataset.features
+        assert ours.dataset.column_names[-2:] == ["subdivision", "idx"]
+        for split in ("train", "test"):
+            mine, theirs = getattr(ours, split), getattr(ref, split)
+            assert len(mine) == len(theirs) > 0
+            assert mine.to_list() == theirs.to_list()
+        assert ours.test[0]["subdivision"] == cfg["abbr"]
+
+
+def test_prompts_stay_in_the_cache_file() -> None:
+    """The prompt column is the memory-mapped cache file itself, not a rewritten copy."""
+    import os
+
+    ds = _build(NeedleBenchDataset, CONFIGS[0]).dataset
+    (cache,) = {f["filename"] for f in ds.cache_files}
+    assert cache.startswith(os.environ["NEEDLEBENCH_CACHE"]) and cache.endswith(".arrow")
+
+
+def test_k_above_n_is_refused_as_opencompass_does() -> None:
+    with pytest.raises(ValueError, match="must less than or equal to `n`"):
+        _build(NeedleBenchDataset, CONFIGS[0], k=2, n=1)
