@@ -13,18 +13,21 @@ partitioner uses it so every task of a run starts from a warm cache.
 
 from __future__ import annotations
 
+import fcntl
 import json
-import multiprocessing
 import os
+import pickle
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
+from .errors import ConfigError
 from .sample import Sample
-from .store import ROW_COLUMNS, cache_dir, cache_key, cached_file, sample_to_row
+from .store import ROW_COLUMNS, cache_dir, cache_key, cached_file, sample_to_row, verified
 from .tasks import get_task, make_params
 
 __all__ = ["ARROW_SCHEMA", "cache_path", "materialize_file", "materialize_many", "write_rows"]
@@ -104,28 +107,83 @@ def materialize_file(task: str, **params: Any) -> tuple[Path, int]:
     return path, int(record["rows"])
 
 
-def _build(job: tuple[str, dict[str, Any]]) -> str:
-    return str(materialize_file(job[0], **job[1])[0])
+def _claim_and_build(jobs: list[tuple[str, dict[str, Any]]]) -> None:
+    """A worker's loop: build every job no other worker has claimed, then wait for the rest.
+
+    A claim is a non-blocking lock on ``<file>.claim``, so two workers never generate the same
+    dataset and neither sits idle while unclaimed work is left.
+    """
+    for task, params in jobs:
+        path = cache_path(task, make_params(task, **params))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path.with_name(path.name + ".claim"), "a+b") as fh:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # another worker is on it
+            try:
+                materialize_file(task, **params)
+            finally:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    for task, params in jobs:
+        materialize_file(task, **params)  # waits for any still being built elsewhere
 
 
 def materialize_many(jobs: Sequence[tuple[str, Mapping[str, Any]]], workers: int | None = None) -> list[Path]:
     """Build the cache files of several (task, params) at once; those already built cost a check.
 
+    The workers are fresh ``python -m needlebench.arrow_rows`` processes (not forks of the caller,
+    which may hold OpenCompass's threads, and not ``multiprocessing``, which re-runs the caller's
+    main script); each claims datasets as it goes.
+
     Args:
         jobs: (task name, task parameters) pairs.
-        workers: processes (default: the machine's cores, at most one per job); 1 builds in this process.
+        workers: processes (default: the machine's cores, at most one per missing file); 1 builds here.
 
     Returns:
         The files, in the order of ``jobs``.
+
+    Raises:
+        RuntimeError: a worker failed; its last output is in the message.
     """
-    unique = list({json.dumps([t, dict(p)], sort_keys=True, default=str): (t, dict(p)) for t, p in jobs}.values())
-    workers = min(workers or os.cpu_count() or 1, len(unique))
+    plain = [(t, dict(p)) for t, p in jobs]
+    paths = [cache_path(t, make_params(t, **p)) for t, p in plain]
+    missing = list({str(path): job for path, job in zip(paths, plain) if verified(path) is None}.values())
+    workers = min(workers or os.cpu_count() or 1, len(missing))
     if workers <= 1:
-        built = {json.dumps([t, p], sort_keys=True, default=str): _build((t, p)) for t, p in unique}
-    else:
-        # spawn: the pool must not inherit a parent's threads (OpenCompass's process has torch loaded)
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            paths = pool.map(_build, unique)
-            built = {json.dumps([t, p], sort_keys=True, default=str): path for (t, p), path in zip(unique, paths)}
-    return [Path(built[json.dumps([t, dict(p)], sort_keys=True, default=str)]) for t, p in jobs]
+        _claim_and_build(missing)
+        return paths
+    procs = []
+    for i in range(workers):
+        order = missing[i:] + missing[:i]  # each worker starts at a different dataset
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "needlebench.arrow_rows"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        proc.stdin.write(pickle.dumps(order))  # type: ignore[union-attr]  # the params exactly, types kept
+        proc.stdin.close()  # type: ignore[union-attr]
+        procs.append(proc)
+    failures = []
+    for proc in procs:
+        err = proc.stderr.read().decode("utf-8", errors="replace")  # type: ignore[union-attr]
+        code = proc.wait()
+        if code == _CONFIG_ERROR:  # a bad value: the worker's one-line message, as if raised here
+            raise ConfigError(err.strip().splitlines()[-1])
+        if code != 0:
+            failures.append(err[-3000:])
+    if failures:
+        raise RuntimeError("building the datasets failed in a worker process:\n" + failures[0])
+    return paths
+
+
+_CONFIG_ERROR = 3
+
+
+if __name__ == "__main__":
+    try:
+        _claim_and_build(pickle.load(sys.stdin.buffer))
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        sys.exit(_CONFIG_ERROR)

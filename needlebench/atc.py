@@ -15,7 +15,7 @@ from .kinship import QUESTION_TYPES, KinshipChain, KinshipQuestion, ask, load_na
 from .protocol import Option, resolve_options
 from .reference_text import REFERENCE_PROMPTS
 from .sample import DATASET_VERSION, Sample, sample_id
-from .tasks import TaskSpec, register_task
+from .taskspec import TaskSpec
 from .tokenizer import get_encoding
 
 __all__ = [
@@ -166,6 +166,4 @@ def oracle_boxed(gold: dict) -> str:
     return f"Following the chain link by link, the answer is \\boxed{{{gold['answer']}}}."
 
 
-register_task(
-    TaskSpec("atc", "dense", AtcParams, generate_atc, grade_boxed, "Ancestral Trace Challenge (ATC)", oracle_boxed)
-)
+ATC = TaskSpec("atc", "dense", AtcParams, generate_atc, grade_boxed, "Ancestral Trace Challenge (ATC)", oracle_boxed)

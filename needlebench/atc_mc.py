@@ -32,7 +32,7 @@ from .kinship import NamePool, distinct_names, load_name_pool
 from .reference_text import REFERENCE_TERMS
 from .sample import DATASET_VERSION, Sample, sample_id
 from .seeding import rng
-from .tasks import TaskSpec, register_task
+from .taskspec import TaskSpec
 from .tokenizer import get_encoding
 
 __all__ = [
@@ -727,14 +727,12 @@ def atc_mc_table(records: Iterable[Mapping[str, Any]], models: Sequence[str] | N
     return pd.DataFrame(rows, columns=["model", "lang", "style", *steps, "weighted", "complete"])
 
 
-register_task(
-    TaskSpec(
-        "atc_mc",
-        "dense",
-        AtcMcParams,
-        generate_atc_mc,
-        grade_atc_mc,
-        "Ancestral Trace Challenge, multiple choice (2024)",
-        oracle_atc_mc,
-    )
+ATC_MC = TaskSpec(
+    "atc_mc",
+    "dense",
+    AtcMcParams,
+    generate_atc_mc,
+    grade_atc_mc,
+    "Ancestral Trace Challenge, multiple choice (2024)",
+    oracle_atc_mc,
 )

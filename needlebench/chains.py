@@ -35,7 +35,7 @@ from .protocol import resolve_options as _resolve
 from .sample import DATASET_VERSION, Sample, sample_id
 from .scoring import last_match
 from .seeding import rng
-from .tasks import TaskSpec, register_task
+from .taskspec import TaskSpec
 from .tokenizer import get_encoding
 
 __all__ = [
@@ -611,10 +611,8 @@ def oracle_needlechain(gold: dict) -> str:
     return f"Working through the salaries of {', '.join(gold['names'])} in turn.\n## Answer: {gold['value']}"
 
 
-register_task(
-    TaskSpec(
-        "needlechain", "dense", ChainParams, generate_needlechain, grade_needlechain, "NeedleChain", oracle_needlechain
-    )
+NEEDLECHAIN = TaskSpec(
+    "needlechain", "dense", ChainParams, generate_needlechain, grade_needlechain, "NeedleChain", oracle_needlechain
 )
 
 

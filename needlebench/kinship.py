@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 QUESTION_TYPES = ("eldest_ancestor", "nth_ancestor", "nth_descendant", "relationship_distance")
-_NAMES_DIR = Path(__file__).resolve().parents[1] / "data" / "names"
+_NAMES_DIR = Path(__file__).resolve().parent / "data" / "names"
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from .seeding import rng
 
 __all__ = ["Needle", "NeedleBank", "load_needle_bank", "default_needle_file", "pick_needles"]
 
-DATA_DIR = Path(__file__).resolve().parents[1] / "data"
+DATA_DIR = Path(__file__).resolve().parent / "data"  # package data: found the same from a wheel
 
 
 @dataclass(frozen=True)

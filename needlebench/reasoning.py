@@ -25,20 +25,19 @@ from .graders import SampleScore, ScoreOptions, grade_boxed, grade_srt
 from .kinship import QUESTION_TYPES, KinshipChain, ask, load_name_pool, make_chain, rules_text
 from .prompts import PromptParts, sparse_prompt
 from .reference_text import MRS_REFERENCE_FRAMES, MRS_REFERENCE_QUESTION
-from .sample import Sample, sample_id
+from .sample import Sample
 from .seeding import rng
 from .sparse import (
-    SkipSample,
     SparseParams,
     cell_order,
-    fill,
     haystack_for,
+    haystack_sample,
     needle_text,
     oracle_srt,
     prefix_order,
     validate_sparse,
 )
-from .tasks import TaskSpec, register_task
+from .taskspec import TaskSpec
 
 __all__ = ["needle_depths", "generate_mrs", "grade_mrs", "oracle_mrs", "MRS_COUNTS", "REFERENCE_DIFF"]
 
@@ -129,26 +128,22 @@ def _kinship_samples(p: SparseParams, qtypes: tuple[str, ...]) -> Iterator[Sampl
                 parts = _kinship_parts(p, chain, question.text)
                 depths = needle_depths(depth, count, opts["placement"])
                 statements = [needle_text(p, x) for x in chain.statements()]
-                try:
-                    fitted, meta = fill(p, hay, length, parts, list(zip(depths, statements)))
-                except SkipSample:
-                    continue
-                meta.update(
+                match = "contains" if opts["keyword_match"] == "exact" else "normalised"
+                sample = haystack_sample(
+                    p,
+                    hay,
+                    "mrs",
+                    (length, count, depth, repeat),
+                    parts,
+                    list(zip(depths, statements)),
+                    {**kinship_gold(chain, question, match), "form": "kinship"},
                     depth=depth,
                     depths=list(depths),
-                    realised_depths=[pl.realised_depth for pl in fitted.placements],
                     repeat=repeat,
                     **kinship_meta(chain, question),
                 )
-                match = "contains" if opts["keyword_match"] == "exact" else "normalised"
-                yield Sample(
-                    id=sample_id("mrs", p.lang, length, count, depth, repeat, digest=fitted.digest),
-                    task="mrs",
-                    lang=p.lang,
-                    prompt=fitted.text,
-                    gold={**kinship_gold(chain, question, match), "form": "kinship"},
-                    meta=meta,
-                )
+                if sample is not None:
+                    yield sample
 
 
 def _multihop_samples(p: SparseParams) -> Iterator[Sample]:
@@ -166,25 +161,21 @@ def _multihop_samples(p: SparseParams) -> Iterator[Sample]:
                 parts = sparse_prompt(p.lang, [record["question"]], [""], p.question_position, p.recall_step)
                 depths = needle_depths(depth, count, p.options()["placement"])
                 needles = [needle_text(p, x) for x in record["needles"]]
-                try:
-                    fitted, meta = fill(p, hay, length, parts, list(zip(depths, needles)))
-                except SkipSample:
-                    continue
-                meta.update(
+                sample = haystack_sample(
+                    p,
+                    hay,
+                    "mrs",
+                    (length, count, depth, repeat),
+                    parts,
+                    list(zip(depths, needles)),
+                    {"form": "multihop", "keywords": [record["answer"]], "needle": record["answer"]},
                     depth=depth,
                     depths=list(depths),
                     num_needles=count,
                     repeat=repeat,
-                    realised_depths=[pl.realised_depth for pl in fitted.placements],
                 )
-                yield Sample(
-                    id=sample_id("mrs", p.lang, length, count, depth, repeat, digest=fitted.digest),
-                    task="mrs",
-                    lang=p.lang,
-                    prompt=fitted.text,
-                    gold={"form": "multihop", "keywords": [record["answer"]], "needle": record["answer"]},
-                    meta=meta,
-                )
+                if sample is not None:
+                    yield sample
 
 
 def generate_mrs(p: SparseParams) -> Iterator[Sample]:
@@ -214,6 +205,4 @@ def oracle_mrs(gold: dict) -> str:
     return oracle_srt(gold) if gold.get("form") == "multihop" else oracle_boxed(gold)
 
 
-register_task(
-    TaskSpec("mrs", "sparse", SparseParams, generate_mrs, grade_mrs, "Multi-needle reasoning (M-RS)", oracle_mrs)
-)
+MRS = TaskSpec("mrs", "sparse", SparseParams, generate_mrs, grade_mrs, "Multi-needle reasoning (M-RS)", oracle_mrs)

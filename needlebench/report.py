@@ -19,6 +19,7 @@ import pandas as pd
 
 from . import figures, tables
 from .results import RunResults, check_comparable, is_excluded, load_results
+from .store import atomic_write
 
 __all__ = ["build", "build_report", "write_report", "significance_lines", "Report"]
 
@@ -207,16 +208,14 @@ def _html(rep: Report, sources: list[str]) -> str:
 def write_report(rep: Report, out: Path, sources: list[str]) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     for name, df in rep.tables.items():
-        df.to_csv(out / f"{name}.csv", index=False, float_format="%.2f", na_rep="")
-    fig_dir = out / "figures"
-    if rep.figures:
-        fig_dir.mkdir(exist_ok=True)
+        with atomic_write(out / f"{name}.csv") as tmp:
+            df.to_csv(tmp, index=False, float_format="%.2f", na_rep="")
     for name, png in rep.figures.items():
-        (fig_dir / f"{name}.png").write_bytes(png)
+        with atomic_write(out / "figures" / f"{name}.png") as tmp:
+            tmp.write_bytes(png)
     path = out / "report.html"
-    tmp = path.with_suffix(".html.tmp")
-    tmp.write_text(_html(rep, sources), encoding="utf-8")
-    tmp.replace(path)
+    with atomic_write(path) as tmp:
+        tmp.write_text(_html(rep, sources), encoding="utf-8")
     return path
 
 

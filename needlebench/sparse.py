@@ -12,11 +12,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from .errors import ConfigError
+from .graders import grade_mrt, grade_srt
 from .haystack import Haystack, build_haystack, fit_prompt, load_tokenized
 from .needles import Needle, default_needle_file, load_needle_bank, pick_needles
 from .prompts import QUESTION_POSITIONS, PromptParts, reference_prompt, reference_question, sparse_prompt
 from .protocol import Option, resolve_options
 from .sample import DATASET_VERSION, Sample, sample_id
+from .taskspec import TaskSpec
 from .tokenizer import count_tokens, get_encoding
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "OVERLENGTH_POLICIES",
     "SPARSE_OPTIONS",
     "cell_order",
+    "haystack_sample",
     "prefix_order",
     "question_parts",
     "oracle_srt",
@@ -248,6 +251,52 @@ def needle_text(p: SparseParams, text: str) -> str:
     return f"\n{text}\n" if p.options()["prompt_style"] == "reference" else text
 
 
+def haystack_sample(
+    p: SparseParams,
+    hay: Haystack,
+    task: str,
+    coords: tuple,
+    parts: PromptParts,
+    placed: list[tuple[float, str]],
+    gold: dict,
+    **meta: object,
+) -> Sample | None:
+    """One sparse-task sample: needles placed in the haystack, or None where the model's room skips it.
+
+    The one place the sparse tasks fit, skip and annotate a prompt, so a change to over-length
+    handling or to the recorded metadata reaches S-RT, M-RT and M-RS alike.
+
+    Args:
+        p: the task's parameters.
+        hay: the repeat's haystack.
+        task: the task name (the sample id's first part).
+        coords: the cell's coordinates for the id, the length first (``(length, depth, repeat)``).
+        parts: the prompt's head and tail (instructions and question).
+        placed: (depth, text) of each needle, in document order.
+        gold: the sample's structured gold.
+        meta: the task's own metadata, added to what ``fill`` records; every needle's realised depth
+            is added as ``realised_depths`` (S-RT: ``realised_depth``, its one needle's).
+    """
+    try:
+        fitted, m = fill(p, hay, coords[0], parts, placed)
+    except SkipSample:
+        return None
+    realised = [pl.realised_depth for pl in fitted.placements]
+    m.update(meta)
+    if task == "srt":
+        m["realised_depth"] = realised[0]
+    else:
+        m["realised_depths"] = realised
+    return Sample(
+        id=sample_id(task, p.lang, *coords, digest=fitted.digest),
+        task=task,
+        lang=p.lang,
+        prompt=fitted.text,
+        gold=gold,
+        meta=m,
+    )
+
+
 def question_parts(p: SparseParams, needles: tuple[Needle, ...], multi: bool = False) -> PromptParts:
     """Head and tail of a retrieval prompt asking for ``needles`` in the protocol's wording (M-RT: ``multi``)."""
     if p.options()["prompt_style"] == "reference":
@@ -270,29 +319,21 @@ def generate_srt(p: SparseParams) -> Iterator[Sample]:
                 (needle,) = pick_needles(pool, 1, "srt", p.lang, repeat, length, p.seed)
                 picked[length] = (needle, question_parts(p, (needle,)))
             needle, parts = picked[length]
-            try:
-                fitted, meta = fill(p, hay, length, parts, [(depth, needle_text(p, needle.text))])
-            except SkipSample:
-                continue
-            placement = fitted.placements[0]
-            meta.update(
+            gold = {"keywords": list(needle.keywords), "needle": needle.text, "match": p.options()["keyword_match"]}
+            sample = haystack_sample(
+                p,
+                hay,
+                "srt",
+                (length, depth, repeat),
+                parts,
+                [(depth, needle_text(p, needle.text))],
+                gold,
                 depth=depth,
-                realised_depth=placement.realised_depth,
                 repeat=repeat,
                 needles=[needle.id],
             )
-            yield Sample(
-                id=sample_id("srt", p.lang, length, depth, repeat, digest=fitted.digest),
-                task="srt",
-                lang=p.lang,
-                prompt=fitted.text,
-                gold={
-                    "keywords": list(needle.keywords),
-                    "needle": needle.text,
-                    "match": p.options()["keyword_match"],
-                },
-                meta=meta,
-            )
+            if sample is not None:
+                yield sample
 
 
 def oracle_srt(gold: dict) -> str:
@@ -337,28 +378,29 @@ def generate_mrt(p: SparseParams) -> Iterator[Sample]:
                 needles = pick_needles(pool, count, "mrt", p.lang, repeat, length, count, p.seed)
                 parts = question_parts(p, needles, multi=True)
                 placed = [(d, needle_text(p, n.text)) for d, n in zip(depths, needles, strict=False)]
-                try:
-                    fitted, meta = fill(p, hay, length, parts, placed)
-                except SkipSample:
-                    continue
-                meta.update(
+                gold = {
+                    "needles": [
+                        {"keywords": list(n.keywords), "needle": n.text, "depth": d}
+                        for n, d in zip(needles, depths, strict=False)
+                    ],
+                    "match": p.options()["keyword_match"],
+                }
+                sample = haystack_sample(
+                    p,
+                    hay,
+                    "mrt",
+                    (length, count, repeat),
+                    parts,
+                    placed,
+                    gold,
                     depths=list(depths),
-                    realised_depths=[pl.realised_depth for pl in fitted.placements],
                     num_needles=count,
                     repeat=repeat,
                     needles=[n.id for n in needles],
                 )
-                yield Sample(
-                    id=sample_id("mrt", p.lang, length, count, repeat, digest=fitted.digest),
-                    task="mrt",
-                    lang=p.lang,
-                    prompt=fitted.text,
-                    gold={
-                        "needles": [
-                            {"keywords": list(n.keywords), "needle": n.text, "depth": d}
-                            for n, d in zip(needles, depths, strict=False)
-                        ],
-                        "match": p.options()["keyword_match"],
-                    },
-                    meta=meta,
-                )
+                if sample is not None:
+                    yield sample
+
+
+SRT = TaskSpec("srt", "sparse", SparseParams, generate_srt, grade_srt, "Single-needle retrieval (S-RT)", oracle_srt)
+MRT = TaskSpec("mrt", "sparse", SparseParams, generate_mrt, grade_mrt, "Multi-needle retrieval (M-RT)", oracle_mrt)

@@ -72,6 +72,13 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+@functools.lru_cache(maxsize=1)
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_write(target: Path | str, suffix: str = ".tmp") -> Iterator[Path]:
     """Yield a temporary path beside ``target``; on success it replaces ``target`` whole.
@@ -95,6 +102,7 @@ def atomic_write(target: Path | str, suffix: str = ".tmp") -> Iterator[Path]:
         yield tmp
         with tmp.open("rb") as fh:
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a shared cache must stay readable
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -211,7 +219,7 @@ def code_digest(*modules: str) -> str:
 
 def _code_identity() -> str:
     """Generator sources, the row writer and committed data: what decides a dataset's rows."""
-    data = _PACKAGE.parent / "data"
+    data = _PACKAGE / "data"
     extra = sorted(data.rglob("*.json*")) if data.is_dir() else []
     return code_digest("*.py", "opencompass/dataset.py") + files_digest(extra)
 

@@ -1,25 +1,28 @@
 """The single task registry: name -> parameters, generator and grader.
 
 Adapters (OpenCompass datasets, the export CLI, the benchmark) look tasks up
-here and nowhere else.
+here and nowhere else. The registry is an explicit list of the built-in
+tasks plus the ``needlebench.tasks`` entry points of installed packages,
+filled on first use; a name registered twice is an error.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+import importlib
+from collections.abc import Mapping
+from importlib.metadata import entry_points
 from typing import Any
 
 from .errors import ConfigError
-from .graders import SampleScore, ScoreOptions, grade_mrt, grade_srt
-from .sample import Sample
-from .sparse import SparseParams, generate_mrt, generate_srt, oracle_mrt, oracle_srt
+from .taskspec import TaskSpec
 
 __all__ = [
     "TaskSpec",
-    "TASKS",
+    "BUILTIN_TASKS",
+    "ENTRY_POINT_GROUP",
     "get_task",
+    "task_names",
     "make_params",
     "register_task",
     "config_params",
@@ -31,46 +34,81 @@ __all__ = [
 # Keys of an OpenCompass dataset config that belong to OpenCompass, not to the task's parameters.
 CONFIG_KEYS = frozenset({"type", "abbr", "reader_cfg", "infer_cfg", "eval_cfg", "task", "k", "n"})
 
+# The built-in tasks, as "module:attribute" of their TaskSpec, imported on first use.
+BUILTIN_TASKS = (
+    "needlebench.sparse:SRT",
+    "needlebench.sparse:MRT",
+    "needlebench.reasoning:MRS",
+    "needlebench.atc:ATC",
+    "needlebench.atc_mc:ATC_MC",
+    "needlebench.chains:NEEDLECHAIN",
+)
+# Third-party tasks: an entry point ``name = "package.module:SPEC"`` in this group.
+ENTRY_POINT_GROUP = "needlebench.tasks"
 
-@dataclass(frozen=True)
-class TaskSpec:
-    """A task: its parameters, generator and grader.
-
-    ``oracle`` maps a sample's structured gold to a perfect answer in the task's answer format
-    (the scripted oracle model answers with it, so a run can be checked to score 100 end to end).
-    """
-
-    name: str
-    family: str  # "sparse" or "dense"
-    params: type
-    generate: Callable[[Any], Iterator[Sample]]
-    grade: Callable[[object, dict, ScoreOptions], SampleScore]
-    title: str
-    oracle: Callable[[dict], str] | None = None
-
-
-TASKS: dict[str, TaskSpec] = {}
+_TASKS: dict[str, TaskSpec] = {}
+_loaded = False
 
 
 def register_task(spec: TaskSpec) -> TaskSpec:
-    TASKS[spec.name] = spec
+    """Add a task to the registry.
+
+    Args:
+        spec: the task; its ``name`` must be new.
+
+    Raises:
+        ConfigError: a task of that name is already registered (two packages claiming one name
+            would otherwise silently replace each other's samples).
+    """
+    _load()
+    if spec.name in _TASKS and _TASKS[spec.name] is not spec:
+        raise ConfigError(
+            f"task {spec.name!r} is registered twice (by {_TASKS[spec.name].generate.__module__} "
+            f"and {spec.generate.__module__}); task names must be unique"
+        )
+    _TASKS[spec.name] = spec
     return spec
 
 
-register_task(
-    TaskSpec("srt", "sparse", SparseParams, generate_srt, grade_srt, "Single-needle retrieval (S-RT)", oracle_srt)
-)
-register_task(
-    TaskSpec("mrt", "sparse", SparseParams, generate_mrt, grade_mrt, "Multi-needle retrieval (M-RT)", oracle_mrt)
-)
+def _spec(ref: str) -> TaskSpec:
+    module, _, attr = ref.partition(":")
+    spec = getattr(importlib.import_module(module), attr)
+    if not isinstance(spec, TaskSpec):
+        raise ConfigError(f"task entry {ref!r} is not a TaskSpec")
+    return spec
+
+
+def _load() -> None:
+    """Fill the registry once: the built-in list, then the entry points of installed packages."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    refs = list(BUILTIN_TASKS) + [ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)]
+    for ref in refs:
+        spec = _spec(ref)
+        if spec.name in _TASKS:
+            raise ConfigError(f"task {spec.name!r} is registered twice ({ref}); task names must be unique")
+        _TASKS[spec.name] = spec
+
+
+def task_names() -> list[str]:
+    """Every registered task name, sorted."""
+    _load()
+    return sorted(_TASKS)
 
 
 def get_task(name: str) -> TaskSpec:
-    _load_plugins()
+    """The registered task called ``name``.
+
+    Raises:
+        ConfigError: no such task, naming the registered ones.
+    """
+    _load()
     try:
-        return TASKS[name]
+        return _TASKS[name]
     except KeyError:
-        raise ConfigError(f"task: unknown task {name!r}; choose from {sorted(TASKS)}") from None
+        raise ConfigError(f"task: unknown task {name!r}; choose from {sorted(_TASKS)}") from None
 
 
 def make_params(task: str, **kwargs: Any) -> Any:
@@ -102,14 +140,5 @@ def type_name(t: Any) -> str:
 
 
 def is_needlebench(dataset: Mapping[str, Any]) -> bool:
+    """Whether an OpenCompass dataset config is one of ours (any task)."""
     return type_name(dataset.get("type")).endswith("NeedleBenchDataset")
-
-
-def _load_plugins() -> None:
-    """Import the modules that register the dense and reasoning tasks (kept lazy)."""
-    for module in ("reasoning", "atc", "chains", "atc_mc"):
-        try:
-            __import__(f"{__package__}.{module}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__package__}.{module}":
-                raise

@@ -397,9 +397,9 @@ def test_determinism_and_groups() -> None:
 
 def test_registered_and_params() -> None:
     from needlebench.errors import ConfigError
-    from needlebench.tasks import TASKS, make_params
+    from needlebench.tasks import get_task, make_params
 
-    assert TASKS["atc_mc"].generate is generate_atc_mc
+    assert get_task("atc_mc").generate is generate_atc_mc
     p = make_params("atc_mc", lang="zh", steps=[2, 3], style="reasoning")
     assert p.steps == (2, 3) and p.styles == ("reasoning",)
     for bad in (dict(lang="fr"), dict(lang="en", steps=(1,)), dict(lang="en", style="cot"), dict(lang="en", shots=5)):

@@ -19,6 +19,7 @@ from needlebench.opencompass import dataset as oc_dataset
 from needlebench.opencompass.dataset import load_rows
 from needlebench.seeding import canonical, content_digest, rng, stable_hash
 from needlebench.sparse import SparseParams, generate_srt
+from needlebench.tasks import config_params
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = dict(lang="en", lengths=[1000], depths=[0, 50], repeats=1)
@@ -218,3 +219,54 @@ def test_eight_processes_build_one_dataset_once(tmp_path: Path) -> None:
     assert not [p for p in folder.iterdir() if p.name.startswith(".")]  # no temp files left
     assert store.verified(_only(folder, "*.arrow")) is not None
     assert json.loads(outputs[0]) == oc_dataset.Dataset.from_file(str(_only(folder, "*.arrow"))).to_list()
+
+
+# -- one materialisation per run: the partitioner builds every dataset once, on all cores --------------
+_UNGUARDED = """
+# no `if __name__ == "__main__"` guard: worker processes must never re-run this script
+import json, sys
+from needlebench.arrow_rows import materialize_many
+from needlebench.opencompass.configs import needlebench_datasets
+from needlebench.tasks import config_params
+ds = needlebench_datasets(suite="4k", langs=["en", "zh"], lengths=[1000], depths=[0, 100], repeats=1)
+paths = materialize_many([(d["task"], config_params(d)) for d in ds] * 2, workers=2)
+print(json.dumps([str(p) for p in paths]))
+"""
+
+
+def test_materialize_many_builds_each_dataset_once_in_worker_processes(tmp_path: Path) -> None:
+    script = tmp_path / "unguarded.py"
+    script.write_text(_UNGUARDED)
+    env = {**os.environ, "NEEDLEBENCH_CACHE": str(tmp_path / "cache")}
+    r = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    paths = [Path(p) for p in json.loads(r.stdout.strip().splitlines()[-1])]
+    assert len(paths) == 12 and paths[:6] == paths[6:]  # the same job twice is one file
+    folder = tmp_path / "cache" / "datasets"
+    assert sorted(folder.glob("*.arrow")) == sorted(set(paths))
+    assert all(store.verified(p) is not None for p in paths)
+    assert not [p for p in folder.iterdir() if p.name.startswith(".")]  # no temp files left
+    # what the workers built is the file a task of this process reads (same key, same name)
+    rows = oc_dataset.load_rows("srt", **config_params(_srt_en()))
+    assert len(rows) == 2 and Path(rows.cache_files[0]["filename"]).name in {p.name for p in paths}
+
+
+def _srt_en() -> dict:
+    from needlebench.opencompass.configs import needlebench_datasets
+
+    (d,) = needlebench_datasets(suite="4k", tasks=["srt"], langs=["en"], lengths=[1000], depths=[0, 100], repeats=1)
+    return d
+
+
+def test_materialize_many_reports_a_bad_value_as_a_config_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from needlebench.arrow_rows import materialize_many
+    from needlebench.errors import ConfigError
+
+    monkeypatch.setenv("NEEDLEBENCH_CACHE", str(tmp_path / "cache"))
+    jobs = [("srt", {**config_params(_srt_en()), "lengths": (12,)}), ("mrt", {**config_params(_srt_en())})]
+    with pytest.raises(ConfigError, match="lengths: 12 is too short"):
+        materialize_many(jobs, workers=2)

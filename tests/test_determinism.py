@@ -29,7 +29,7 @@ DATASET_VERSION = "2.1"
 GOLDEN = {
     "tests/configs/golden_atc.py": "55bb49250b9c2a44d7b2275c9991b41b002eca354515810e5b4936accfa29242",
     "tests/configs/golden_chain.py": "0f12d978c96a90269ba11d5120bc17d56a1138dcec3a15af936460c2a7b08645",
-    "tests/configs/golden_sparse.py": "de599424088bda88d0bbe47d1c059204d804567bbf7a64bc482a7026f752ac7b",
+    "tests/configs/golden_sparse.py": "f37cc5bc7e0c4a22e30040b1da740038510476226eb764a87415d93d71172a10",
 }
 
 

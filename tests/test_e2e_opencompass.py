@@ -41,14 +41,28 @@ def test_summary_csv_matches_per_sample_results(tiny_run: Path) -> None:
     assert len(mrt["recalled"]) == 2
 
 
-def test_split_dataset_was_sharded_and_merged(tiny_run: Path) -> None:
+def test_split_dataset_was_sharded_and_merged(tiny_run: Path, tmp_path: Path) -> None:
+    """The prediction files are exactly the partitioner's plan, and a split dataset was scored whole."""
+    from mmengine.config import Config
+
+    from needlebench.opencompass.partitioner import NeedleBenchPartitioner
+
     model = "smollm2-135m-instruct"
-    parts = sorted(p.name for p in (tiny_run / "predictions" / model).glob("needlebench_srt_zh_4k_*.json"))
-    whole = tiny_run / "predictions" / model / "needlebench_srt_zh_4k.json"
-    # OpenCompass keeps the parts; the eval task read both and scored the whole dataset
-    assert parts == ["needlebench_srt_zh_4k_0.json", "needlebench_srt_zh_4k_1.json"] or whole.exists()
-    lines = (tiny_run / "results" / model / "needlebench_srt_zh_4k.samples.jsonl").read_text().splitlines()
-    assert len(lines) == 2
+    cfg = Config.fromfile("tests/configs/e2e_tiny.py")
+    plan = NeedleBenchPartitioner(out_dir=str(tmp_path), num_shards=2).partition(
+        [{"models": [dict(m) for m in cfg["models"]], "datasets": [dict(d) for d in cfg["datasets"]]}],
+        work_dir=str(tmp_path),
+        out_dir=str(tmp_path),
+    )
+    chunks = [c for task in plan for c in task["datasets"][0]]
+    split = {c["abbr"].rsplit("_", 1)[0] for c in chunks if c["reader_cfg"].get("test_range")}
+    assert len(plan) == 2 and split  # 5 prompts in 3 datasets over 2 shards: one dataset is cut in two
+    folder = tiny_run / "predictions" / model
+    assert sorted(p.name for p in folder.glob("*.json")) == sorted(f"{c['abbr']}.json" for c in chunks)
+    for abbr in split:
+        parts = sorted(folder.glob(f"{abbr}_*.json"))
+        samples = (tiny_run / "results" / model / f"{abbr}.samples.jsonl").read_text().splitlines()
+        assert len(parts) == 2 and len(samples) == sum(len(json.loads(p.read_text())) for p in parts)
 
 
 def test_needlebench_summary_csv_and_report_from_real_run(tiny_run: Path) -> None:

@@ -62,10 +62,7 @@ def test_128k_suite_shards_are_balanced_and_cover_every_sample(tmp_path: Path) -
             total += sum(m["prompt_tokens"] + 256 for m in metas)  # prompt plus output budget
             # order inside a chunk, within a repeat: the first needle's position in the document, farthest
             # first (prompts sharing a prefix follow each other); M-RT's first needle is always at 0
-            keys = [
-                (m["repeat"], -(m.get("depth") or 0) * (m["length"] - m["buffer"]), -m["length"])
-                for m in metas
-            ]
+            keys = [(m["repeat"], -(m.get("depth") or 0) * (m["length"] - m["buffer"]), -m["length"]) for m in metas]
             assert keys == sorted(keys)
         tokens.append(total)
     mean = sum(tokens) / len(tokens)

@@ -1,4 +1,4 @@
-"""Snapshot person-name pools from Faker into data/names/ (committed).
+"""Snapshot person-name pools from Faker into needlebench/data/names/ (committed package data).
 
 Generation reads these files, never Faker itself, so a Faker upgrade can
 never change a prompt. Names containing a relationship word are dropped.
@@ -14,7 +14,7 @@ from pathlib import Path
 from faker.providers.person.en_US import Provider as English
 from faker.providers.person.zh_CN import Provider as Chinese
 
-OUT = Path(__file__).resolve().parents[1] / "data" / "names"
+OUT = Path(__file__).resolve().parents[1] / "needlebench" / "data" / "names"
 EN_BANNED = ("father", "mother", "dad", "mom", "grand", "maternal", "paternal", "son", "daughter")
 ZH_BANNED = set("父母爸妈爷奶姥公婆外祖孙儿女子是的")
 

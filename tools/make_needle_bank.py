@@ -1,4 +1,4 @@
-"""Write the project's fictional needle bank (data/needles/needles_{en,zh}.jsonl).
+"""Write the project's fictional needle bank (needlebench/data/needles/needles_{en,zh}.jsonl, package data).
 
 Every fact is invented from made-up words, so no model can answer from
 memory and no keyword occurs in the haystack corpora. Run once; the output
@@ -14,7 +14,7 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parents[1] / "data" / "needles"
+OUT = Path(__file__).resolve().parents[1] / "needlebench" / "data" / "needles"
 PER_TEMPLATE = 10
 
 EN_TEMPLATES = [

@@ -9,7 +9,6 @@ result file, for the summarizer and reports.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 from opencompass.openicl.icl_evaluator import BaseEvaluator
@@ -18,6 +17,7 @@ from ..chains import position_profile
 from ..errors import ConfigError
 from ..graders import METRICS, SampleScore, ScoreOptions, request_failure
 from ..metrics import summarise_details
+from ..store import atomic_write
 from ..tasks import get_task
 
 __all__ = ["NeedleBenchEvaluator", "grade_rows"]
@@ -110,12 +110,8 @@ class NeedleBenchEvaluator(BaseEvaluator):
         out = getattr(self, "_out_dir", None)
         if not out:
             return
-        path = f"{out}.{suffix}"
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
+        with atomic_write(f"{out}.{suffix}") as tmp, open(tmp, "w", encoding="utf-8") as fh:
             fh.writelines(lines)
-        os.replace(tmp, path)
 
     def _write_samples(self, details: list[dict[str, Any]], predictions: list[Any]) -> None:
         def line(detail: dict[str, Any], pred: Any) -> str:

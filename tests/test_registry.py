@@ -1,0 +1,45 @@
+"""One registry: an explicit list of the built-in tasks plus entry points; a name registered twice is an error."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+import pytest
+
+from needlebench import tasks
+from needlebench.errors import ConfigError
+from needlebench.tasks import BUILTIN_TASKS, get_task, register_task, task_names
+
+
+def test_builtin_tasks_are_listed_once_each() -> None:
+    assert task_names() == ["atc", "atc_mc", "mrs", "mrt", "needlechain", "srt"]
+    assert len(BUILTIN_TASKS) == len(task_names())
+
+
+def test_a_second_task_of_the_same_name_is_refused() -> None:
+    clone = dataclasses.replace(get_task("srt"), title="another S-RT")
+    with pytest.raises(ConfigError, match="'srt' is registered twice"):
+        register_task(clone)
+    assert get_task("srt").title == "Single-needle retrieval (S-RT)"
+
+
+def test_a_new_task_registers_and_is_found() -> None:
+    spec = dataclasses.replace(get_task("srt"), name="srt_copy")
+    try:
+        assert register_task(spec) is spec and get_task("srt_copy") is spec
+    finally:
+        tasks._TASKS.pop("srt_copy", None)
+    with pytest.raises(ConfigError, match="unknown task 'srt_copy'"):
+        get_task("srt_copy")
+
+
+def test_importing_a_task_module_registers_nothing() -> None:
+    """No hidden import loop: task modules build a TaskSpec and never import the registry."""
+    code = (
+        "import sys, needlebench.chains, needlebench.atc, needlebench.reasoning, needlebench.atc_mc\n"
+        "assert 'needlebench.tasks' not in sys.modules, 'a task module imported the registry'\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
