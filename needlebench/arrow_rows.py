@@ -144,8 +144,14 @@ def materialize_many(jobs: Sequence[tuple[str, Mapping[str, Any]]], workers: int
         The files, in the order of ``jobs``.
 
     Raises:
-        RuntimeError: a worker failed; its last output is in the message.
+        OSError: the cache folder cannot be written (each task then builds its rows in memory).
+        ConfigError: a parameter value is wrong (the worker's message).
+        RuntimeError: a worker failed otherwise; its last output is in the message.
     """
+    folder = cache_dir() / "datasets"
+    folder.mkdir(parents=True, exist_ok=True)
+    if not os.access(folder, os.W_OK):
+        raise PermissionError(f"{folder} is not writable")
     plain = [(t, dict(p)) for t, p in jobs]
     paths = [cache_path(t, make_params(t, **p)) for t, p in plain]
     missing = list({str(path): job for path, job in zip(paths, plain) if verified(path) is None}.values())

@@ -229,3 +229,17 @@ def test_summarizer_raises_when_our_report_fails_after_the_default_summary(tmp_p
     with pytest.raises(ConfigError, match="mix dataset versions"):
         summarizer.summarize(time_str="20250101_000000")
     assert list((run / "summary").glob("summary_20250101_000000.*"))  # OpenCompass's own summary came first
+
+
+def test_an_unwritable_cache_still_partitions_with_rows_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The partitioner's up-front build needs the cache; without one, tasks build their rows in memory."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("NEEDLEBENCH_CACHE", str(blocker / "cache"))  # mkdir fails: a file is in the way
+    datasets = needlebench_datasets(suite="4k", tasks=["srt"], langs=["en"], lengths=[1000], depths=[0, 100], repeats=1)
+    tasks = _partition(datasets, tmp_path, num_shards=1)
+    (chunk,) = tasks[0]["datasets"][0]
+    rows = load_rows(chunk["task"], **config_params(chunk))
+    assert len(rows) == 2 and not rows.cache_files  # in memory, nothing written

@@ -37,8 +37,9 @@ def materialize(task: str, **params: Any) -> Dataset:
     """The task's rows, written to the cache once and memory-mapped; in memory if uncacheable.
 
     Concurrent processes asking for the same dataset build it once (file
-    lock); the file is verified against its sidecar checksum before use, so
-    a truncated or corrupt file is rebuilt, never read.
+    lock); the file is checked against its sidecar before use (its size, and
+    its checksum whenever it was written since), so a truncated or corrupt
+    file is rebuilt, never read.
 
     Args:
         task: registry name of the task.

@@ -267,14 +267,17 @@ class NeedleBenchPartitioner(BasePartitioner):
         if self.stage == "infer":
             # every dataset of the run built once, on all cores, before any task starts: the tasks
             # (and the eval stage) then open finished files
-            materialize_many(
-                [
-                    (d["task"], config_params(d))
-                    for comb in model_dataset_combinations
-                    for d in comb["datasets"]
-                    if is_needlebench(d)
-                ]
-            )
+            try:
+                materialize_many(
+                    [
+                        (d["task"], config_params(d))
+                        for comb in model_dataset_combinations
+                        for d in comb["datasets"]
+                        if is_needlebench(d)
+                    ]
+                )
+            except OSError as exc:
+                self.logger.warning(f"dataset cache not writable ({exc}); every task builds its rows in memory")
         for comb in model_dataset_combinations:
             for model in comb["models"]:
                 datasets = []
