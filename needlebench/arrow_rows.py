@@ -26,8 +26,7 @@ from typing import Any
 import pyarrow as pa
 
 from .errors import ConfigError
-from .sample import Sample
-from .store import ROW_COLUMNS, cache_dir, cache_key, cached_file, sample_to_row, verified
+from .store import ROW_COLUMNS, cache_dir, cache_key, cached_file, sample_values, verified
 from .tasks import get_task, make_params
 
 __all__ = ["ARROW_SCHEMA", "cache_path", "materialize_file", "materialize_many", "write_rows"]
@@ -45,11 +44,6 @@ ARROW_SCHEMA = pa.schema(
 # for disk speed, small enough to keep the writer's memory flat on the 1000k suite
 BATCH_CHARS = 64 << 20
 BATCH_ROWS = 4096
-
-
-def _values(sample: Sample) -> tuple[str, ...]:
-    row = sample_to_row(sample)
-    return tuple(row[c] for c in ROW_COLUMNS)
 
 
 def write_rows(task: str, params: Any, path: Path) -> dict[str, int]:
@@ -75,7 +69,7 @@ def write_rows(task: str, params: Any, path: Path) -> dict[str, int]:
                     col.clear()
 
         for sample in get_task(task).generate(params):
-            for col, value in zip(columns, _values(sample), strict=True):
+            for col, value in zip(columns, sample_values(sample), strict=True):
                 col.append(value)
             count += 1
             chars += len(sample.prompt)

@@ -259,6 +259,7 @@ def haystack_sample(
     parts: PromptParts,
     placed: list[tuple[float, str]],
     gold: dict,
+    single_needle: bool = False,
     **meta: object,
 ) -> Sample | None:
     """One sparse-task sample: needles placed in the haystack, or None where the model's room skips it.
@@ -274,8 +275,9 @@ def haystack_sample(
         parts: the prompt's head and tail (instructions and question).
         placed: (depth, text) of each needle, in document order.
         gold: the sample's structured gold.
-        meta: the task's own metadata, added to what ``fill`` records; every needle's realised depth
-            is added as ``realised_depths`` (S-RT: ``realised_depth``, its one needle's).
+        single_needle: record the one needle's realised depth as ``realised_depth`` (S-RT's field)
+            instead of the list ``realised_depths``.
+        meta: the task's own metadata, added to what ``fill`` records.
     """
     try:
         fitted, m = fill(p, hay, coords[0], parts, placed)
@@ -283,7 +285,7 @@ def haystack_sample(
         return None
     realised = [pl.realised_depth for pl in fitted.placements]
     m.update(meta)
-    if task == "srt":
+    if single_needle:
         m["realised_depth"] = realised[0]
     else:
         m["realised_depths"] = realised
@@ -328,6 +330,7 @@ def generate_srt(p: SparseParams) -> Iterator[Sample]:
                 parts,
                 [(depth, needle_text(p, needle.text))],
                 gold,
+                single_needle=True,
                 depth=depth,
                 repeat=repeat,
                 needles=[needle.id],

@@ -42,6 +42,7 @@ __all__ = [
     "verified",
     "ROW_COLUMNS",
     "sample_to_row",
+    "sample_values",
 ]
 
 ROW_COLUMNS = ("id", "task", "lang", "prompt", "system", "answer", "meta")
@@ -245,14 +246,19 @@ def cache_key(task: str, params: object) -> str:
     return stable_hash(json.dumps(ident, sort_keys=True, default=str), digest_size=12)
 
 
+def sample_values(sample: Sample) -> tuple[str, ...]:
+    """A sample's cache-row values in ``ROW_COLUMNS`` order: strings only, gold and meta as sorted JSON."""
+    return (
+        sample.id,
+        sample.task,
+        sample.lang,
+        sample.prompt,
+        sample.system,
+        json.dumps(sample.gold, ensure_ascii=False, sort_keys=True),
+        json.dumps(sample.meta, ensure_ascii=False, sort_keys=True),
+    )
+
+
 def sample_to_row(sample: Sample) -> dict[str, str]:
-    """A sample as a cache row: strings only, gold and meta as sorted JSON (``ROW_COLUMNS``)."""
-    return {
-        "id": sample.id,
-        "task": sample.task,
-        "lang": sample.lang,
-        "prompt": sample.prompt,
-        "system": sample.system,
-        "answer": json.dumps(sample.gold, ensure_ascii=False, sort_keys=True),
-        "meta": json.dumps(sample.meta, ensure_ascii=False, sort_keys=True),
-    }
+    """A sample as a cache row (``ROW_COLUMNS`` -> :func:`sample_values`)."""
+    return dict(zip(ROW_COLUMNS, sample_values(sample), strict=True))

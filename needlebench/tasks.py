@@ -61,13 +61,18 @@ def register_task(spec: TaskSpec) -> TaskSpec:
             would otherwise silently replace each other's samples).
     """
     _load()
-    if spec.name in _TASKS and _TASKS[spec.name] is not spec:
+    _add(_TASKS, spec)
+    return spec
+
+
+def _add(registry: dict[str, TaskSpec], spec: TaskSpec) -> None:
+    known = registry.get(spec.name)
+    if known is not None and known is not spec:
         raise ConfigError(
-            f"task {spec.name!r} is registered twice (by {_TASKS[spec.name].generate.__module__} "
+            f"task {spec.name!r} is registered twice (by {known.generate.__module__} "
             f"and {spec.generate.__module__}); task names must be unique"
         )
-    _TASKS[spec.name] = spec
-    return spec
+    registry[spec.name] = spec
 
 
 def _spec(ref: str) -> TaskSpec:
@@ -83,13 +88,11 @@ def _load() -> None:
     global _loaded
     if _loaded:
         return
+    found: dict[str, TaskSpec] = {}
+    for ref in list(BUILTIN_TASKS) + [ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)]:
+        _add(found, _spec(ref))
+    _TASKS.update(found)  # only a complete load counts: a failing entry point is reported on every call
     _loaded = True
-    refs = list(BUILTIN_TASKS) + [ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)]
-    for ref in refs:
-        spec = _spec(ref)
-        if spec.name in _TASKS:
-            raise ConfigError(f"task {spec.name!r} is registered twice ({ref}); task names must be unique")
-        _TASKS[spec.name] = spec
 
 
 def task_names() -> list[str]:

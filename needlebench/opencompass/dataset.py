@@ -24,13 +24,15 @@ from datasets import Dataset, Features, Value, concatenate_datasets
 from datasets.table import InMemoryTable, concat_tables
 from opencompass.datasets.base import BaseDataset
 
-from ..arrow_rows import materialize_file
-from ..store import ROW_COLUMNS, sample_to_row
+from ..arrow_rows import ARROW_SCHEMA, materialize_file
+from ..store import sample_to_row
 from ..tasks import get_task, make_params
 
 __all__ = ["NeedleBenchDataset", "materialize", "load_rows", "with_reader_columns"]
 
-FEATURES = Features({c: Value("string") for c in ROW_COLUMNS})
+FEATURES = Features.from_arrow_schema(ARROW_SCHEMA)  # the cache files' features, for in-memory rows too
+# the columns OpenCompass's BaseDataset adds, with the types its ``.map`` gives them
+READER_FEATURES = Features({"subdivision": Value("string"), "idx": Value("int64")})
 
 
 def materialize(task: str, **params: Any) -> Dataset:
@@ -102,10 +104,9 @@ def with_reader_columns(ds: Dataset, abbr: str) -> Dataset:
     if ds._indices is not None:  # a filtered selection (dense tasks over a model's room): only those rows
         ds = ds.flatten_indices()
     extra = InMemoryTable.from_pydict(
-        {"subdivision": [abbr] * len(ds), "idx": list(range(len(ds)))},
-        schema=Features({"subdivision": Value("string"), "idx": Value("int64")}).arrow_schema,
+        {"subdivision": [abbr] * len(ds), "idx": list(range(len(ds)))}, schema=READER_FEATURES.arrow_schema
     )
-    features = Features({**ds.features, "subdivision": Value("string"), "idx": Value("int64")})
+    features = Features({**ds.features, **READER_FEATURES})
     table = concat_tables([ds._data, extra], axis=1)
     return Dataset(table.replace_schema_metadata(features.arrow_schema.metadata), split=ds.split)
 
