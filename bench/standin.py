@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from needlebench.corpora import load_corpus
-from needlebench.kinship import load_name_pool, make_chain
-from needlebench.needles import default_needle_file, load_needle_bank
+from needlebench.context.corpora import load_corpus
+from needlebench.tasks.kinship import load_name_pool, make_chain
+from needlebench.tasks.needles import default_needle_file, load_needle_bank
 
 __all__ = ["build_standin"]
 

@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from .errors import ConfigError
 from .store import ROW_COLUMNS, cache_dir, cache_key, cached_file, sample_values, verified
-from .tasks import get_task, make_params
+from .tasks.registry import get_task, make_params
 
 __all__ = ["ARROW_SCHEMA", "cache_path", "materialize_file", "materialize_many", "write_rows"]
 

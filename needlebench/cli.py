@@ -18,7 +18,7 @@ def iter_config_samples(config_path: str) -> Iterator[tuple[str, Any]]:
     """(dataset abbr, Sample) for every needlebench dataset of an OpenCompass config, streamed."""
     from mmengine.config import Config
 
-    from .tasks import config_params, get_task, is_needlebench, make_params
+    from .tasks.registry import config_params, get_task, is_needlebench, make_params
 
     if not Path(config_path).is_file():
         raise ConfigError(f"config: {config_path} does not exist")
@@ -51,7 +51,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .report import build, significance_lines
+    from .report.html import build, significance_lines
 
     path, rep = build([Path(p) for p in args.work_dirs], Path(args.output) if args.output else None)
     print(f"report written to {path}")

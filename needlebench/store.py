@@ -27,10 +27,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .corpora import corpus_digest
-from .needles import default_needle_file
+from .context.corpora import corpus_digest
 from .sample import DATASET_VERSION, Sample
 from .seeding import files_digest, stable_hash
+from .tasks.needles import default_needle_file
 
 __all__ = [
     "cache_dir",
@@ -222,7 +222,9 @@ def _code_identity() -> str:
     """Generator sources, the row writer and committed data: what decides a dataset's rows."""
     data = _PACKAGE / "data"
     extra = sorted(data.rglob("*.json*")) if data.is_dir() else []
-    return code_digest("*.py", "opencompass/dataset.py") + files_digest(extra)
+    return code_digest("*.py", "context/*.py", "tasks/*.py", "grading/*.py", "opencompass/dataset.py") + files_digest(
+        extra
+    )
 
 
 def _file_identity(path: str) -> str:

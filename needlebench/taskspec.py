@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .graders import SampleScore, ScoreOptions
+from .grading.graders import SampleScore, ScoreOptions
 from .sample import Sample
 
 __all__ = ["TaskSpec"]

@@ -17,12 +17,12 @@ import pandas as pd
 import pytest
 from conftest import bin_path
 
+from needlebench.aggregate.metrics import atc_weighted_score
+from needlebench.aggregate.uncertainty import seed_for
 from needlebench.errors import ConfigError
-from needlebench.metrics import atc_weighted_score
-from needlebench.report import build_report
-from needlebench.results import load_results
-from needlebench.tables import atc_table, chain_table, difference_table, grid, summary_table
-from needlebench.uncertainty import seed_for
+from needlebench.report.html import build_report
+from needlebench.report.results import load_results
+from needlebench.report.tables import atc_table, chain_table, difference_table, grid, summary_table
 
 CHECK = dict(zip([2, 4, 8, 16, 32, 64, 128, 256, 512], [100, 100, 87.5, 95, 97.5, 90, 70, 65, 15]))
 RUN = "20260101_000000"
@@ -256,7 +256,7 @@ def test_intervals_are_seeded_and_fast(tmp_path: Path) -> None:
 
 def test_atc_planned_counts_come_from_the_samples() -> None:
     """A config planning N = 2, 4, 8 whose N=8 never ran: 8 counts as 0 in the table and the evaluator."""
-    from needlebench.metrics import summarise_details
+    from needlebench.aggregate.metrics import summarise_details
 
     rows = [
         dict(r, model="m", needle_counts=[2, 4, 8], correct=r["score"] == 100.0)
@@ -273,7 +273,7 @@ def test_atc_planned_counts_come_from_the_samples() -> None:
 
 def test_a_single_sample_gets_no_interval() -> None:
     """One sample says nothing about its spread: no zero-width interval for it or what sits above it."""
-    from needlebench.uncertainty import interval, resample_means
+    from needlebench.aggregate.uncertainty import interval, resample_means
 
     assert all(math.isnan(x) for x in interval(resample_means([66.7], "cell")))
     lo, hi = interval(resample_means([0.0, 100.0, 100.0], "cell"))

@@ -12,8 +12,9 @@ import warnings
 
 import pytest
 
-from needlebench import atc_mc
-from needlebench.atc_mc import (
+from needlebench.grading.graders import ScoreOptions
+from needlebench.tasks import atc_mc
+from needlebench.tasks.atc_mc import (
     V1_TEMPLATES,
     V1_TERMS,
     AtcMcParams,
@@ -25,8 +26,7 @@ from needlebench.atc_mc import (
     oc_template_rounds,
     render_question,
 )
-from needlebench.graders import ScoreOptions
-from needlebench.kinship import load_name_pool
+from needlebench.tasks.kinship import load_name_pool
 
 oc_choice = pytest.importorskip("opencompass.datasets.needlebench.atc_choice")
 oc_post = pytest.importorskip("opencompass.utils.text_postprocessors")

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from needlebench.corpora import load_corpus
+from needlebench.context.corpora import load_corpus
 from needlebench.errors import ConfigError
-from needlebench.needles import load_needle_bank
 from needlebench.opencompass.configs import needlebench_datasets
-from needlebench.sparse import SparseParams, generate_srt
 from needlebench.tasks import get_task, make_params
+from needlebench.tasks.needles import load_needle_bank
+from needlebench.tasks.sparse import SparseParams, generate_srt
 
 
 def _first(p: SparseParams) -> None:

@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from needlebench import haystack, store
+from needlebench import store
+from needlebench.context import haystack
 from needlebench.opencompass import dataset as oc_dataset
 from needlebench.opencompass.dataset import load_rows
 from needlebench.seeding import canonical, content_digest, rng, stable_hash
-from needlebench.sparse import SparseParams, generate_srt
 from needlebench.tasks import config_params
+from needlebench.tasks.sparse import SparseParams, generate_srt
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = dict(lang="en", lengths=[1000], depths=[0, 50], repeats=1)
@@ -107,7 +108,7 @@ def test_tokenized_cache_follows_corpus_content_not_size_and_time(cache: Path, t
     st = path.stat()
     path.write_text("Omega beta gamma. Delta epsilon.\n\nZeta eta theta.", encoding="utf-8")  # same size
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # and the same time
-    from needlebench import corpora
+    from needlebench.context import corpora
 
     corpora.corpus_digest.cache_clear()
     corpora.load_corpus.cache_clear()

@@ -1,6 +1,6 @@
 """Hostile model output: every grader stays linear, never raises, and scores it 0 with a failure kind.
 
-The inputs are ``needlebench.scoring.hostile_outputs`` at full size (1 MB of noise and of digits,
+The inputs are ``needlebench.grading.matching.hostile_outputs`` at full size (1 MB of noise and of digits,
 70k unclosed or nested ``\\boxed{``, 40k unclosed ``<think>``, NUL bytes, lone surrogates, 50k CJK
 characters, 50k ``## Answer:``), each graded by every grader path of ``bench.hostile``. The
 time bounds are generous (a linear grader needs milliseconds); the per-function tests below
@@ -20,9 +20,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's bench package
 
 from bench.hostile import failed_safely, grading_cases  # noqa: E402
-from needlebench.chains import _lenient, mentioned_positions, parse_answer  # noqa: E402
-from needlebench.graders import is_repetitive, parse_int, reference_clean  # noqa: E402
-from needlebench.scoring import (  # noqa: E402
+from needlebench.grading.graders import is_repetitive, parse_int, reference_clean  # noqa: E402
+from needlebench.grading.matching import (  # noqa: E402
     clean_prediction,
     hostile_outputs,
     last_boxed,
@@ -31,6 +30,7 @@ from needlebench.scoring import (  # noqa: E402
     strip_thinking,
 )
 from needlebench.tasks import get_task  # noqa: E402
+from needlebench.tasks.needlechain import _lenient, mentioned_positions, parse_answer  # noqa: E402
 
 OUTPUTS = hostile_outputs()
 BOUND_S = 1.0  # per input and grader
@@ -171,7 +171,7 @@ def loaded() -> Iterator[list]:
 def test_oracle_model_answers_every_prompt_with_full_marks(loaded: list) -> None:
     import json
 
-    from needlebench.graders import ScoreOptions
+    from needlebench.grading.graders import ScoreOptions
     from needlebench.opencompass.scripted import OracleModel
 
     oracle = OracleModel()
@@ -195,7 +195,7 @@ def test_oracle_model_refuses_a_prompt_it_does_not_know(loaded: list) -> None:
 def test_garbage_model_scores_zero_on_every_task(loaded: list) -> None:
     import json
 
-    from needlebench.graders import ScoreOptions
+    from needlebench.grading.graders import ScoreOptions
     from needlebench.opencompass.scripted import GARBAGE_OUTPUTS, GarbageModel
 
     garbage = GarbageModel(size=20_000)

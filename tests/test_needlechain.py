@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 from conftest import run_export
 
-from needlebench.chains import (
+from needlebench.errors import ConfigError
+from needlebench.grading.graders import ScoreOptions
+from needlebench.tasks.kinship import load_name_pool
+from needlebench.tasks.needlechain import (
     CLARIFIED,
     OPTION_CHOICES,
     REFERENCE,
@@ -28,9 +31,6 @@ from needlebench.chains import (
     render,
     resolve_options,
 )
-from needlebench.errors import ConfigError
-from needlebench.graders import ScoreOptions
-from needlebench.kinship import load_name_pool
 
 PAPER = Path("/work/shared/papers/needlechain.txt")
 
@@ -458,7 +458,7 @@ def test_lenient_mode_mimics_released_scorer() -> None:
 
 
 def test_position_profile_bins_by_reasoning_and_presented_order() -> None:
-    from needlebench.chains import position_profile
+    from needlebench.tasks.needlechain import position_profile
 
     details = [
         {
@@ -475,7 +475,7 @@ def test_position_profile_bins_by_reasoning_and_presented_order() -> None:
 
 
 def test_position_profile_reads_grader_mentions() -> None:
-    from needlebench.chains import position_profile
+    from needlebench.tasks.needlechain import position_profile
 
     r = grade_needlechain("Ann Lee and Bo Park.\n## Answer: 1600", GOLD, ScoreOptions())
     detail = {"task": "needlechain", "k": 4, "variant": "forward", **r.extras}

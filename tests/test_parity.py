@@ -18,9 +18,9 @@ from unittest import mock
 
 import pytest
 
-from needlebench.kinship import RELATIONS
+from needlebench.context.tokenizer import get_encoding
 from needlebench.tasks import get_task, make_params
-from needlebench.tokenizer import get_encoding
+from needlebench.tasks.kinship import RELATIONS
 
 ENC = get_encoding("cl100k_base")  # also places the offline BPE file where tiktoken looks for it
 LANGUAGE = {"en": "English", "zh": "Chinese"}

@@ -10,7 +10,7 @@ import pytest
 from needlebench.opencompass.configs import needlebench_datasets
 from needlebench.opencompass.dataset import load_rows
 from needlebench.opencompass.partitioner import NeedleBenchPartitioner
-from needlebench.report import build_report
+from needlebench.report.html import build_report
 from needlebench.sharding import shard_ranges
 from needlebench.tasks import config_params
 

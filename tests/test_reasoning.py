@@ -10,13 +10,13 @@ import pytest
 from conftest import run_export
 from kinship_solver import solve
 
-from needlebench.atc import AtcParams, generate_atc
+from needlebench.aggregate.metrics import atc_weighted_score, enl, overall_score
 from needlebench.errors import ConfigError
-from needlebench.graders import ScoreOptions, grade_boxed
-from needlebench.kinship import QUESTION_TYPES, load_name_pool, make_chain, ordinal
-from needlebench.metrics import atc_weighted_score, enl, overall_score
-from needlebench.reasoning import generate_mrs, needle_depths
-from needlebench.sparse import SparseParams
+from needlebench.grading.graders import ScoreOptions, grade_boxed
+from needlebench.tasks.atc import AtcParams, generate_atc
+from needlebench.tasks.kinship import QUESTION_TYPES, load_name_pool, make_chain, ordinal
+from needlebench.tasks.reasoning import generate_mrs, needle_depths
+from needlebench.tasks.sparse import SparseParams
 
 ATC_CONFIG = "tests/configs/export_atc.py"  # the default protocol, reference
 PROTOCOLS = ("reference", "clarified")
@@ -248,7 +248,7 @@ def test_mrs_depths_are_placed_and_solvable(lang: str, protocol: str) -> None:
 
 
 def test_bring_your_own_multihop_needles(tmp_path: Path) -> None:
-    from needlebench.reasoning import grade_mrs
+    from needlebench.tasks.reasoning import grade_mrs
 
     records = [
         {

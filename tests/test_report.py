@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 from conftest import bin_path
 
-from needlebench.report import build_report
-from needlebench.results import load_results
-from needlebench.tables import atc_table, summary_table
+from needlebench.report.html import build_report
+from needlebench.report.results import load_results
+from needlebench.report.tables import atc_table, summary_table
 
 CHECK = dict(zip([2, 4, 8, 16, 32, 64, 128, 256, 512], [100, 100, 87.5, 95, 97.5, 90, 70, 65, 15]))
 
@@ -189,7 +189,7 @@ def test_report_loads_in_a_real_browser(tmp_path: Path) -> None:
 
 
 def test_report_header_names_protocol_profile_and_version() -> None:
-    from needlebench.report import provenance
+    from needlebench.report.html import provenance
 
     records = [{"protocol": "reference", "profile": "v2", "version": "2.0"}] * 3 + [
         {"protocol": "clarified", "profile": "v2", "version": "2.0"}

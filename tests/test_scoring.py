@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from needlebench.graders import ScoreOptions, grade_mrt, grade_srt
-from needlebench.metrics import levenshtein_score
-from needlebench.scoring import clean_prediction, keyword_hit, last_boxed, normalise_answer, strip_thinking
+from needlebench.aggregate.metrics import levenshtein_score
+from needlebench.grading.graders import ScoreOptions, grade_mrt, grade_srt
+from needlebench.grading.matching import clean_prediction, keyword_hit, last_boxed, normalise_answer, strip_thinking
 
 SRT_GOLD = {
     "keywords": ["Pothgon spyglass"],

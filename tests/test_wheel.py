@@ -85,7 +85,11 @@ def test_the_wheel_carries_its_data_and_runs_from_anywhere(fresh: Path, tmp_path
     env = _env(fresh)
 
     where = subprocess.run(
-        [str(fresh), "-c", "import needlebench, needlebench.needles as n; print(needlebench.__file__, n.DATA_DIR)"],
+        [
+            str(fresh),
+            "-c",
+            "import needlebench, needlebench.tasks.needles as n; print(needlebench.__file__, n.DATA_DIR)",
+        ],
         cwd=work,
         env=env,
         capture_output=True,

@@ -14,7 +14,7 @@ from typing import Any
 
 from opencompass.models import OpenAISDK
 
-from ..graders import REQUEST_FAILED, request_failure
+from ..grading.graders import REQUEST_FAILED, request_failure
 
 __all__ = ["ResilientOpenAISDK", "REQUEST_FAILED", "request_failure"]
 

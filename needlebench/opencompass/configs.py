@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ConfigError
-from ..sparse import LANGS, OVERLENGTH_POLICIES
 from ..suites import get_suite, suite_buffer
-from ..tasks import make_params
+from ..tasks.registry import make_params
+from ..tasks.sparse import LANGS, OVERLENGTH_POLICIES
 
 __all__ = [
     "needlebench_datasets",
@@ -209,7 +209,7 @@ def atc_datasets(
         protocol: ``reference`` or ``clarified``.
         **options: named protocol options (``prompt_style``, ``answer_match``).
     """
-    from ..kinship import QUESTION_TYPES
+    from ..tasks.kinship import QUESTION_TYPES
 
     if profile == "v1":
         return atc_mc_datasets(langs=langs, repeats=repeats, seed=seed, max_out_len=max_out_len)
@@ -246,7 +246,7 @@ def atc_mc_datasets(
 
     The worked examples are chat turns of the prompt template (as OpenCompass's v1 config has them),
     so each (language, style) is its own dataset. The task score is computed from the per-sample
-    results with circular evaluation (``needlebench.atc_mc.circular_scores``), in the report's
+    results with circular evaluation (``needlebench.tasks.atc_mc.circular_scores``), in the report's
     ``needlebench_atc_v1`` table.
 
     Args:
@@ -257,7 +257,7 @@ def atc_mc_datasets(
         seed: every random choice derives from it and the question's coordinates.
         max_out_len: an output budget; default: the model's.
     """
-    from ..atc_mc import oc_template_rounds
+    from ..tasks.atc_mc import oc_template_rounds
 
     out = []
     for lang in langs:

@@ -13,12 +13,12 @@ from typing import Any
 
 from opencompass.openicl.icl_evaluator import BaseEvaluator
 
-from ..chains import position_profile
+from ..aggregate.metrics import summarise_details
 from ..errors import ConfigError
-from ..graders import METRICS, SampleScore, ScoreOptions, request_failure
-from ..metrics import summarise_details
+from ..grading.graders import METRICS, SampleScore, ScoreOptions, request_failure
 from ..store import atomic_write
-from ..tasks import get_task
+from ..tasks.needlechain import position_profile
+from ..tasks.registry import get_task
 
 __all__ = ["NeedleBenchEvaluator", "grade_rows"]
 

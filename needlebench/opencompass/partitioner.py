@@ -42,8 +42,8 @@ from opencompass.utils import get_infer_output_path
 from ..arrow_rows import materialize_many
 from ..errors import ConfigError
 from ..sharding import shard_ranges
-from ..sparse import OVERLENGTH_POLICIES
-from ..tasks import config_params, is_needlebench
+from ..tasks.registry import config_params, is_needlebench
+from ..tasks.sparse import OVERLENGTH_POLICIES
 from .dataset import load_rows
 from .models import DEFAULT_MAX_SEQ_LEN
 from .preflight import check_api_server, is_api_model
@@ -81,7 +81,7 @@ def _load_tokenizer(model: dict) -> tuple[Any, str | None, str | None]:
 
 def _tokenizer_ratio(tokenizer: Any, prompts: list[str]) -> float:
     """Model tokens per cl100k token on a few prompts (at least 1: never grant more room)."""
-    from ..tokenizer import get_encoding
+    from ..context.tokenizer import get_encoding
 
     if tokenizer is None or not prompts:
         return 1.0

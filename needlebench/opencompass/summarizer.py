@@ -19,7 +19,7 @@ from typing import Any
 from opencompass.summarizers import DefaultSummarizer
 from opencompass.utils import get_logger
 
-from ..report import build_report
+from ..report.html import build_report
 
 __all__ = ["NeedleBenchSummarizer"]
 

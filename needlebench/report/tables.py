@@ -1,7 +1,7 @@
 """Result tables as pandas DataFrames: the summary, ATC and NeedleChain tables.
 
 Every score comes with a 95% percentile-bootstrap interval (``X ci_low``,
-``X ci_high``; see :mod:`needlebench.uncertainty`) and with how complete it
+``X ci_high``; see :mod:`needlebench.aggregate.uncertainty`) and with how complete it
 is. Cells with no samples are NaN (shown as missing), never 0. The
 completeness rule (:func:`summary_table`) decides what a number may contain.
 """
@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .atc import DEFAULT_COUNTS
-from .metrics import PROFILES, SHORT_CONTEXT_NEEDLES, atc_weighted_score, enl, mean
+from ..aggregate.metrics import PROFILES, SHORT_CONTEXT_NEEDLES, atc_weighted_score, enl, mean
+from ..aggregate.uncertainty import interval, resample_means, significant
+from ..tasks.atc import DEFAULT_COUNTS
 from .results import is_excluded, is_failed, is_shortened
-from .uncertainty import interval, resample_means, significant
 
 __all__ = ["summary_table", "atc_table", "chain_table", "grid", "difference_table", "SPARSE_ORDER", "TASK_LABELS"]
 

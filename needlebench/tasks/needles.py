@@ -11,13 +11,13 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ConfigError
+from ..errors import ConfigError
+from ..seeding import rng
 from .prompts import reference_retrieval_question
-from .seeding import rng
 
 __all__ = ["Needle", "NeedleBank", "load_needle_bank", "default_needle_file", "pick_needles"]
 
-DATA_DIR = Path(__file__).resolve().parent / "data"  # package data: found the same from a wheel
+DATA_DIR = Path(__file__).resolve().parents[1] / "data"  # package data: found the same from a wheel
 
 
 @dataclass(frozen=True)

@@ -19,14 +19,15 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..errors import ConfigError
+from ..grading.graders import SampleScore, ScoreOptions, grade_boxed, grade_srt
+from ..sample import Sample
+from ..seeding import rng
+from ..taskspec import TaskSpec
 from .atc import kinship_gold, kinship_meta, oracle_boxed
-from .errors import ConfigError
-from .graders import SampleScore, ScoreOptions, grade_boxed, grade_srt
 from .kinship import QUESTION_TYPES, KinshipChain, ask, load_name_pool, make_chain, rules_text
 from .prompts import PromptParts, sparse_prompt
 from .reference_text import MRS_REFERENCE_FRAMES, MRS_REFERENCE_QUESTION
-from .sample import Sample
-from .seeding import rng
 from .sparse import (
     SparseParams,
     cell_order,
@@ -37,7 +38,6 @@ from .sparse import (
     prefix_order,
     validate_sparse,
 )
-from .taskspec import TaskSpec
 
 __all__ = ["needle_depths", "generate_mrs", "grade_mrs", "oracle_mrs", "MRS_COUNTS", "REFERENCE_DIFF"]
 

@@ -11,15 +11,15 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from .errors import ConfigError
-from .graders import grade_mrt, grade_srt
-from .haystack import Haystack, build_haystack, fit_prompt, load_tokenized
+from ..context.haystack import Haystack, build_haystack, fit_prompt, load_tokenized
+from ..context.tokenizer import count_tokens, get_encoding
+from ..errors import ConfigError
+from ..grading.graders import grade_mrt, grade_srt
+from ..protocol import Option, resolve_options
+from ..sample import DATASET_VERSION, Sample, sample_id
+from ..taskspec import TaskSpec
 from .needles import Needle, default_needle_file, load_needle_bank, pick_needles
 from .prompts import QUESTION_POSITIONS, PromptParts, reference_prompt, reference_question, sparse_prompt
-from .protocol import Option, resolve_options
-from .sample import DATASET_VERSION, Sample, sample_id
-from .taskspec import TaskSpec
-from .tokenizer import count_tokens, get_encoding
 
 __all__ = [
     "SparseParams",

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .scoring import KeywordMatcher, clean_prediction, last_boxed, levenshtein_score, normalise_answer, strip_thinking
+from .matching import KeywordMatcher, clean_prediction, last_boxed, levenshtein_score, normalise_answer, strip_thinking
 
 __all__ = [
     "SampleScore",

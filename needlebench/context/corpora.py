@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from .errors import ConfigError
-from .seeding import files_digest
+from ..errors import ConfigError
+from ..seeding import files_digest
 
 __all__ = ["Corpus", "load_corpus", "corpus_files", "corpus_digest", "CORPUS_CHOICES"]
 

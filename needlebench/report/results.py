@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = ["RunResults", "load_results", "run_dirs", "check_comparable", "is_shortened", "is_failed", "is_excluded"]
 

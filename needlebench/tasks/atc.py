@@ -9,14 +9,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .errors import ConfigError
-from .graders import grade_boxed
+from ..context.tokenizer import get_encoding
+from ..errors import ConfigError
+from ..grading.graders import grade_boxed
+from ..protocol import Option, resolve_options
+from ..sample import DATASET_VERSION, Sample, sample_id
+from ..taskspec import TaskSpec
 from .kinship import QUESTION_TYPES, KinshipChain, KinshipQuestion, ask, load_name_pool, make_chain, rules_text
-from .protocol import Option, resolve_options
 from .reference_text import REFERENCE_PROMPTS
-from .sample import DATASET_VERSION, Sample, sample_id
-from .taskspec import TaskSpec
-from .tokenizer import get_encoding
 
 __all__ = [
     "AtcParams",

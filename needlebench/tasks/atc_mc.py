@@ -26,14 +26,14 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ConfigError
-from .graders import SampleScore, ScoreOptions, prepare
+from ..context.tokenizer import get_encoding
+from ..errors import ConfigError
+from ..grading.graders import SampleScore, ScoreOptions, prepare
+from ..sample import DATASET_VERSION, Sample, sample_id
+from ..seeding import rng
+from ..taskspec import TaskSpec
 from .kinship import NamePool, distinct_names, load_name_pool
 from .reference_text import REFERENCE_TERMS
-from .sample import DATASET_VERSION, Sample, sample_id
-from .seeding import rng
-from .taskspec import TaskSpec
-from .tokenizer import get_encoding
 
 __all__ = [
     "AtcMcParams",

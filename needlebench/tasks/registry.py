@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
-from .errors import ConfigError
-from .taskspec import TaskSpec
+from ..errors import ConfigError
+from ..taskspec import TaskSpec
 
 __all__ = [
     "TaskSpec",
@@ -36,12 +36,12 @@ CONFIG_KEYS = frozenset({"type", "abbr", "reader_cfg", "infer_cfg", "eval_cfg", 
 
 # The built-in tasks, as "module:attribute" of their TaskSpec, imported on first use.
 BUILTIN_TASKS = (
-    "needlebench.sparse:SRT",
-    "needlebench.sparse:MRT",
-    "needlebench.reasoning:MRS",
-    "needlebench.atc:ATC",
-    "needlebench.atc_mc:ATC_MC",
-    "needlebench.chains:NEEDLECHAIN",
+    "needlebench.tasks.sparse:SRT",
+    "needlebench.tasks.sparse:MRT",
+    "needlebench.tasks.reasoning:MRS",
+    "needlebench.tasks.atc:ATC",
+    "needlebench.tasks.atc_mc:ATC_MC",
+    "needlebench.tasks.needlechain:NEEDLECHAIN",
 )
 # Third-party tasks: an entry point ``name = "package.module:SPEC"`` in this group.
 ENTRY_POINT_GROUP = "needlebench.tasks"

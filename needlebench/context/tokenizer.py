@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import tiktoken
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = ["get_encoding", "token_byte_lengths", "ensure_offline_bpe", "count_tokens"]
 
@@ -55,7 +55,7 @@ def ensure_offline_bpe() -> None:
     data = source.read_bytes()
     if hashlib.sha256(data).hexdigest() != _CL100K_SHA256:
         raise ConfigError(f"bundled tokenizer file {source} does not match cl100k_base's hash")
-    from .store import atomic_write  # store imports the corpus and needle modules: import late
+    from ..store import atomic_write  # store imports the corpus and needle modules: import late
 
     with atomic_write(target) as tmp:
         tmp.write_bytes(data)

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..store import atomic_write
 from . import figures, tables
 from .results import RunResults, check_comparable, is_excluded, load_results
-from .store import atomic_write
 
 __all__ = ["build", "build_report", "write_report", "significance_lines", "Report"]
 
@@ -94,7 +94,7 @@ def assemble(results: RunResults) -> Report:
         rep.figures["atc_accuracy_vs_needles"] = figures.atc_curve_png(atc, "ATC accuracy vs needle count")
     atc_mc = [r for r in records if r.get("task") == "atc_mc"]
     if atc_mc:  # the 2024 multiple-choice ATC, scored with circular evaluation
-        from .atc_mc import atc_mc_table
+        from ..tasks.atc_mc import atc_mc_table
 
         rep.tables["needlebench_atc_v1"] = atc_mc_table(atc_mc, models)
     chain = [r for r in records if r.get("task") == "needlechain"]

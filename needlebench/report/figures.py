@@ -15,8 +15,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .chains import position_profile  # noqa: E402
-from .metrics import enl, mean  # noqa: E402
+from ..aggregate.metrics import enl, mean  # noqa: E402
+from ..tasks.needlechain import position_profile  # noqa: E402
 
 __all__ = ["heatmap_png", "mrt_position_png", "atc_curve_png", "chain_k_png", "chain_positions_png"]
 

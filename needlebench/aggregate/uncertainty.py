@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .seeding import rng
+from ..seeding import rng
 
 __all__ = ["RESAMPLES", "LEVEL", "seed_for", "resample_means", "interval", "significant"]
 

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import ConfigError
+from ..seeding import content_digest, rng
 from .corpora import Corpus
-from .errors import ConfigError
-from .seeding import content_digest, rng
 from .tokenizer import count_tokens, get_encoding, token_byte_lengths
 
 __all__ = [
@@ -75,12 +75,12 @@ def tokenize_corpus(corpus: Corpus, encoding: str = "cl100k_base") -> TokenizedC
 
 
 # the modules whose code decides what a tokenized-corpus cache file holds
-_CACHE_MODULES = ("corpora.py", "haystack.py", "tokenizer.py")
+_CACHE_MODULES = ("context/corpora.py", "context/haystack.py", "context/tokenizer.py")
 
 
 def _cache_code_digest() -> str:
     """Digest of the reader, normaliser and tokenizer sources (a test patches it to force a rebuild)."""
-    from .store import code_digest
+    from ..store import code_digest
 
     return code_digest(*_CACHE_MODULES)
 
@@ -135,9 +135,9 @@ def load_tokenized(lang: str, choice: str = "packaged", encoding: str = "cl100k_
         choice: one of ``corpora.CORPUS_CHOICES`` or a file path.
         encoding: tiktoken encoding name.
     """
+    from ..seeding import stable_hash
+    from ..store import cache_dir, cached_file
     from .corpora import corpus_digest, load_corpus
-    from .seeding import stable_hash
-    from .store import cache_dir, cached_file
 
     key = stable_hash(corpus_digest(lang, choice), choice, encoding, _CACHE_FORMAT, _cache_code_digest())
     path = cache_dir() / "corpora" / f"{lang}-{key}.npz"

@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .scoring import levenshtein_score
+from ..grading.matching import levenshtein_score
 
 __all__ = [
     "atc_weighted_score",

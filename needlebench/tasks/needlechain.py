@@ -27,16 +27,16 @@ from dataclasses import dataclass
 from fractions import Fraction
 from random import Random
 
-from .errors import ConfigError
-from .graders import SampleScore, ScoreOptions, prepare
+from ..context.tokenizer import get_encoding
+from ..errors import ConfigError
+from ..grading.graders import SampleScore, ScoreOptions, prepare
+from ..grading.matching import last_match
+from ..protocol import PROTOCOLS, Option
+from ..protocol import resolve_options as _resolve
+from ..sample import DATASET_VERSION, Sample, sample_id
+from ..seeding import rng
+from ..taskspec import TaskSpec
 from .kinship import load_name_pool
-from .protocol import PROTOCOLS, Option
-from .protocol import resolve_options as _resolve
-from .sample import DATASET_VERSION, Sample, sample_id
-from .scoring import last_match
-from .seeding import rng
-from .taskspec import TaskSpec
-from .tokenizer import get_encoding
 
 __all__ = [
     "ChainParams",

@@ -15,9 +15,9 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ConfigError
+from ..errors import ConfigError
+from ..seeding import rng
 from .reference_text import REFERENCE_TEMPLATES
-from .seeding import rng
 
 __all__ = [
     "QUESTION_TYPES",
@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 QUESTION_TYPES = ("eldest_ancestor", "nth_ancestor", "nth_descendant", "relationship_distance")
-_NAMES_DIR = Path(__file__).resolve().parent / "data" / "names"
+_NAMES_DIR = Path(__file__).resolve().parents[1] / "data" / "names"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""From per-sample scores to numbers: means, bootstrap intervals, table cells and plots tasks share."""

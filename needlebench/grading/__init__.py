@@ -1,0 +1,1 @@
+"""Per-sample grading: text clean-up and matching primitives, and the graders tasks share."""

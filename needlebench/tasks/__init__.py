@@ -1,0 +1,33 @@
+"""The tasks: one module per task family, each exporting a ``TaskSpec``; the registry that lists them.
+
+``needlebench.tasks.registry`` holds the registry; its public names are handed on here so
+adapters write ``from needlebench.tasks import get_task``.
+"""
+
+from .registry import (
+    BUILTIN_TASKS,
+    CONFIG_KEYS,
+    ENTRY_POINT_GROUP,
+    TaskSpec,
+    config_params,
+    get_task,
+    is_needlebench,
+    make_params,
+    register_task,
+    task_names,
+    type_name,
+)
+
+__all__ = [
+    "BUILTIN_TASKS",
+    "CONFIG_KEYS",
+    "ENTRY_POINT_GROUP",
+    "TaskSpec",
+    "config_params",
+    "get_task",
+    "is_needlebench",
+    "make_params",
+    "register_task",
+    "task_names",
+    "type_name",
+]
