@@ -13,6 +13,7 @@ partitioner uses it so every task of a run starts from a warm cache.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import os
@@ -25,9 +26,13 @@ from typing import Any
 
 import pyarrow as pa
 
+from .context.corpora import corpus_digest
 from .errors import ConfigError
-from .store import ROW_COLUMNS, cache_dir, cache_key, cached_file, sample_values, verified
-from .tasks.registry import get_task, make_params
+from .sample import DATASET_VERSION
+from .seeding import files_digest, stable_hash
+from .store import ROW_COLUMNS, cache_dir, cached_file, code_digest, sample_values, verified
+from .tasks import get_task, make_params
+from .tasks.needles import default_needle_file
 
 __all__ = ["ARROW_SCHEMA", "cache_path", "materialize_file", "materialize_many", "write_rows"]
 
@@ -78,6 +83,39 @@ def write_rows(task: str, params: Any, path: Path) -> dict[str, int]:
                 chars = 0
         flush()
     return {"rows": count}
+
+
+# -- keys --------------------------------------------------------------------------------------
+
+
+def _code_identity() -> str:
+    """Generator sources, the row writer and committed data: what decides a dataset's rows."""
+    data = Path(__file__).resolve().parent / "data"
+    extra = sorted(data.rglob("*.json*")) if data.is_dir() else []
+    return code_digest("*.py", "context/*.py", "tasks/*.py", "grading/*.py", "opencompass/dataset.py") + files_digest(
+        extra
+    )
+
+
+def _file_identity(path: str) -> str:
+    return f"{Path(path).resolve()}:{files_digest([Path(path)])}"
+
+
+def cache_key(task: str, params: object) -> str:
+    """Key of a dataset cache file: params, version, code and the corpus and needle contents.
+
+    Args:
+        task: registry name of the task.
+        params: the task's parameter dataclass.
+    """
+    fields = dataclasses.asdict(params)
+    ident = {"task": task, "params": fields, "version": DATASET_VERSION, "code": _code_identity()}
+    lang = fields.get("lang")
+    if "corpus" in fields and lang:
+        ident["corpus"] = corpus_digest(lang, fields["corpus"])
+    if "needle_file" in fields and lang:
+        ident["needles"] = _file_identity(fields["needle_file"] or str(default_needle_file(lang)))
+    return stable_hash(json.dumps(ident, sort_keys=True, default=str), digest_size=12)
 
 
 def cache_path(task: str, params: Any) -> Path:

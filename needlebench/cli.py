@@ -18,7 +18,7 @@ def iter_config_samples(config_path: str) -> Iterator[tuple[str, Any]]:
     """(dataset abbr, Sample) for every needlebench dataset of an OpenCompass config, streamed."""
     from mmengine.config import Config
 
-    from .tasks.registry import config_params, get_task, is_needlebench, make_params
+    from .tasks import config_params, get_task, is_needlebench, make_params
 
     if not Path(config_path).is_file():
         raise ConfigError(f"config: {config_path} does not exist")

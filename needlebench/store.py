@@ -17,7 +17,6 @@ never read as data.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import fcntl
 import functools
 import json
@@ -27,14 +26,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .context.corpora import corpus_digest
-from .sample import DATASET_VERSION, Sample
-from .seeding import files_digest, stable_hash
-from .tasks.needles import default_needle_file
+from .sample import Sample
+from .seeding import files_digest
 
 __all__ = [
     "cache_dir",
-    "cache_key",
     "code_digest",
     "atomic_write",
     "file_lock",
@@ -216,36 +212,6 @@ def code_digest(*modules: str) -> str:
     for m in modules:
         files += sorted(_PACKAGE.glob(m))
     return files_digest(files)
-
-
-def _code_identity() -> str:
-    """Generator sources, the row writer and committed data: what decides a dataset's rows."""
-    data = _PACKAGE / "data"
-    extra = sorted(data.rglob("*.json*")) if data.is_dir() else []
-    return code_digest("*.py", "context/*.py", "tasks/*.py", "grading/*.py", "opencompass/dataset.py") + files_digest(
-        extra
-    )
-
-
-def _file_identity(path: str) -> str:
-    return f"{Path(path).resolve()}:{files_digest([Path(path)])}"
-
-
-def cache_key(task: str, params: object) -> str:
-    """Key of a dataset cache file: params, version, code and the corpus and needle contents.
-
-    Args:
-        task: registry name of the task.
-        params: the task's parameter dataclass.
-    """
-    fields = dataclasses.asdict(params)
-    ident = {"task": task, "params": fields, "version": DATASET_VERSION, "code": _code_identity()}
-    lang = fields.get("lang")
-    if "corpus" in fields and lang:
-        ident["corpus"] = corpus_digest(lang, fields["corpus"])
-    if "needle_file" in fields and lang:
-        ident["needles"] = _file_identity(fields["needle_file"] or str(default_needle_file(lang)))
-    return stable_hash(json.dumps(ident, sort_keys=True, default=str), digest_size=12)
 
 
 def sample_values(sample: Sample) -> tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""Suite definitions: lengths, depths and buffers of each profile.
+"""Suite definitions: lengths and depths of each profile (a task's own defaults live with the task).
 
 Pure data plus lookup functions; configs call them and never copy these
 numbers. ``v2`` (the 2025 paper) is OpenCompass's ``needlebench_v2``
@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 from .errors import ConfigError
 
-__all__ = ["Suite", "SUITES", "V1_SUITES", "get_suite", "suite_buffer", "LINEAR_DEPTHS", "PROFILES_BUFFER"]
+__all__ = ["Suite", "SUITES", "V1_SUITES", "get_suite", "LINEAR_DEPTHS", "PROFILES"]
 
+PROFILES = ("v2", "v1")  # the 2025 paper (OpenCompass needlebench_v2) and the 2024 paper (needlebench)
 LINEAR_DEPTHS: tuple[int, ...] = tuple(range(0, 101, 10))
 
 
@@ -53,41 +54,20 @@ V1_SUITES: dict[str, Suite] = {
     )
 }
 
-# (suite, task, lang) -> buffer. v2: OpenCompass v2 configs (English 500 up to 8k, 3000 above;
-# Chinese 200). v1: the 2024 paper's table; suites it lacks use the nearest smaller one.
-PROFILES_BUFFER: dict[str, dict[str, dict[str, int]]] = {
-    "v2": {
-        "4k": {"en": 500, "zh": 200},
-        "8k": {"en": 500, "zh": 200},
-        "_default": {"en": 3000, "zh": 200},
-    },
-    "v1": {
-        "4k": {"srt": 600, "mrt": 1000, "mrs": 600, "zh": 200},
-        "8k": {"srt": 800, "mrt": 1300, "mrs": 1000, "zh": 200},
-        "32k": {"srt": 3000, "mrt": 3000, "mrs": 3000, "zh": 200},
-        "128k": {"srt": 600, "mrt": 3000, "mrs": 600, "zh": 200},
-        "200k": {"srt": 600, "mrt": 3000, "mrs": 600, "zh": 200},
-        "256k": {"srt": 600, "mrt": 3000, "mrs": 600, "zh": 200},
-        "1000k": {"srt": 600, "mrt": 3000, "mrs": 600, "zh": 200},
-    },
-}
-
 
 def get_suite(name: str, profile: str = "v2") -> Suite:
-    """A suite's lengths and depths under a profile (``v2``: 2025 paper, ``v1``: 2024 paper)."""
+    """A suite's lengths and depths under a profile.
+
+    Args:
+        name: ``4k`` ... ``1000k``.
+        profile: ``v2`` (2025 paper) or ``v1`` (2024 paper).
+
+    Raises:
+        ConfigError: an unknown suite or profile.
+    """
+    if profile not in PROFILES:
+        raise ConfigError(f"profile: unknown profile {profile!r}; choose from {PROFILES}")
     try:
         return (V1_SUITES if profile == "v1" else SUITES)[name]
     except KeyError:
         raise ConfigError(f"suite: unknown suite {name!r}; choose from {list(SUITES)}") from None
-
-
-def suite_buffer(suite: str, task: str, lang: str, profile: str = "v2") -> int:
-    """The buffer a profile gives a (suite, task, language)."""
-    if profile not in PROFILES_BUFFER:
-        raise ConfigError(f"profile: unknown profile {profile!r}; choose from {sorted(PROFILES_BUFFER)}")
-    get_suite(suite)
-    table = PROFILES_BUFFER[profile]
-    row = table.get(suite) or table["_default"]
-    if profile == "v1":
-        return row["zh"] if lang == "zh" else row[task]
-    return row[lang]

@@ -1,4 +1,4 @@
-"""What a task is: its parameters, generator, grader and oracle, in one typed record.
+"""What a task is: its parameters, generator, grader, oracle and how its results add up, in typed records.
 
 Task modules build their ``TaskSpec`` here and do not register it themselves:
 ``needlebench.tasks`` lists them explicitly (and reads third-party tasks from
@@ -8,19 +8,61 @@ no side effect and no module imports the registry back.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+import functools
+import importlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from .grading.graders import SampleScore, ScoreOptions
 from .sample import Sample
 
-__all__ = ["TaskSpec"]
+__all__ = ["TaskSpec", "TaskResults", "ReportParts", "Skipped"]
+
+# over-length skips per (model, task, lang, cell), as ``RunResults.skipped()`` counts them
+Skipped = Mapping[tuple[str, str, str, Any], int]
+
+
+@dataclass
+class ReportParts:
+    """A task's own tables and figures in a report.
+
+    Attributes:
+        tables: name -> pandas DataFrame (written as ``<name>.csv`` and shown in ``report.html``).
+        figures: name -> PNG bytes (written as ``figures/<name>.png``).
+    """
+
+    tables: dict[str, Any] = field(default_factory=dict)
+    figures: dict[str, bytes] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TaskResults:
+    """How a task's per-sample results add up; each part is optional.
+
+    The evaluator and the report call these for the task's own records and
+    never branch on a task's name, so a new task brings its metrics, tables
+    and figures with it.
+
+    Attributes:
+        dataset_metrics: ``details -> {name: value}``: numbers of one evaluated dataset beyond the
+            common ones (score, accuracy, per length, per needle count, error shares).
+        sidecars: ``details -> {suffix: text}``: extra files written beside a dataset's results.
+        report: ``(records, models, skipped) -> ReportParts``: the task's tables and figures. It gets
+            every record of the task, shortened and failed ones included, and decides what counts.
+        heatmap_points: ``record -> [(depth, score), ...]``: where a record lands on the depth x length
+            heatmap; a task without it has no heatmap.
+    """
+
+    dataset_metrics: Callable[[Sequence[Mapping[str, Any]]], dict[str, float]] | None = None
+    sidecars: Callable[[Sequence[Mapping[str, Any]]], dict[str, str]] | None = None
+    report: Callable[[Sequence[dict[str, Any]], Sequence[str], Skipped], ReportParts] | None = None
+    heatmap_points: Callable[[Mapping[str, Any]], Iterable[tuple[float, float]]] | None = None
 
 
 @dataclass(frozen=True)
 class TaskSpec:
-    """A task: its parameters, generator and grader.
+    """A task: its parameters, generator, grader and aggregation.
 
     Attributes:
         name: the registry name (``task=`` in a dataset config); unique.
@@ -28,9 +70,17 @@ class TaskSpec:
         params: the parameter dataclass; ``make_params`` builds it from a config.
         generate: ``params -> samples``, pure and deterministic.
         grade: ``(prediction, gold, options) -> SampleScore``.
-        title: the task's name in tables and reports.
+        title: the task's name in prose.
         oracle: maps a sample's structured gold to a perfect answer in the task's answer format
             (the scripted oracle model answers with it, so a run can be checked to score 100).
+        label: the task's short name in tables (``S-RT``); the name in capitals when empty.
+        suite_weights: profile -> the task's weight in the suite overall (``OVERALL (v2)``). Tasks
+            with weights are the rows of the summary table, in registry order.
+        results: ``"module:attribute"`` of the task's :class:`TaskResults`, imported when results are
+            read (so generating samples never imports pandas or matplotlib).
+        suite_defaults: ``(suite, lang, profile) -> {parameter: value}``: the task's defaults inside a
+            suite (``needlebench_datasets`` builds every task that has them), e.g. repeats and buffer.
+        score_options: the grading options a suite config sets for this task (``("metric",)``).
     """
 
     name: str
@@ -40,3 +90,26 @@ class TaskSpec:
     grade: Callable[[object, dict, ScoreOptions], SampleScore]
     title: str
     oracle: Callable[[dict], str] | None = None
+    label: str = ""
+    suite_weights: Mapping[str, float] = field(default_factory=dict)
+    results: str | None = None
+    suite_defaults: Callable[[str, str, str], dict[str, Any]] | None = None
+    score_options: tuple[str, ...] = ()
+
+    @property
+    def short(self) -> str:
+        """The task's name in tables."""
+        return self.label or self.name.upper()
+
+    def aggregation(self) -> TaskResults:
+        """The task's :class:`TaskResults` (empty when it declares none)."""
+        return _load_results(self.results) if self.results else TaskResults()
+
+
+@functools.cache
+def _load_results(ref: str) -> TaskResults:
+    module, _, attr = ref.partition(":")
+    found = getattr(importlib.import_module(module), attr)
+    if not isinstance(found, TaskResults):
+        raise TypeError(f"{ref} is not a TaskResults")
+    return found

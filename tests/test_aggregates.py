@@ -17,12 +17,13 @@ import pandas as pd
 import pytest
 from conftest import bin_path
 
-from needlebench.aggregate.metrics import atc_weighted_score
 from needlebench.aggregate.uncertainty import seed_for
 from needlebench.errors import ConfigError
 from needlebench.report.html import build_report
 from needlebench.report.results import load_results
-from needlebench.report.tables import atc_table, chain_table, difference_table, grid, summary_table
+from needlebench.report.tables import difference_table, grid, summary_table
+from needlebench.tasks.atc_results import atc_table, atc_weighted_score
+from needlebench.tasks.needlechain_results import chain_table
 
 CHECK = dict(zip([2, 4, 8, 16, 32, 64, 128, 256, 512], [100, 100, 87.5, 95, 97.5, 90, 70, 65, 15]))
 RUN = "20260101_000000"
@@ -256,7 +257,7 @@ def test_intervals_are_seeded_and_fast(tmp_path: Path) -> None:
 
 def test_atc_planned_counts_come_from_the_samples() -> None:
     """A config planning N = 2, 4, 8 whose N=8 never ran: 8 counts as 0 in the table and the evaluator."""
-    from needlebench.aggregate.metrics import summarise_details
+    from needlebench.tasks import get_task
 
     rows = [
         dict(r, model="m", needle_counts=[2, 4, 8], correct=r["score"] == 100.0)
@@ -267,7 +268,7 @@ def test_atc_planned_counts_come_from_the_samples() -> None:
     row = table.iloc[0]
     assert row["weighted"] == pytest.approx((2 * 100 + 4 * 50 + 8 * 0) / 14)
     assert not row["complete"] and "N=8" in row["note"]
-    out = summarise_details(rows)
+    out = get_task("atc").aggregation().dataset_metrics(rows)  # what the evaluator adds for ATC
     assert out["weighted_score"] == pytest.approx((2 * 100 + 4 * 50) / 14) and out["planned_n_missing"] == 1
 
 

@@ -119,9 +119,11 @@ def test_tokenized_cache_follows_corpus_content_not_size_and_time(cache: Path, t
 
 def test_dataset_cache_key_covers_code(monkeypatch: pytest.MonkeyPatch) -> None:
     params = SparseParams(lang="en", lengths=(1000,), depths=(50,), repeats=1)
-    before = store.cache_key("srt", params)
-    monkeypatch.setattr(store, "code_digest", lambda *m: "edited")
-    assert store.cache_key("srt", params) != before
+    from needlebench import arrow_rows as rows
+
+    before = rows.cache_key("srt", params)
+    monkeypatch.setattr(rows, "code_digest", lambda *m: "edited")
+    assert rows.cache_key("srt", params) != before
 
 
 # -- bug 4: corrupt files are rebuilt, writes are atomic ------------------------------------------------

@@ -458,7 +458,7 @@ def test_lenient_mode_mimics_released_scorer() -> None:
 
 
 def test_position_profile_bins_by_reasoning_and_presented_order() -> None:
-    from needlebench.tasks.needlechain import position_profile
+    from needlebench.tasks.needlechain_results import position_profile
 
     details = [
         {
@@ -475,7 +475,7 @@ def test_position_profile_bins_by_reasoning_and_presented_order() -> None:
 
 
 def test_position_profile_reads_grader_mentions() -> None:
-    from needlebench.tasks.needlechain import position_profile
+    from needlebench.tasks.needlechain_results import position_profile
 
     r = grade_needlechain("Ann Lee and Bo Park.\n## Answer: 1600", GOLD, ScoreOptions())
     detail = {"task": "needlechain", "k": 4, "variant": "forward", **r.extras}

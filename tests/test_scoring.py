@@ -6,9 +6,15 @@ import json
 
 import pytest
 
-from needlebench.aggregate.metrics import levenshtein_score
 from needlebench.grading.graders import ScoreOptions, grade_mrt, grade_srt
-from needlebench.grading.matching import clean_prediction, keyword_hit, last_boxed, normalise_answer, strip_thinking
+from needlebench.grading.matching import (
+    clean_prediction,
+    keyword_hit,
+    last_boxed,
+    levenshtein_score,
+    normalise_answer,
+    strip_thinking,
+)
 
 SRT_GOLD = {
     "keywords": ["Pothgon spyglass"],

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ConfigError
-from ..suites import get_suite, suite_buffer
-from ..tasks.registry import make_params
+from ..suites import PROFILES, get_suite
+from ..tasks import all_tasks, get_task, make_params
 from ..tasks.sparse import LANGS, OVERLENGTH_POLICIES
 
 __all__ = [
@@ -23,10 +23,9 @@ __all__ = [
     "needlechain_datasets",
     "atc_mc_datasets",
     "task_dataset",
-    "SPARSE_TASKS",
+    "suite_tasks",
 ]
 
-SPARSE_TASKS = ("srt", "mrt", "mrs")
 PROMPT_TEMPLATE = "opencompass.openicl.icl_prompt_template.PromptTemplate"
 ZERO_RETRIEVER = "opencompass.openicl.icl_retriever.ZeroRetriever"
 GEN_INFERENCER = "opencompass.openicl.icl_inferencer.GenInferencer"
@@ -34,7 +33,11 @@ DATASET = "needlebench.opencompass.dataset.NeedleBenchDataset"
 PARTITIONER = "needlebench.opencompass.partitioner.NeedleBenchPartitioner"
 SUMMARIZER = "needlebench.opencompass.summarizer.NeedleBenchSummarizer"
 EVALUATOR = "needlebench.opencompass.evaluator.NeedleBenchEvaluator"
-_REPEATS = {"srt": 10, "mrt": 25, "mrs": 10}
+
+
+def suite_tasks() -> tuple[str, ...]:
+    """The tasks a suite config builds (those with ``suite_defaults``), in registry order: S-RT, M-RT, M-RS."""
+    return tuple(spec.name for spec in all_tasks() if spec.suite_defaults)
 
 
 def _infer_cfg(max_out_len: int | None, system: bool = False) -> dict[str, Any]:
@@ -92,16 +95,16 @@ def task_dataset(
 def _per_task(value: Any, task: str, default: Any) -> Any:
     """A setting given once for every task, or as ``{task: value}``."""
     if isinstance(value, dict):
-        unknown = sorted(set(value) - set(SPARSE_TASKS))
+        unknown = sorted(set(value) - set(suite_tasks()))
         if unknown:
-            raise ConfigError(f"unknown task(s) {unknown} in a per-task setting; valid: {list(SPARSE_TASKS)}")
+            raise ConfigError(f"unknown task(s) {unknown} in a per-task setting; valid: {list(suite_tasks())}")
         return value.get(task, default)
     return default if value is None else value
 
 
 def needlebench_datasets(
     suite: str = "128k",
-    tasks: Sequence[str] = SPARSE_TASKS,
+    tasks: Sequence[str] | None = None,
     langs: Sequence[str] = LANGS,
     lengths: Sequence[int] | None = None,
     depths: Sequence[float] | None = None,
@@ -120,7 +123,7 @@ def needlebench_datasets(
 
     Args:
         suite: ``4k``, ``8k``, ``32k``, ``128k``, ``200k``, ``256k`` or ``1000k``.
-        tasks: any of ``srt``, ``mrt``, ``mrs``.
+        tasks: any of ``srt``, ``mrt``, ``mrs`` (default: all of them).
         langs: any of ``en``, ``zh``.
         lengths: context lengths in cl100k tokens (default: the suite's, per profile).
         depths: needle depths 0..100 (default: the suite's, per profile).
@@ -141,16 +144,16 @@ def needlebench_datasets(
     Raises:
         ConfigError: an unknown suite, task, language, option or parameter, naming the valid ones.
     """
-    if profile not in ("v1", "v2"):
-        raise ConfigError(f"profile: unknown profile {profile!r}; choose from ('v1', 'v2')")
     spec = get_suite(suite, profile)
+    known = suite_tasks()
+    tasks = known if tasks is None else tasks
     for t in tasks:
-        if t not in SPARSE_TASKS:
-            raise ConfigError(f"tasks: unknown sparse task {t!r}; choose from {SPARSE_TASKS}")
+        if t not in known:
+            raise ConfigError(f"tasks: unknown sparse task {t!r}; choose from {known}")
     for lang in langs:
         if lang not in LANGS:
             raise ConfigError(f"langs: unknown language {lang!r}; choose from {LANGS}")
-    per_task = {t: task_options.pop(t) for t in SPARSE_TASKS if t in task_options}
+    per_task = {t: task_options.pop(t) for t in known if t in task_options}
     for t, opts in per_task.items():
         if not isinstance(opts, dict):
             raise ConfigError(f"{t}: per-task options must be a dict, got {type(opts).__name__}")
@@ -158,13 +161,15 @@ def needlebench_datasets(
     recall = (profile == "v1") if recall_step is None else bool(recall_step)
     out = []
     for task in tasks:
+        task_spec = get_task(task)
         for lang in langs:
+            defaults = task_spec.suite_defaults(suite, lang, profile)
             params = dict(
                 lang=lang,
                 lengths=list(lengths or spec.lengths),
                 depths=list(depths if depths is not None else spec.depths),
-                repeats=_per_task(repeats, task, _REPEATS[task]),
-                buffer=suite_buffer(suite, task, lang, profile),
+                repeats=_per_task(repeats, task, defaults["repeats"]),
+                buffer=defaults["buffer"],
                 seed=seed,
                 corpus=corpus,
                 question_position=question_position,
@@ -174,7 +179,7 @@ def needlebench_datasets(
                 **task_options,
                 **per_task.get(task, {}),
             )
-            evaluator = {"metric": metric} if task in ("srt", "mrt") else {}
+            evaluator = {k: v for k, v in {"metric": metric}.items() if k in task_spec.score_options}
             out_len = _per_task(max_out_len, task, None)
             out.append(task_dataset(f"needlebench_{task}_{lang}_{suite}", task, params, out_len, evaluator))
     return out
@@ -213,8 +218,8 @@ def atc_datasets(
 
     if profile == "v1":
         return atc_mc_datasets(langs=langs, repeats=repeats, seed=seed, max_out_len=max_out_len)
-    if profile != "v2":
-        raise ConfigError(f"profile: unknown profile {profile!r}; choose from ('v1', 'v2')")
+    if profile not in PROFILES:
+        raise ConfigError(f"profile: unknown profile {profile!r}; choose from {PROFILES}")
     qtypes = list(question_types or QUESTION_TYPES)
     out = []
     for lang in langs:

@@ -26,7 +26,7 @@ from opencompass.datasets.base import BaseDataset
 
 from ..arrow_rows import ARROW_SCHEMA, materialize_file
 from ..store import sample_to_row
-from ..tasks.registry import get_task, make_params
+from ..tasks import get_task, make_params
 
 __all__ = ["NeedleBenchDataset", "materialize", "load_rows", "with_reader_columns"]
 

@@ -17,8 +17,7 @@ from ..aggregate.metrics import summarise_details
 from ..errors import ConfigError
 from ..grading.graders import METRICS, SampleScore, ScoreOptions, request_failure
 from ..store import atomic_write
-from ..tasks.needlechain import position_profile
-from ..tasks.registry import get_task
+from ..tasks import get_task
 
 __all__ = ["NeedleBenchEvaluator", "grade_rows"]
 
@@ -100,10 +99,15 @@ class NeedleBenchEvaluator(BaseEvaluator):
             return {"error": f"{len(predictions)} predictions for {len(references)} samples"}
         details = grade_rows(predictions, references, test_set, self.options)
         self._write_samples(details, predictions)
-        if any(d["task"] == "needlechain" for d in details):
-            profile = {"all_k": position_profile(details), "k200": position_profile(details, min_k=200)}
-            self._write("positions.json", [json.dumps(profile, indent=1)])
-        return {**summarise_details(details), "details": details}
+        metrics = summarise_details(details)
+        for task in sorted({d["task"] for d in details}):  # one task per dataset; its own numbers and files
+            mine = [d for d in details if d["task"] == task]
+            results = get_task(task).aggregation()
+            if results.dataset_metrics:
+                metrics.update(results.dataset_metrics(mine))
+            for suffix, text in (results.sidecars(mine) if results.sidecars else {}).items():
+                self._write(suffix, [text])
+        return {**metrics, "details": details}
 
     def _write(self, suffix: str, lines: Any) -> None:
         """Write ``<result>.<suffix>`` beside OpenCompass's result file, atomically."""

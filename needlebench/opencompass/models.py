@@ -18,7 +18,7 @@ from typing import Any
 from mmengine.config import Config
 
 from ..errors import ConfigError
-from ..tasks.registry import type_name
+from ..tasks import type_name
 
 __all__ = [
     "smollm2_gguf",

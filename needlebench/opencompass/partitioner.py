@@ -42,7 +42,7 @@ from opencompass.utils import get_infer_output_path
 from ..arrow_rows import materialize_many
 from ..errors import ConfigError
 from ..sharding import shard_ranges
-from ..tasks.registry import config_params, is_needlebench
+from ..tasks import config_params, is_needlebench
 from ..tasks.sparse import OVERLENGTH_POLICIES
 from .dataset import load_rows
 from .models import DEFAULT_MAX_SEQ_LEN
@@ -242,6 +242,8 @@ class NeedleBenchPartitioner(BasePartitioner):
         skipped = {c: n - kept_cells.get(c, 0) for c, n in full_cells.items() if n > kept_cells.get(c, 0)}
         path = osp.join(work_dir, OVERLENGTH_FILE)
         entry = {
+            "task": original["task"],
+            "lang": original.get("lang", "en"),
             "policy": limited["overlength"],
             "max_prompt_tokens": limit,
             "tokenizer_ratio": ratio,

@@ -16,7 +16,7 @@ from opencompass.models.base import BaseModel
 from opencompass.models.base_api import APITemplateParser
 
 from ..grading.matching import hostile_outputs
-from ..tasks.registry import get_task
+from ..tasks import get_task
 from . import dataset
 
 __all__ = ["OracleModel", "GarbageModel", "API_META_TEMPLATE", "last_human_message", "GARBAGE_OUTPUTS"]

@@ -17,9 +17,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..aggregate.records import is_excluded
 from ..store import atomic_write
+from ..tasks import all_tasks
 from . import figures, tables
-from .results import RunResults, check_comparable, is_excluded, load_results
+from .results import RunResults, check_comparable, load_results
 
 __all__ = ["build", "build_report", "write_report", "significance_lines", "Report"]
 
@@ -88,45 +90,33 @@ def assemble(results: RunResults) -> Report:
     summary = tables.summary_table(results.records, models, skipped)
     if not summary.empty:
         rep.tables["needlebench_summary"] = summary
-    atc = [r for r in records if r.get("task") == "atc"]
-    if atc:
-        rep.tables["needlebench_atc"] = tables.atc_table(atc, models, skipped)
-        rep.figures["atc_accuracy_vs_needles"] = figures.atc_curve_png(atc, "ATC accuracy vs needle count")
-    atc_mc = [r for r in records if r.get("task") == "atc_mc"]
-    if atc_mc:  # the 2024 multiple-choice ATC, scored with circular evaluation
-        from ..tasks.atc_mc import atc_mc_table
-
-        rep.tables["needlebench_atc_v1"] = atc_mc_table(atc_mc, models)
-    chain = [r for r in records if r.get("task") == "needlechain"]
-    if chain:
-        rep.tables["needlechain_summary"] = tables.chain_table(chain, models, skipped)
-        for m in sorted({r["model"] for r in chain}):
-            rep.figures[f"needlechain_accuracy_vs_k_{_safe(m)}"] = figures.chain_k_png(chain, m)
-            rep.figures[f"needlechain_positions_{_safe(m)}"] = figures.chain_positions_png(chain, m)
-    for task in tables.SPARSE_ORDER:
-        for lang in sorted({r["lang"] for r in records if r["task"] == task}):
+    specs = all_tasks()
+    for spec in specs:  # each task's own tables and figures, from all its records (it decides what counts)
+        report = spec.aggregation().report
+        mine = [r for r in results.records if r.get("task") == spec.name]
+        if report and mine:
+            parts = report(mine, models, skipped)
+            rep.tables.update(parts.tables)
+            rep.figures.update(parts.figures)
+    for spec in specs:
+        for lang in sorted({r["lang"] for r in records if r["task"] == spec.name}):
             for m in models:
-                g = tables.grid(records, m, task, lang)
-                if g.empty:
-                    continue
-                label = f"{tables.TASK_LABELS[task]} {lang.upper()} - {m}"
-                rep.figures[f"heatmap_{task}_{lang}_{_safe(m)}"] = figures.heatmap_png(g, label)
-    mrt = [r for r in records if r["task"] == "mrt"]
-    if mrt:
-        rep.figures["mrt_recall_by_position"] = figures.mrt_position_png(mrt, "M-RT recall by needle position")
+                g = tables.grid(records, m, spec, lang)
+                if not g.empty:
+                    label = f"{spec.short} {lang.upper()} - {m}"
+                    rep.figures[f"heatmap_{spec.name}_{lang}_{_safe(m)}"] = figures.heatmap_png(g, label)
     if len(models) >= 2 and "needlebench_summary" in rep.tables:
         base = models[0]
         for other in models[1:]:
             diff = tables.difference_table(results.records, base, other, skipped)
             rep.tables[f"diff_{_safe(other)}_vs_{_safe(base)}"] = diff
-            for task in tables.SPARSE_ORDER:
-                for lang in ("en", "zh"):
-                    a, b = tables.grid(records, base, task, lang), tables.grid(records, other, task, lang)
+            for spec in specs:
+                for lang in sorted({r["lang"] for r in records if r["task"] == spec.name}):
+                    a, b = tables.grid(records, base, spec, lang), tables.grid(records, other, spec, lang)
                     if a.empty or b.empty:
                         continue
-                    diff = b.sub(a)
-                    rep.figures[f"diffmap_{task}_{lang}_{_safe(other)}_vs_{_safe(base)}"] = figures.heatmap_png(
-                        diff, f"{tables.TASK_LABELS[task]} {lang.upper()}: {other} - {base}", diverging=True
+                    rep.figures[f"diffmap_{spec.name}_{lang}_{_safe(other)}_vs_{_safe(base)}"] = figures.heatmap_png(
+                        b.sub(a), f"{spec.short} {lang.upper()}: {other} - {base}", diverging=True
                     )
     return rep
 

@@ -16,26 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..aggregate.records import is_shortened
 from ..errors import ConfigError
+from ..tasks import task_names
 
-__all__ = ["RunResults", "load_results", "run_dirs", "check_comparable", "is_shortened", "is_failed", "is_excluded"]
-
-_ABBR = re.compile(r"(?:^|_)(srt|mrt|mrs|atc)_(en|zh)(?:_|$)")
-
-
-def is_shortened(record: dict[str, Any]) -> bool:
-    """A prompt cut to fit the model: it is never reported as its nominal length."""
-    return record.get("shortened_from") is not None
-
-
-def is_failed(record: dict[str, Any]) -> bool:
-    """A request the inference server never answered: not a wrong answer, and never scored."""
-    return record.get("error") == "request_failed"
-
-
-def is_excluded(record: dict[str, Any]) -> bool:
-    """A sample that is counted but left out of every score (shortened, or its request failed)."""
-    return is_shortened(record) or is_failed(record)
+__all__ = ["RunResults", "load_results", "run_dirs", "check_comparable"]
 
 
 @dataclass
@@ -67,7 +52,12 @@ class RunResults:
             where.setdefault((r["model"], r["dataset"]), (r.get("task"), r.get("lang")))
         out: dict[tuple[str, str, str, Any], int] = defaultdict(int)
         for row in self.overlength:
-            found = where.get((row["model"], row["dataset"])) or _task_lang_from_abbr(row["dataset"])
+            detail = row.get("detail", {})
+            found = (
+                where.get((row["model"], row["dataset"]))
+                or ((detail["task"], detail.get("lang", "en")) if detail.get("task") else None)
+                or _task_lang_from_abbr(row["dataset"])
+            )
             if found is None:
                 continue
             for coord, _depth, n in row.get("detail", {}).get("skipped", []):
@@ -76,9 +66,9 @@ class RunResults:
 
 
 def _task_lang_from_abbr(abbr: str) -> tuple[str, str] | None:
-    if abbr.startswith("needlechain"):
-        return "needlechain", "en"
-    m = _ABBR.search(abbr)
+    """Task and language of an over-length entry written before entries recorded them (``needlebench_srt_en_4k``)."""
+    names = "|".join(sorted(map(re.escape, task_names()), key=len, reverse=True))
+    m = re.search(rf"(?:^|_)({names})_(en|zh)(?:_|$)", abbr)
     return (m.group(1), m.group(2)) if m else None
 
 

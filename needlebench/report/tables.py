@@ -1,4 +1,8 @@
-"""Result tables as pandas DataFrames: the summary, ATC and NeedleChain tables.
+"""The summary table, paired differences and heatmap grids, for every task that declares them.
+
+Tasks join the summary through ``TaskSpec.suite_weights`` (S-RT, M-RT and
+M-RS), in registry order, and the heatmaps through their results'
+``heatmap_points``; their own tables (ATC, NeedleChain, ...) live with them.
 
 Every score comes with a 95% percentile-bootstrap interval (``X ci_low``,
 ``X ci_high``; see :mod:`needlebench.aggregate.uncertainty`) and with how complete it
@@ -9,37 +13,42 @@ completeness rule (:func:`summary_table`) decides what a number may contain.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..aggregate.metrics import PROFILES, SHORT_CONTEXT_NEEDLES, atc_weighted_score, enl, mean
-from ..aggregate.uncertainty import interval, resample_means, significant
-from ..tasks.atc import DEFAULT_COUNTS
-from .results import is_excluded, is_failed, is_shortened
+from ..aggregate.cells import NAN as _NAN
+from ..aggregate.cells import format_failure_rate as _rate
+from ..aggregate.cells import put_interval as _ci
+from ..aggregate.metrics import mean
+from ..aggregate.records import is_excluded, is_failed, is_shortened
+from ..aggregate.uncertainty import resample_means, significant
+from ..tasks import all_tasks, get_task
+from ..taskspec import Skipped, TaskSpec
 
-__all__ = ["summary_table", "atc_table", "chain_table", "grid", "difference_table", "SPARSE_ORDER", "TASK_LABELS"]
+__all__ = ["summary_table", "grid", "difference_table", "summary_tasks", "suite_weights"]
 
-SPARSE_ORDER = ("srt", "mrt", "mrs")
-TASK_LABELS = {"srt": "S-RT", "mrt": "M-RT", "mrs": "M-RS", "atc": "ATC", "needlechain": "NeedleChain"}
-CHAIN_VARIANTS = ("forward", "backward", "mixed", "stack")
-_NAN = float("nan")
+
+def summary_tasks() -> tuple[str, ...]:
+    """The tasks of the summary table (those with suite weights), in registry order."""
+    return tuple(spec.name for spec in all_tasks() if spec.suite_weights)
+
+
+def suite_weights(profile: str) -> dict[str, float]:
+    """Each summary task's weight in the suite overall under ``profile`` (``v2`` or ``v1``)."""
+    return {spec.name: spec.suite_weights[profile] for spec in all_tasks() if profile in spec.suite_weights}
+
+
+def _profiles() -> list[str]:
+    """The profiles every summary task weighs, in the order the first task declares them."""
+    specs = [spec for spec in all_tasks() if spec.suite_weights]
+    return [p for p in specs[0].suite_weights if all(p in s.suite_weights for s in specs)] if specs else []
+
 
 Leaf = tuple[str, str, Any]  # (task, lang, length)
-Skipped = Mapping[tuple[str, str, str, Any], int]  # (model, task, lang, cell) -> samples skipped
-
-
-def _rate(rows: Sequence[dict[str, Any]]) -> float:
-    return 100.0 * sum(bool(r.get("format_failure")) for r in rows) / len(rows) if rows else _NAN
-
-
-def _ci(row: dict[str, Any], column: str, draws: np.ndarray | None) -> None:
-    """Put the 95% interval of ``column`` beside it."""
-    lo, hi = interval(draws) if draws is not None else (_NAN, _NAN)
-    row[f"{column} ci_low"], row[f"{column} ci_high"] = lo, hi
 
 
 def _counts_note(planned: int, shortened: int, skipped: int, failed: int = 0) -> list[str]:
@@ -70,6 +79,10 @@ class _Cell:
         return len(self.rows) + self.shortened + self.skipped + self.failed
 
 
+def _label(task: str) -> str:
+    return get_task(task).short
+
+
 @dataclass(frozen=True)
 class _Spec:
     """A summary row: a leaf cell, a language ("all"), a task overall or a suite overall."""
@@ -80,18 +93,18 @@ class _Spec:
     def labels(self) -> dict[str, Any]:
         if self.level == "cell":
             task, lang, length = self.key
-            return {"task": TASK_LABELS[task], "lang": lang.upper(), "length": length}
+            return {"task": _label(task), "lang": lang.upper(), "length": length}
         if self.level == "lang":
-            return {"task": TASK_LABELS[self.key[0]], "lang": self.key[1].upper(), "length": "all"}
+            return {"task": _label(self.key[0]), "lang": self.key[1].upper(), "length": "all"}
         if self.level == "task":
-            return {"task": TASK_LABELS[self.key[0]], "lang": "OVERALL", "length": "all"}
+            return {"task": _label(self.key[0]), "lang": "OVERALL", "length": "all"}
         return {"task": f"OVERALL ({self.key[0]})", "lang": "OVERALL", "length": "all"}
 
     def name(self) -> str:
         """How a part is named in a note ("length 4000", "ZH", "M-RS")."""
         if self.level == "cell":
             return f"length {self.key[2]}"
-        return self.key[1].upper() if self.level == "lang" else TASK_LABELS.get(self.key[0], self.key[0])
+        return self.key[1].upper() if self.level == "lang" else _label(self.key[0])
 
 
 class _Summary:
@@ -105,8 +118,9 @@ class _Summary:
     def __init__(self, records: Sequence[dict[str, Any]], skipped: Skipped | None = None) -> None:
         self.cells: dict[str, dict[Leaf, _Cell]] = defaultdict(lambda: defaultdict(_Cell))  # plain dicts after init
         self.profiles: dict[str, set[str]] = defaultdict(set)
+        self.order = summary_tasks()
         for r in records:
-            if r.get("task") not in SPARSE_ORDER:
+            if r.get("task") not in self.order:
                 continue
             cell = self.cells[r["model"]][(r["task"], r["lang"], r.get("length"))]
             if is_shortened(r):
@@ -117,11 +131,11 @@ class _Summary:
                 cell.rows.append(r)
             self.profiles[r["model"]].add(str(r.get("profile") or "v2"))
         for (model, task, lang, length), n in (skipped or {}).items():
-            if task in SPARSE_ORDER and n:
+            if task in self.order and n:
                 self.cells[model][(task, lang, int(length))].skipped += int(n)
         self.cells = {m: dict(per_model) for m, per_model in self.cells.items()}
         self.layout: dict[str, dict[str, list[Any]]] = {}
-        for task in SPARSE_ORDER:
+        for task in self.order:
             leaves = {leaf for per_model in self.cells.values() for leaf in per_model if leaf[0] == task}
             langs = sorted({leaf[1] for leaf in leaves})
             if langs:
@@ -138,9 +152,9 @@ class _Summary:
                 out.extend(_Spec("cell", (task, lang, length)) for length in lengths)
                 out.append(_Spec("lang", (task, lang)))
             out.append(_Spec("task", (task,)))
-        if all(t in self.layout for t in SPARSE_ORDER):
+        if self.order and all(t in self.layout for t in self.order):
             present = set().union(*self.profiles.values())
-            out.extend(_Spec("suite", (p,)) for p in ("v2", "v1") if p in present)
+            out.extend(_Spec("suite", (p,)) for p in _profiles() if p in present)
         return out
 
     def parts(self, spec: _Spec) -> list[_Spec]:
@@ -151,7 +165,7 @@ class _Summary:
         if spec.level == "task":
             return [_Spec("lang", (spec.key[0], lang)) for lang in self.layout[spec.key[0]]]
         if spec.level == "suite":
-            return [_Spec("task", (t,)) for t in SPARSE_ORDER]
+            return [_Spec("task", (t,)) for t in self.order]
         return []
 
     def leaves(self, spec: _Spec) -> list[Leaf]:
@@ -168,7 +182,11 @@ class _Summary:
             total = sum(parts.values())
             return {leaf: k / total for leaf, k in parts.items()} if total else None
         parts = self.parts(spec)
-        share = PROFILES[spec.key[0]] if spec.level == "suite" else [1.0 / len(parts)] * len(parts)
+        if spec.level == "suite":
+            weights = suite_weights(spec.key[0])
+            share = [weights[part.key[0]] for part in parts]
+        else:
+            share = [1.0 / len(parts)] * len(parts)
         out: dict[Leaf, float] = defaultdict(float)
         for w, part in zip(share, parts):
             sub = self.weights(part, n)
@@ -329,182 +347,29 @@ def difference_table(
     return pd.DataFrame(rows)
 
 
-# -- ATC --------------------------------------------------------------------------------------------
+def grid(records: Sequence[dict[str, Any]], model: str, task: str | TaskSpec, lang: str) -> pd.DataFrame:
+    """Mean score over depth (rows) x length (columns), placed by the task's ``heatmap_points``.
 
-
-def _atc_note(missing_skipped: list[int], missing_other: list[int], partial: dict[int, tuple[int, int]]) -> str:
-    parts = []
-    if missing_skipped:
-        parts.append(f"N={', '.join(map(str, missing_skipped))} not run: over length")
-    if missing_other:
-        parts.append(f"N={', '.join(map(str, missing_other))} not run")
-    parts.extend(f"N={n}: {k} of {p} skipped" for n, (k, p) in sorted(partial.items()))
-    return f"incomplete ({'; '.join(parts)}); counted as 0" if parts else ""
-
-
-def atc_table(
-    records: Sequence[dict[str, Any]],
-    models: Sequence[str],
-    skipped: Skipped | None = None,
-    planned: Iterable[int] | None = None,
-) -> pd.DataFrame:
-    """Per-N accuracy per model and language, then weighted score, short-context weighted score, ENL-50.
-
-    The weighted scores and ENL-50 cover every planned N (the config's, as its samples record it in
-    ``needle_counts``; else 2, 4, ..., 512; plus any N found): an N that was not run (skipped
-    as over length, or absent) counts as 0 and the row is flagged in ``note``,
-    never renormalised over the N that remain. A skipped sample of a partly run
-    N counts as 0 too. The ``N=`` columns are accuracies over the samples run.
+    Shortened prompts are left out: they are not their nominal length. Empty when the task has no heatmap.
 
     Args:
-        records: ATC records (with ``model``).
-        models: the models, in order.
-        skipped: over-length skips per (model, "atc", lang, N), from ``RunResults.skipped()``.
-        planned: the needle counts the config planned.
+        records: per-sample records (with ``model``).
+        model: the model whose cells are shown.
+        task: the task (name or spec).
+        lang: the language.
     """
-    skipped = skipped or {}
-    if planned is None:
-        recorded = {int(n) for r in records if r.get("task") == "atc" for n in r.get("needle_counts") or ()}
-        planned = recorded or DEFAULT_COUNTS
-    groups: dict[tuple[str, str], dict[int, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-    for r in records:
-        if r.get("task") == "atc" and not is_excluded(r):
-            groups[(r["model"], r["lang"])][int(r["num_needles"])].append(r)
-    for (m, task, lang, n), k in skipped.items():
-        if task == "atc" and k:
-            groups[(m, lang)].setdefault(int(n), [])
-    all_n = sorted({int(n) for n in planned} | {n for g in groups.values() for n in g})
-    rows = []
-    for m in models:
-        for lang in sorted(lang for model, lang in groups if model == m):
-            rows.append(_atc_row(m, lang, groups[(m, lang)], skipped, all_n))
-    df = pd.DataFrame(rows)
-    df.attrs["marks"] = {
-        "weighted": ("complete", "note"),
-        "ENL-50": ("complete", "note"),
-        "weighted_short": ("complete_short", "note"),
-    }
-    return df
-
-
-def _atc_row(
-    model: str, lang: str, by_n: Mapping[int, list[dict[str, Any]]], skipped: Skipped, all_n: list[int]
-) -> dict[str, Any]:
-    row: dict[str, Any] = {"model": model, "lang": lang.upper()}
-    counted, draws = [], []  # P_N with skipped samples as 0, and its draws, per planned N
-    missing_skipped, missing_other, partial = [], [], {}
-    for n in all_n:
-        scores = [float(r["score"]) for r in by_n.get(n, [])]
-        skip = int(skipped.get((model, "atc", lang, n), 0))
-        d = resample_means(scores, "atc", model, lang, n)
-        row[f"N={n}"] = float(np.mean(scores)) if scores else _NAN
-        _ci(row, f"N={n}", d if scores else None)
-        share = len(scores) / (len(scores) + skip) if scores else 0.0
-        counted.append(row[f"N={n}"] * share if scores else 0.0)
-        draws.append(d * share if scores else np.zeros_like(d))
-        if not scores:
-            (missing_skipped if skip else missing_other).append(n)
-        elif skip:
-            partial[n] = (skip, skip + len(scores))
-    ns = np.array(all_n, dtype=float)
-    matrix = np.vstack(draws).T  # (resamples, N)
-    acc = dict(zip(all_n, counted))
-    short = ns <= SHORT_CONTEXT_NEEDLES
-    row["weighted"] = atc_weighted_score(acc, planned=all_n)
-    _ci(row, "weighted", matrix @ ns / ns.sum())
-    row["weighted_short"] = atc_weighted_score(acc, max_needles=SHORT_CONTEXT_NEEDLES, planned=all_n)
-    _ci(row, "weighted_short", matrix[:, short] @ ns[short] / ns[short].sum() if short.any() else None)
-    row["ENL-50"] = enl(acc)
-    passing = np.where(matrix >= 50.0, ns, 0.0).max(axis=1)
-    lo, hi = interval(passing, method="inverted_cdf")
-    row["ENL-50 ci_low"], row["ENL-50 ci_high"] = int(lo), int(hi)
-    mine = [r for rs in by_n.values() for r in rs]
-    row["fmt_fail%"] = _rate(mine)
-    n_skipped = sum(int(skipped.get((model, "atc", lang, n), 0)) for n in all_n)
-    row.update(planned=len(mine) + n_skipped, scored=len(mine), skipped=n_skipped)
-    gaps = {n for n in missing_skipped + missing_other + list(partial)}
-    row["complete"] = not gaps
-    row["complete_short"] = not any(n <= SHORT_CONTEXT_NEEDLES for n in gaps)
-    row["note"] = _atc_note(missing_skipped, missing_other, partial)
-    return row
-
-
-# -- NeedleChain ------------------------------------------------------------------------------------
-
-
-def chain_table(
-    records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Skipped | None = None
-) -> pd.DataFrame:
-    """Strict and plain accuracy per (variant, k, question) per model, with error-type shares.
-
-    Strict is the graded score; plain is the share of answers whose value alone
-    matched (``plain_correct``, where the grader reports it), so lucky guesses
-    show as plain-but-not-strict. A k with skipped (over-length) samples is flagged.
-
-    Args:
-        records: NeedleChain records (with ``model``).
-        models: the models, in order.
-        skipped: over-length skips per (model, "needlechain", lang, k), from ``RunResults.skipped()``.
-    """
-    skipped = skipped or {}
-    cells: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
-    failed: dict[tuple, int] = defaultdict(int)
-    for r in records:
-        if r.get("task") == "needlechain":
-            key = (r["variant"], int(r["k"]), r["question"], r["model"])
-            if is_excluded(r):
-                failed[key] += 1
-            else:
-                cells[key].append(r)
-    keys = sorted(
-        {k[:3] for k in cells},
-        key=lambda k: (CHAIN_VARIANTS.index(k[0]) if k[0] in CHAIN_VARIANTS else 9, k[1], k[2]),
-    )
-    skipped_k: dict[tuple[str, int], int] = defaultdict(int)
-    for (m, task, _lang, k), n in skipped.items():
-        if task == "needlechain":
-            skipped_k[(m, int(k))] += int(n)
-    rows = []
-    for variant, k, question in keys:
-        row: dict[str, Any] = {"variant": variant, "k": k, "question": question}
-        for m in models:
-            cell = cells.get((variant, k, question, m), [])
-            strict = [float(c["score"]) for c in cell]
-            plain = [100.0 * bool(c["plain_correct"]) for c in cell if c.get("plain_correct") is not None]
-            for column, values, name in ((m, strict, "strict"), (f"{m} plain", plain, "plain")):
-                row[column] = float(np.mean(values)) if values else _NAN
-                _ci(row, column, resample_means(values, "chain", name, m, variant, k, question) if values else None)
-            for kind in ("instruction_not_followed", "needle_omission", "calculation_error"):
-                row[f"{m} {kind}%"] = (100.0 * sum(c.get("error") == kind for c in cell) / len(cell)) if cell else _NAN
-            row[f"{m} scored"] = len(cell)
-            nfail = row[f"{m} failed"] = failed.get((variant, k, question, m), 0)
-            skip = skipped_k.get((m, k), 0)
-            row[f"{m} complete"] = bool(cell) and not skip and not nfail
-            notes = [f"k={k}: {skip} samples skipped (over length)"] if skip else []
-            notes += [f"{nfail} of {len(cell) + nfail} excluded (request failed or shortened)"] if nfail else []
-            row[f"{m} note"] = "; ".join(notes)
-        rows.append(row)
-    df = pd.DataFrame(rows)
-    df.attrs["marks"] = {col: (f"{m} complete", f"{m} note") for m in models for col in (m, f"{m} plain")}
-    return df
-
-
-def grid(records: Sequence[dict[str, Any]], model: str, task: str, lang: str) -> pd.DataFrame:
-    """Mean score over depth (rows) x length (columns); M-RT uses each needle's own depth and recall.
-
-    Shortened prompts are left out: they are not their nominal length.
-    """
+    spec = task if isinstance(task, TaskSpec) else get_task(task)
+    points = spec.aggregation().heatmap_points
+    if points is None:
+        return pd.DataFrame()
     cells: dict[tuple[float, int], list[float]] = defaultdict(list)
     for r in records:
-        if r["model"] != model or r["task"] != task or r["lang"] != lang or r.get("length") is None:
+        if r["model"] != model or r["task"] != spec.name or r["lang"] != lang or r.get("length") is None:
             continue
         if is_excluded(r):
             continue
-        if task == "mrt" and "recalled" in r and r.get("depths"):
-            for depth, hit in zip(r["depths"], r["recalled"]):
-                cells[(float(depth), int(r["length"]))].append(100.0 * bool(hit))
-        elif r.get("depth") is not None:
-            cells[(float(r["depth"]), int(r["length"]))].append(float(r["score"]))
+        for depth, score in points(r):
+            cells[(depth, int(r["length"]))].append(score)
     if not cells:
         return pd.DataFrame()
     depths = sorted({d for d, _ in cells})

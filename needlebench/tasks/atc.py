@@ -166,4 +166,14 @@ def oracle_boxed(gold: dict) -> str:
     return f"Following the chain link by link, the answer is \\boxed{{{gold['answer']}}}."
 
 
-ATC = TaskSpec("atc", "dense", AtcParams, generate_atc, grade_boxed, "Ancestral Trace Challenge (ATC)", oracle_boxed)
+ATC = TaskSpec(
+    "atc",
+    "dense",
+    AtcParams,
+    generate_atc,
+    grade_boxed,
+    "Ancestral Trace Challenge (ATC)",
+    oracle_boxed,
+    label="ATC",
+    results="needlebench.tasks.atc_results:RESULTS",
+)

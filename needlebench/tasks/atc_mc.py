@@ -26,12 +26,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..aggregate.records import is_excluded
 from ..context.tokenizer import get_encoding
 from ..errors import ConfigError
 from ..grading.graders import SampleScore, ScoreOptions, prepare
 from ..sample import DATASET_VERSION, Sample, sample_id
 from ..seeding import rng
-from ..taskspec import TaskSpec
+from ..taskspec import ReportParts, Skipped, TaskResults, TaskSpec
 from .kinship import NamePool, distinct_names, load_name_pool
 from .reference_text import REFERENCE_TERMS
 
@@ -727,6 +728,14 @@ def atc_mc_table(records: Iterable[Mapping[str, Any]], models: Sequence[str] | N
     return pd.DataFrame(rows, columns=["model", "lang", "style", *steps, "weighted", "complete"])
 
 
+def _report(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Skipped) -> ReportParts:
+    """The circular-evaluation table (shortened and unanswered samples are not scored)."""
+    scored = [r for r in records if not is_excluded(r)]
+    return ReportParts(tables={"needlebench_atc_v1": atc_mc_table(scored, models)}) if scored else ReportParts()
+
+
+RESULTS = TaskResults(report=_report)
+
 ATC_MC = TaskSpec(
     "atc_mc",
     "dense",
@@ -735,4 +744,6 @@ ATC_MC = TaskSpec(
     grade_atc_mc,
     "Ancestral Trace Challenge, multiple choice (2024)",
     oracle_atc_mc,
+    label="ATC (v1)",
+    results="needlebench.tasks.atc_mc:RESULTS",
 )

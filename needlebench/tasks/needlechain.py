@@ -52,7 +52,6 @@ __all__ = [
     "parse_answer",
     "oracle_needlechain",
     "format_value",
-    "position_profile",
     "VARIANTS",
     "QUESTIONS",
     "ERROR_KINDS",
@@ -612,39 +611,13 @@ def oracle_needlechain(gold: dict) -> str:
 
 
 NEEDLECHAIN = TaskSpec(
-    "needlechain", "dense", ChainParams, generate_needlechain, grade_needlechain, "NeedleChain", oracle_needlechain
+    "needlechain",
+    "dense",
+    ChainParams,
+    generate_needlechain,
+    grade_needlechain,
+    "NeedleChain",
+    oracle_needlechain,
+    label="NeedleChain",
+    results="needlebench.tasks.needlechain_results:RESULTS",
 )
-
-
-def position_profile(details: Sequence[dict], bins: int = 10, min_k: int = 0) -> dict[str, dict[str, list[float]]]:
-    """Mention rate of chain names by position, per variant, in reasoning and in presented order.
-
-    Positions are binned into ``bins`` equal shares of the chain so different k
-    can be pooled; only samples with k >= ``min_k`` count (the paper used k=200).
-    """
-    sums: dict[str, dict[str, list[float]]] = {}
-    counts: dict[str, dict[str, list[int]]] = {}
-    for d in details:
-        if d.get("task") != "needlechain" or "mentioned" not in d or d.get("k", 0) < min_k:
-            continue
-        mentioned = d["mentioned"]
-        k = len(mentioned)
-        presented = d.get("presented_positions") or list(range(k))
-        variant = d["variant"]
-        s = sums.setdefault(variant, {"reasoning": [0.0] * bins, "presented": [0.0] * bins})
-        c = counts.setdefault(variant, {"reasoning": [0] * bins, "presented": [0] * bins})
-        for pos, hit in enumerate(mentioned):
-            b = min(bins - 1, pos * bins // k)
-            s["reasoning"][b] += hit
-            c["reasoning"][b] += 1
-        for shown_at, pos in enumerate(presented):
-            b = min(bins - 1, shown_at * bins // k)
-            s["presented"][b] += mentioned[pos]
-            c["presented"][b] += 1
-    return {
-        v: {
-            axis: [100.0 * x / n if n else float("nan") for x, n in zip(sums[v][axis], counts[v][axis])]
-            for axis in ("reasoning", "presented")
-        }
-        for v in sums
-    }

@@ -36,6 +36,7 @@ from .sparse import (
     needle_text,
     oracle_srt,
     prefix_order,
+    suite_defaults,
     validate_sparse,
 )
 
@@ -205,4 +206,16 @@ def oracle_mrs(gold: dict) -> str:
     return oracle_srt(gold) if gold.get("form") == "multihop" else oracle_boxed(gold)
 
 
-MRS = TaskSpec("mrs", "sparse", SparseParams, generate_mrs, grade_mrs, "Multi-needle reasoning (M-RS)", oracle_mrs)
+MRS = TaskSpec(
+    "mrs",
+    "sparse",
+    SparseParams,
+    generate_mrs,
+    grade_mrs,
+    "Multi-needle reasoning (M-RS)",
+    oracle_mrs,
+    label="M-RS",
+    suite_weights={"v2": 1 / 3, "v1": 0.3},
+    suite_defaults=functools.partial(suite_defaults, "mrs", 10),
+    results="needlebench.tasks.sparse_results:SINGLE",
+)

@@ -23,6 +23,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "get_task",
     "task_names",
+    "all_tasks",
     "make_params",
     "register_task",
     "config_params",
@@ -93,6 +94,12 @@ def _load() -> None:
         _add(found, _spec(ref))
     _TASKS.update(found)  # only a complete load counts: a failing entry point is reported on every call
     _loaded = True
+
+
+def all_tasks() -> list[TaskSpec]:
+    """Every registered task, built-in ones first in ``BUILTIN_TASKS`` order (the order of tables)."""
+    _load()
+    return list(_TASKS.values())
 
 
 def task_names() -> list[str]:

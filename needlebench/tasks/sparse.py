@@ -10,6 +10,7 @@ import functools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..context.haystack import Haystack, build_haystack, fit_prompt, load_tokenized
 from ..context.tokenizer import count_tokens, get_encoding
@@ -17,6 +18,7 @@ from ..errors import ConfigError
 from ..grading.graders import grade_mrt, grade_srt
 from ..protocol import Option, resolve_options
 from ..sample import DATASET_VERSION, Sample, sample_id
+from ..suites import get_suite
 from ..taskspec import TaskSpec
 from .needles import Needle, default_needle_file, load_needle_bank, pick_needles
 from .prompts import QUESTION_POSITIONS, PromptParts, reference_prompt, reference_question, sparse_prompt
@@ -405,5 +407,71 @@ def generate_mrt(p: SparseParams) -> Iterator[Sample]:
                     yield sample
 
 
-SRT = TaskSpec("srt", "sparse", SparseParams, generate_srt, grade_srt, "Single-needle retrieval (S-RT)", oracle_srt)
-MRT = TaskSpec("mrt", "sparse", SparseParams, generate_mrt, grade_mrt, "Multi-needle retrieval (M-RT)", oracle_mrt)
+# -- defaults inside a suite ---------------------------------------------------------------------
+
+# (suite, task, lang) -> buffer. v2: OpenCompass v2 configs (English 500 up to 8k, 3000 above;
+# Chinese 200). v1: the 2024 paper's table; suites it lacks use the nearest smaller one.
+_BUFFERS: dict[str, dict[str, dict[str, int]]] = {
+    "v2": {
+        "4k": {"en": 500, "zh": 200},
+        "8k": {"en": 500, "zh": 200},
+        "_default": {"en": 3000, "zh": 200},
+    },
+    "v1": {
+        "4k": {"srt": 600, "mrt": 1000, "mrs": 600, "zh": 200},
+        "8k": {"srt": 800, "mrt": 1300, "mrs": 1000, "zh": 200},
+        "32k": {"srt": 3000, "mrt": 3000, "mrs": 3000, "zh": 200},
+        "128k": {"srt": 600, "mrt": 3000, "mrs": 600, "zh": 200},
+        "200k": {"srt": 600, "mrt": 3000, "mrs": 600, "zh": 200},
+        "256k": {"srt": 600, "mrt": 3000, "mrs": 600, "zh": 200},
+        "1000k": {"srt": 600, "mrt": 3000, "mrs": 600, "zh": 200},
+    },
+}
+
+
+def suite_buffer(suite: str, task: str, lang: str, profile: str = "v2") -> int:
+    """The buffer a profile gives a (suite, task, language)."""
+    if profile not in _BUFFERS:
+        raise ConfigError(f"profile: unknown profile {profile!r}; choose from {sorted(_BUFFERS)}")
+    get_suite(suite)
+    table = _BUFFERS[profile]
+    row = table.get(suite) or table["_default"]
+    if profile == "v1":
+        return row["zh"] if lang == "zh" else row[task]
+    return row[lang]
+
+
+def suite_defaults(task: str, repeats: int, suite: str, lang: str, profile: str) -> dict[str, Any]:
+    """A sparse task's repeats (OpenCompass v2: S-RT and M-RS 10, M-RT 25) and buffer in a suite."""
+    return {"repeats": repeats, "buffer": suite_buffer(suite, task, lang, profile)}
+
+
+# the suite overall: equal weights in the 2025 paper ("v2"), 0.4 / 0.3 / 0.3 in the 2024 paper ("v1")
+SRT = TaskSpec(
+    "srt",
+    "sparse",
+    SparseParams,
+    generate_srt,
+    grade_srt,
+    "Single-needle retrieval (S-RT)",
+    oracle_srt,
+    label="S-RT",
+    suite_weights={"v2": 1 / 3, "v1": 0.4},
+    suite_defaults=functools.partial(suite_defaults, "srt", 10),
+    score_options=("metric",),
+    results="needlebench.tasks.sparse_results:SINGLE",
+)
+MRT = TaskSpec(
+    "mrt",
+    "sparse",
+    SparseParams,
+    generate_mrt,
+    grade_mrt,
+    "Multi-needle retrieval (M-RT)",
+    oracle_mrt,
+    label="M-RT",
+    suite_weights={"v2": 1 / 3, "v1": 0.3},
+    suite_defaults=functools.partial(suite_defaults, "mrt", 25),
+    score_options=("metric",),
+    results="needlebench.tasks.sparse_results:MULTI",
+)

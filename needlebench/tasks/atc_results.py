@@ -1,0 +1,229 @@
+"""How ATC results add up: the weighted score (Eq. 4), ENL-50, the ATC table and its curve.
+
+The weighted score sums over every planned needle count N, so a planned N
+without a result counts as 0 there (and the table flags it) instead of
+renormalising over the N that remain.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..aggregate.cells import NAN, format_failure_rate, put_interval
+from ..aggregate.metrics import mean
+from ..aggregate.plots import plt, png
+from ..aggregate.records import is_excluded
+from ..aggregate.uncertainty import interval, resample_means
+from ..taskspec import ReportParts, Skipped, TaskResults
+from .atc import DEFAULT_COUNTS
+
+__all__ = [
+    "RESULTS",
+    "SHORT_CONTEXT_NEEDLES",
+    "atc_weighted_score",
+    "missing_needles",
+    "enl",
+    "dataset_metrics",
+    "atc_table",
+    "atc_curve_png",
+]
+
+SHORT_CONTEXT_NEEDLES = 64  # ATC prompts up to ~2K tokens
+
+
+def atc_weighted_score(
+    acc_by_needles: Mapping[int, float], max_needles: int | None = None, planned: Iterable[int] | None = None
+) -> float:
+    """sum(P_N * N) / sum(N) over the planned needle counts (up to ``max_needles``).
+
+    Args:
+        acc_by_needles: accuracy P_N per needle count N.
+        max_needles: only N up to this (64 for the <=2K sub-score).
+        planned: the N the config planned; a planned N with no (or a NaN)
+            accuracy counts as 0, never renormalised away. Defaults to the N present.
+    """
+    acc = {int(n): float(p) for n, p in acc_by_needles.items()}
+    counts = sorted({int(n) for n in (acc if planned is None else planned)})
+    counts = [n for n in counts if max_needles is None or n <= max_needles]
+    total = sum(counts)
+    if total == 0:
+        return float("nan")
+    return sum(_or_zero(acc.get(n)) * n for n in counts) / total
+
+
+def _or_zero(value: float | None) -> float:
+    return 0.0 if value is None or math.isnan(value) else value
+
+
+def missing_needles(
+    acc_by_needles: Mapping[int, float], planned: Iterable[int], max_needles: int | None = None
+) -> list[int]:
+    """The planned N (up to ``max_needles``) that have no accuracy, so count as 0 in the weighted score."""
+    have = {int(n) for n, p in acc_by_needles.items() if not math.isnan(float(p))}
+    return sorted(n for n in {int(x) for x in planned} if n not in have and (max_needles is None or n <= max_needles))
+
+
+def enl(acc_by_needles: Mapping[int, float], tau: float = 50.0) -> int:
+    """Effective needle length: the largest N with accuracy >= tau, 0 if none (a missing N cannot pass)."""
+    passing = [int(n) for n, p in acc_by_needles.items() if float(p) >= tau]
+    return max(passing) if passing else 0
+
+
+def dataset_metrics(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Weighted score, its short-context part and ENL-50 of one ATC dataset.
+
+    Over every planned N (a skipped N counts as 0, never renormalised); ``planned_n_missing`` says how many.
+    """
+    by_needles: dict[int, list[float]] = defaultdict(list)
+    for d in details:
+        if d.get("num_needles") is not None:
+            by_needles[int(d["num_needles"])].append(float(d["score"]))
+    if not by_needles:
+        return {}
+    acc = {n: mean(v) for n, v in sorted(by_needles.items())}
+    planned = sorted({int(n) for d in details for n in d.get("needle_counts") or ()} | set(acc))
+    return {
+        "weighted_score": atc_weighted_score(acc, planned=planned),
+        "weighted_score_short": atc_weighted_score(acc, max_needles=SHORT_CONTEXT_NEEDLES, planned=planned),
+        "enl50": float(enl(acc)),
+        "planned_n_missing": len(set(planned) - set(acc)),
+    }
+
+
+def _atc_note(missing_skipped: list[int], missing_other: list[int], partial: dict[int, tuple[int, int]]) -> str:
+    parts = []
+    if missing_skipped:
+        parts.append(f"N={', '.join(map(str, missing_skipped))} not run: over length")
+    if missing_other:
+        parts.append(f"N={', '.join(map(str, missing_other))} not run")
+    parts.extend(f"N={n}: {k} of {p} skipped" for n, (k, p) in sorted(partial.items()))
+    return f"incomplete ({'; '.join(parts)}); counted as 0" if parts else ""
+
+
+def atc_table(
+    records: Sequence[dict[str, Any]],
+    models: Sequence[str],
+    skipped: Skipped | None = None,
+    planned: Iterable[int] | None = None,
+) -> pd.DataFrame:
+    """Per-N accuracy per model and language, then weighted score, short-context weighted score, ENL-50.
+
+    The weighted scores and ENL-50 cover every planned N (the config's, as its samples record it in
+    ``needle_counts``; else 2, 4, ..., 512; plus any N found): an N that was not run (skipped
+    as over length, or absent) counts as 0 and the row is flagged in ``note``,
+    never renormalised over the N that remain. A skipped sample of a partly run
+    N counts as 0 too. The ``N=`` columns are accuracies over the samples run.
+
+    Args:
+        records: ATC records (with ``model``).
+        models: the models, in order.
+        skipped: over-length skips per (model, "atc", lang, N), from ``RunResults.skipped()``.
+        planned: the needle counts the config planned.
+    """
+    skipped = skipped or {}
+    if planned is None:
+        recorded = {int(n) for r in records if r.get("task") == "atc" for n in r.get("needle_counts") or ()}
+        planned = recorded or DEFAULT_COUNTS
+    groups: dict[tuple[str, str], dict[int, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        if r.get("task") == "atc" and not is_excluded(r):
+            groups[(r["model"], r["lang"])][int(r["num_needles"])].append(r)
+    for (m, task, lang, n), k in skipped.items():
+        if task == "atc" and k:
+            groups[(m, lang)].setdefault(int(n), [])
+    all_n = sorted({int(n) for n in planned} | {n for g in groups.values() for n in g})
+    rows = []
+    for m in models:
+        for lang in sorted(lang for model, lang in groups if model == m):
+            rows.append(_atc_row(m, lang, groups[(m, lang)], skipped, all_n))
+    df = pd.DataFrame(rows)
+    df.attrs["marks"] = {
+        "weighted": ("complete", "note"),
+        "ENL-50": ("complete", "note"),
+        "weighted_short": ("complete_short", "note"),
+    }
+    return df
+
+
+def _atc_row(
+    model: str, lang: str, by_n: Mapping[int, list[dict[str, Any]]], skipped: Skipped, all_n: list[int]
+) -> dict[str, Any]:
+    row: dict[str, Any] = {"model": model, "lang": lang.upper()}
+    counted, draws = [], []  # P_N with skipped samples as 0, and its draws, per planned N
+    missing_skipped, missing_other, partial = [], [], {}
+    for n in all_n:
+        scores = [float(r["score"]) for r in by_n.get(n, [])]
+        skip = int(skipped.get((model, "atc", lang, n), 0))
+        d = resample_means(scores, "atc", model, lang, n)
+        row[f"N={n}"] = float(np.mean(scores)) if scores else NAN
+        put_interval(row, f"N={n}", d if scores else None)
+        share = len(scores) / (len(scores) + skip) if scores else 0.0
+        counted.append(row[f"N={n}"] * share if scores else 0.0)
+        draws.append(d * share if scores else np.zeros_like(d))
+        if not scores:
+            (missing_skipped if skip else missing_other).append(n)
+        elif skip:
+            partial[n] = (skip, skip + len(scores))
+    ns = np.array(all_n, dtype=float)
+    matrix = np.vstack(draws).T  # (resamples, N)
+    acc = dict(zip(all_n, counted))
+    short = ns <= SHORT_CONTEXT_NEEDLES
+    row["weighted"] = atc_weighted_score(acc, planned=all_n)
+    put_interval(row, "weighted", matrix @ ns / ns.sum())
+    row["weighted_short"] = atc_weighted_score(acc, max_needles=SHORT_CONTEXT_NEEDLES, planned=all_n)
+    put_interval(row, "weighted_short", matrix[:, short] @ ns[short] / ns[short].sum() if short.any() else None)
+    row["ENL-50"] = enl(acc)
+    passing = np.where(matrix >= 50.0, ns, 0.0).max(axis=1)
+    lo, hi = interval(passing, method="inverted_cdf")
+    row["ENL-50 ci_low"], row["ENL-50 ci_high"] = int(lo), int(hi)
+    mine = [r for rs in by_n.values() for r in rs]
+    row["fmt_fail%"] = format_failure_rate(mine)
+    n_skipped = sum(int(skipped.get((model, "atc", lang, n), 0)) for n in all_n)
+    row.update(planned=len(mine) + n_skipped, scored=len(mine), skipped=n_skipped)
+    gaps = {n for n in missing_skipped + missing_other + list(partial)}
+    row["complete"] = not gaps
+    row["complete_short"] = not any(n <= SHORT_CONTEXT_NEEDLES for n in gaps)
+    row["note"] = _atc_note(missing_skipped, missing_other, partial)
+    return row
+
+
+def atc_curve_png(records: Sequence[dict[str, Any]], title: str) -> bytes:
+    """ATC accuracy vs needle count (log-2 axis), one line per model, ENL-50 marked."""
+    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    by_model: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        by_model[f"{r['model']} ({r['lang'].upper()})"][int(r["num_needles"])].append(float(r["score"]))
+    for label, by_n in sorted(by_model.items()):
+        xs = sorted(by_n)
+        acc = {n: mean(by_n[n]) for n in xs}
+        line = ax.plot(xs, [acc[n] for n in xs], marker="o", label=f"{label}, ENL-50={enl(acc)}")[0]
+        e = enl(acc)
+        if e:
+            ax.axvline(e, color=line.get_color(), linestyle="--", alpha=0.6)
+    ax.set_xscale("log", base=2)
+    ax.axhline(50, color="grey", linewidth=0.8, linestyle=":")
+    ax.set_ylim(-5, 105)
+    ax.set_xlabel("needles (log2)")
+    ax.set_ylabel("accuracy (%)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    return png(fig)
+
+
+def report(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Skipped) -> ReportParts:
+    """The ATC table and the accuracy-vs-N curve."""
+    scored = [r for r in records if not is_excluded(r)]
+    return ReportParts(
+        tables={"needlebench_atc": atc_table(records, models, skipped)},
+        figures={"atc_accuracy_vs_needles": atc_curve_png(scored, "ATC accuracy vs needle count")} if scored else {},
+    )
+
+
+RESULTS = TaskResults(dataset_metrics=dataset_metrics, report=report)

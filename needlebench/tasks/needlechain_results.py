@@ -1,0 +1,205 @@
+"""How NeedleChain results add up: cells per (variant, k, question), the position profile, table and figures."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..aggregate.cells import NAN, put_interval
+from ..aggregate.metrics import error_shares, mean
+from ..aggregate.plots import plt, png
+from ..aggregate.records import is_excluded
+from ..aggregate.uncertainty import resample_means
+from ..taskspec import ReportParts, Skipped, TaskResults
+from .needlechain import ERROR_KINDS, VARIANTS
+
+__all__ = ["RESULTS", "chain_cells", "position_profile", "chain_table", "chain_k_png", "chain_positions_png"]
+
+
+def chain_cells(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """NeedleChain strict (and, where graded, plain) accuracy per (variant, k, question); error shares per (variant, k)."""
+    out: dict[str, float] = {}
+    cells: dict[tuple[str, int, str], list[float]] = defaultdict(list)
+    plain: dict[tuple[str, int, str], list[float]] = defaultdict(list)
+    groups: dict[tuple[str, int], list[Mapping[str, Any]]] = defaultdict(list)
+    for d in details:
+        cells[(d["variant"], d["k"], d["question"])].append(float(d["score"]))
+        if d.get("plain_correct") is not None:
+            plain[(d["variant"], d["k"], d["question"])].append(100.0 * bool(d["plain_correct"]))
+        groups[(d["variant"], d["k"])].append(d)
+    for (variant, k, question), vals in sorted(cells.items()):
+        out[f"acc_{variant}_k{k}_{question}"] = mean(vals)
+    for (variant, k, question), vals in sorted(plain.items()):
+        out[f"plain_{variant}_k{k}_{question}"] = mean(vals)
+    for (variant, k), rows in sorted(groups.items()):
+        for kind, share in error_shares(rows).items():
+            out[f"err_{variant}_k{k}_{kind}"] = share
+    return out
+
+
+def position_profile(details: Sequence[dict], bins: int = 10, min_k: int = 0) -> dict[str, dict[str, list[float]]]:
+    """Mention rate of chain names by position, per variant, in reasoning and in presented order.
+
+    Positions are binned into ``bins`` equal shares of the chain so different k
+    can be pooled; only samples with k >= ``min_k`` count (the paper used k=200).
+    """
+    sums: dict[str, dict[str, list[float]]] = {}
+    counts: dict[str, dict[str, list[int]]] = {}
+    for d in details:
+        if d.get("task") != "needlechain" or "mentioned" not in d or d.get("k", 0) < min_k:
+            continue
+        mentioned = d["mentioned"]
+        k = len(mentioned)
+        presented = d.get("presented_positions") or list(range(k))
+        variant = d["variant"]
+        s = sums.setdefault(variant, {"reasoning": [0.0] * bins, "presented": [0.0] * bins})
+        c = counts.setdefault(variant, {"reasoning": [0] * bins, "presented": [0] * bins})
+        for pos, hit in enumerate(mentioned):
+            b = min(bins - 1, pos * bins // k)
+            s["reasoning"][b] += hit
+            c["reasoning"][b] += 1
+        for shown_at, pos in enumerate(presented):
+            b = min(bins - 1, shown_at * bins // k)
+            s["presented"][b] += mentioned[pos]
+            c["presented"][b] += 1
+    return {
+        v: {
+            axis: [100.0 * x / n if n else float("nan") for x, n in zip(sums[v][axis], counts[v][axis])]
+            for axis in ("reasoning", "presented")
+        }
+        for v in sums
+    }
+
+
+def sidecars(details: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """``positions.json``: the mention profile over every k and over k >= 200 (the paper's)."""
+    profile = {"all_k": position_profile(details), "k200": position_profile(details, min_k=200)}
+    return {"positions.json": json.dumps(profile, indent=1)}
+
+
+def chain_table(
+    records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Skipped | None = None
+) -> pd.DataFrame:
+    """Strict and plain accuracy per (variant, k, question) per model, with error-type shares.
+
+    Strict is the graded score; plain is the share of answers whose value alone
+    matched (``plain_correct``, where the grader reports it), so lucky guesses
+    show as plain-but-not-strict. A k with skipped (over-length) samples is flagged.
+
+    Args:
+        records: NeedleChain records (with ``model``).
+        models: the models, in order.
+        skipped: over-length skips per (model, "needlechain", lang, k), from ``RunResults.skipped()``.
+    """
+    skipped = skipped or {}
+    cells: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    failed: dict[tuple, int] = defaultdict(int)
+    for r in records:
+        if r.get("task") == "needlechain":
+            key = (r["variant"], int(r["k"]), r["question"], r["model"])
+            if is_excluded(r):
+                failed[key] += 1
+            else:
+                cells[key].append(r)
+    keys = sorted(
+        {k[:3] for k in cells},
+        key=lambda k: (VARIANTS.index(k[0]) if k[0] in VARIANTS else 9, k[1], k[2]),
+    )
+    skipped_k: dict[tuple[str, int], int] = defaultdict(int)
+    for (m, task, _lang, k), n in skipped.items():
+        if task == "needlechain":
+            skipped_k[(m, int(k))] += int(n)
+    rows = []
+    for variant, k, question in keys:
+        row: dict[str, Any] = {"variant": variant, "k": k, "question": question}
+        for m in models:
+            cell = cells.get((variant, k, question, m), [])
+            strict = [float(c["score"]) for c in cell]
+            plain = [100.0 * bool(c["plain_correct"]) for c in cell if c.get("plain_correct") is not None]
+            for column, values, name in ((m, strict, "strict"), (f"{m} plain", plain, "plain")):
+                row[column] = float(np.mean(values)) if values else NAN
+                put_interval(
+                    row, column, resample_means(values, "chain", name, m, variant, k, question) if values else None
+                )
+            for kind in ERROR_KINDS:
+                row[f"{m} {kind}%"] = (100.0 * sum(c.get("error") == kind for c in cell) / len(cell)) if cell else NAN
+            row[f"{m} scored"] = len(cell)
+            nfail = row[f"{m} failed"] = failed.get((variant, k, question, m), 0)
+            skip = skipped_k.get((m, k), 0)
+            row[f"{m} complete"] = bool(cell) and not skip and not nfail
+            notes = [f"k={k}: {skip} samples skipped (over length)"] if skip else []
+            notes += [f"{nfail} of {len(cell) + nfail} excluded (request failed or shortened)"] if nfail else []
+            row[f"{m} note"] = "; ".join(notes)
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    df.attrs["marks"] = {col: (f"{m} complete", f"{m} note") for m in models for col in (m, f"{m} plain")}
+    return df
+
+
+def chain_k_png(records: Sequence[dict[str, Any]], model: str) -> bytes:
+    """NeedleChain accuracy vs k per variant, one panel per question."""
+    questions = sorted({r["question"] for r in records if r["model"] == model})
+    fig, axes = plt.subplots(1, max(1, len(questions)), figsize=(5.2 * max(1, len(questions)), 3.4), squeeze=False)
+    for ax, question in zip(axes[0], questions):
+        by: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for r in records:
+            if r["model"] == model and r["question"] == question:
+                by[r["variant"]][int(r["k"])].append(float(r["score"]))
+        for variant in VARIANTS:
+            if variant in by:
+                xs = sorted(by[variant])
+                ax.plot(xs, [mean(by[variant][x]) for x in xs], marker="o", label=variant)
+        ax.set_xscale("log")
+        ks = sorted({k for by_k in by.values() for k in by_k})
+        ax.set_xticks(ks, [str(k) for k in ks])
+        ax.minorticks_off()
+        ax.set_ylim(-5, 105)
+        ax.set_xlabel("k (needles)")
+        ax.set_ylabel("accuracy (%)")
+        ax.set_title(f"{model}: {question} question", fontsize=10)
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+    return png(fig)
+
+
+def chain_positions_png(records: Sequence[dict[str, Any]], model: str, bins: int = 10) -> bytes:
+    """Mention rate by position bin (x) and variant (y), by presented and by reasoning order."""
+    mine = [r for r in records if r["model"] == model]
+    k_max = max((int(r["k"]) for r in mine), default=0)
+    profile = position_profile(mine, bins=bins, min_k=k_max)
+    variants = [v for v in VARIANTS if v in profile]
+    fig, axes = plt.subplots(
+        1, 2, figsize=(11, 1.6 + 0.5 * max(1, len(variants))), squeeze=False, constrained_layout=True
+    )
+    for ax, axis in zip(axes[0], ("presented", "reasoning")):
+        data = np.array([profile[v][axis] for v in variants], dtype=float) if variants else np.full((1, bins), np.nan)
+        im = ax.imshow(np.ma.masked_invalid(data), cmap="viridis", vmin=0, vmax=100, aspect="auto")
+        ax.set_yticks(range(len(variants)), variants)
+        ax.set_xticks(
+            range(bins), [f"{100 * i // bins}-{100 * (i + 1) // bins}%" for i in range(bins)], rotation=45, fontsize=7
+        )
+        ax.set_title(f"{model}, k={k_max}: names mentioned by {axis} order", fontsize=9)
+        fig.colorbar(im, ax=ax, fraction=0.04)
+    return png(fig)
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def report(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Skipped) -> ReportParts:
+    """The NeedleChain table, and per model accuracy vs k and the position profile."""
+    parts = ReportParts(tables={"needlechain_summary": chain_table(records, models, skipped)})
+    scored = [r for r in records if not is_excluded(r)]
+    for m in sorted({r["model"] for r in scored}):
+        parts.figures[f"needlechain_accuracy_vs_k_{_safe(m)}"] = chain_k_png(scored, m)
+        parts.figures[f"needlechain_positions_{_safe(m)}"] = chain_positions_png(scored, m)
+    return parts
+
+
+RESULTS = TaskResults(dataset_metrics=chain_cells, sidecars=sidecars, report=report)

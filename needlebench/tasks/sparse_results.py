@@ -1,0 +1,63 @@
+"""How S-RT, M-RT and M-RS results add up beyond the summary table: heatmap points and M-RT's recall by position.
+
+The summary table itself is generic (:mod:`needlebench.report.tables`): these
+tasks join it through their ``suite_weights``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..aggregate.metrics import mean
+from ..aggregate.plots import plt, png
+from ..aggregate.records import is_excluded
+from ..taskspec import ReportParts, Skipped, TaskResults
+
+__all__ = ["SINGLE", "MULTI", "depth_points", "needle_points", "mrt_position_png"]
+
+
+def depth_points(record: Mapping[str, Any]) -> Iterable[tuple[float, float]]:
+    """A record on the heatmap: its needle depth and its score."""
+    if record.get("depth") is not None:
+        yield float(record["depth"]), float(record["score"])
+
+
+def needle_points(record: Mapping[str, Any]) -> Iterable[tuple[float, float]]:
+    """An M-RT record on the heatmap: each needle at its own depth, recalled or not."""
+    if "recalled" in record and record.get("depths"):
+        for depth, hit in zip(record["depths"], record["recalled"]):
+            yield float(depth), 100.0 * bool(hit)
+    else:
+        yield from depth_points(record)
+
+
+def mrt_position_png(records: Sequence[dict[str, Any]], title: str) -> bytes:
+    """M-RT recall by needle position (1st, 2nd, ... in document order), one line per model."""
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    by_model: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        for i, hit in enumerate(r.get("recalled") or []):
+            by_model[r["model"]][i + 1].append(100.0 * bool(hit))
+    for model, pos in sorted(by_model.items()):
+        xs = sorted(pos)
+        ax.plot(xs, [mean(pos[x]) for x in xs], marker="o", label=model)
+    ax.set_ylim(-5, 105)
+    ax.set_xlabel("needle position in the document")
+    ax.set_ylabel("recall (%)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    return png(fig)
+
+
+def _mrt_report(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Skipped) -> ReportParts:
+    scored = [r for r in records if not is_excluded(r)]
+    if not scored:
+        return ReportParts()
+    return ReportParts(figures={"mrt_recall_by_position": mrt_position_png(scored, "M-RT recall by needle position")})
+
+
+SINGLE = TaskResults(heatmap_points=depth_points)
+MULTI = TaskResults(heatmap_points=needle_points, report=_mrt_report)
