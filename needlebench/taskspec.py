@@ -12,12 +12,15 @@ import functools
 import importlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+from .errors import ConfigError
 from .grading.graders import SampleScore, ScoreOptions
 from .sample import Sample
 
-__all__ = ["TaskSpec", "TaskResults", "ReportParts", "Skipped"]
+__all__ = ["TaskSpec", "TaskResults", "ReportParts", "Skipped", "load_ref"]
+
+T = TypeVar("T")
 
 # over-length skips per (model, task, lang, cell), as ``RunResults.skipped()`` counts them
 Skipped = Mapping[tuple[str, str, str, Any], int]
@@ -106,10 +109,26 @@ class TaskSpec:
         return _load_results(self.results) if self.results else TaskResults()
 
 
+def load_ref(ref: str, kind: type[T]) -> T:
+    """The object a ``"module:attribute"`` reference names, checked to be a ``kind``.
+
+    Args:
+        ref: ``"package.module:attribute"`` (as in ``BUILTIN_TASKS``, entry points and ``results=``).
+        kind: the type it must have.
+
+    Raises:
+        ConfigError: the module or attribute does not exist, or is not a ``kind``.
+    """
+    module, _, attr = ref.partition(":")
+    try:
+        found = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"{ref!r}: cannot load it ({exc})") from exc
+    if not isinstance(found, kind):
+        raise ConfigError(f"{ref!r} is not a {kind.__name__}")
+    return found
+
+
 @functools.cache
 def _load_results(ref: str) -> TaskResults:
-    module, _, attr = ref.partition(":")
-    found = getattr(importlib.import_module(module), attr)
-    if not isinstance(found, TaskResults):
-        raise TypeError(f"{ref} is not a TaskResults")
-    return found
+    return load_ref(ref, TaskResults)

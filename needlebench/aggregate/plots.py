@@ -9,7 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-__all__ = ["plt", "png", "length_label"]
+__all__ = ["plt", "png", "length_label", "percent_axes"]
 
 
 def png(fig: plt.Figure) -> bytes:
@@ -23,3 +23,20 @@ def png(fig: plt.Figure) -> bytes:
 def length_label(n: int) -> str:
     """A token count as an axis label (``4000`` -> ``4k``)."""
     return f"{n // 1000}k" if n >= 1000 and n % 1000 == 0 else str(n)
+
+
+def percent_axes(ax: plt.Axes, xlabel: str, ylabel: str, title: str) -> None:
+    """The common finish of a line chart of percentages: 0-100 axis, labels, title, legend, light grid.
+
+    Args:
+        ax: the axes to finish.
+        xlabel: the x axis label.
+        ylabel: the y axis label (a percentage).
+        title: the chart's title.
+    """
+    ax.set_ylim(-5, 105)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)

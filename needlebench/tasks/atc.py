@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..context.tokenizer import get_encoding
-from ..errors import ConfigError
+from ..errors import ConfigError, check_at_least, check_choices
 from ..grading.graders import grade_boxed
 from ..protocol import Option, resolve_options
 from ..sample import DATASET_VERSION, Sample, sample_id
@@ -69,14 +69,9 @@ class AtcParams:
 def _validate(p: AtcParams) -> None:
     if p.lang not in ("en", "zh"):
         raise ConfigError(f"lang: unknown language {p.lang!r}; choose from ('en', 'zh')")
-    for n in p.needle_counts:
-        if not isinstance(n, int) or n < 1:
-            raise ConfigError(f"needle_counts: {n!r} must be a positive integer")
-    for q in p.question_types:
-        if q not in QUESTION_TYPES:
-            raise ConfigError(f"question_types: unknown {q!r}; choose from {QUESTION_TYPES}")
-    if p.repeats < 1:
-        raise ConfigError(f"repeats: {p.repeats} must be at least 1")
+    check_at_least("needle_counts", p.needle_counts, 1)
+    check_choices("question_types", p.question_types, QUESTION_TYPES)
+    check_at_least("repeats", [p.repeats], 1)
     p.options()
 
 

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..aggregate.cells import NAN, format_failure_rate, put_interval
 from ..aggregate.metrics import mean
-from ..aggregate.plots import plt, png
+from ..aggregate.plots import percent_axes, plt, png
 from ..aggregate.records import is_excluded
 from ..aggregate.uncertainty import interval, resample_means
 from ..taskspec import ReportParts, Skipped, TaskResults
@@ -208,12 +208,7 @@ def atc_curve_png(records: Sequence[dict[str, Any]], title: str) -> bytes:
             ax.axvline(e, color=line.get_color(), linestyle="--", alpha=0.6)
     ax.set_xscale("log", base=2)
     ax.axhline(50, color="grey", linewidth=0.8, linestyle=":")
-    ax.set_ylim(-5, 105)
-    ax.set_xlabel("needles (log2)")
-    ax.set_ylabel("accuracy (%)")
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3)
+    percent_axes(ax, "needles (log2)", "accuracy (%)", title)
     return png(fig)
 
 

@@ -28,7 +28,7 @@ from fractions import Fraction
 from random import Random
 
 from ..context.tokenizer import get_encoding
-from ..errors import ConfigError
+from ..errors import ConfigError, check_at_least, check_choices
 from ..grading.graders import SampleScore, ScoreOptions, prepare
 from ..grading.matching import last_match
 from ..protocol import PROTOCOLS, Option
@@ -371,17 +371,10 @@ def render(dp: DataPoint, variant: str, question: str) -> tuple[str, str, Fracti
 def _validate(p: ChainParams) -> ChainOptions:
     if p.lang != "en":
         raise ConfigError(f"lang: NeedleChain is English only (got {p.lang!r})")
-    for k in p.k_values:
-        if not isinstance(k, int) or k < 2:
-            raise ConfigError(f"k_values: {k!r} must be an integer of at least 2")
-    for v in p.variants:
-        if v not in VARIANTS:
-            raise ConfigError(f"variants: unknown {v!r}; choose from {VARIANTS}")
-    for q in p.questions:
-        if q not in QUESTIONS:
-            raise ConfigError(f"questions: unknown {q!r}; choose from {QUESTIONS}")
-    if p.points < 1:
-        raise ConfigError(f"points: {p.points} must be at least 1")
+    check_at_least("k_values", p.k_values, 2)
+    check_choices("variants", p.variants, VARIANTS)
+    check_choices("questions", p.questions, QUESTIONS)
+    check_at_least("points", [p.points], 1)
     return p.options()
 
 

@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..aggregate.cells import NAN, put_interval
 from ..aggregate.metrics import error_shares, mean
-from ..aggregate.plots import plt, png
+from ..aggregate.plots import percent_axes, plt, png
 from ..aggregate.records import is_excluded
 from ..aggregate.uncertainty import resample_means
 from ..taskspec import ReportParts, Skipped, TaskResults
@@ -158,12 +158,7 @@ def chain_k_png(records: Sequence[dict[str, Any]], model: str) -> bytes:
         ks = sorted({k for by_k in by.values() for k in by_k})
         ax.set_xticks(ks, [str(k) for k in ks])
         ax.minorticks_off()
-        ax.set_ylim(-5, 105)
-        ax.set_xlabel("k (needles)")
-        ax.set_ylabel("accuracy (%)")
-        ax.set_title(f"{model}: {question} question", fontsize=10)
-        ax.legend(fontsize=7)
-        ax.grid(alpha=0.3)
+        percent_axes(ax, "k (needles)", "accuracy (%)", f"{model}: {question} question")
     return png(fig)
 
 

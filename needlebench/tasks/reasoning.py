@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from ..context.haystack import Haystack
 from ..errors import ConfigError
 from ..grading.graders import SampleScore, ScoreOptions, grade_boxed, grade_srt
 from ..sample import Sample
 from ..seeding import rng
-from ..taskspec import TaskSpec
 from .atc import kinship_gold, kinship_meta, oracle_boxed
 from .kinship import QUESTION_TYPES, KinshipChain, ask, load_name_pool, make_chain, rules_text
 from .prompts import PromptParts, sparse_prompt
@@ -36,7 +36,7 @@ from .sparse import (
     needle_text,
     oracle_srt,
     prefix_order,
-    suite_defaults,
+    sparse_task,
     validate_sparse,
 )
 
@@ -118,33 +118,54 @@ def _kinship_samples(p: SparseParams, qtypes: tuple[str, ...]) -> Iterator[Sampl
             "question_types: OpenCompass's M-RS asks only eldest_ancestor; "
             "use prompt_style='clarified' for the other question types"
         )
+    match = "contains" if opts["keyword_match"] == "exact" else "normalised"
+    for hay, length, depth, count, repeat in _cells(p, counts):
+        coords = ("mrs", p.lang, length, count, depth, repeat, p.seed)
+        qtype = rng("mrs-question", *coords).choice(qtypes)
+        chain = make_chain(pool, count, *coords, style=opts["prompt_style"])
+        question = ask(chain, qtype)
+        parts = _kinship_parts(p, chain, question.text)
+        gold = {**kinship_gold(chain, question, match), "form": "kinship"}
+        cell = (hay, length, depth, count, repeat)
+        yield from _sample(p, cell, parts, chain.statements(), gold, **kinship_meta(chain, question))
+
+
+def _cells(p: SparseParams, counts: Sequence[int]) -> Iterator[tuple[Haystack, int, float, int, int]]:
+    """(haystack, length, depth, needle count, repeat) in the prefix-cache order of both M-RS forms."""
     for repeat in range(p.repeats):
         hay = haystack_for(p, repeat)
         for length, depth in cell_order(p, p.lengths, p.depths):
             for count in prefix_order(counts):
-                coords = ("mrs", p.lang, length, count, depth, repeat, p.seed)
-                qtype = rng("mrs-question", *coords).choice(qtypes)
-                chain = make_chain(pool, count, *coords, style=opts["prompt_style"])
-                question = ask(chain, qtype)
-                parts = _kinship_parts(p, chain, question.text)
-                depths = needle_depths(depth, count, opts["placement"])
-                statements = [needle_text(p, x) for x in chain.statements()]
-                match = "contains" if opts["keyword_match"] == "exact" else "normalised"
-                sample = haystack_sample(
-                    p,
-                    hay,
-                    "mrs",
-                    (length, count, depth, repeat),
-                    parts,
-                    list(zip(depths, statements)),
-                    {**kinship_gold(chain, question, match), "form": "kinship"},
-                    depth=depth,
-                    depths=list(depths),
-                    repeat=repeat,
-                    **kinship_meta(chain, question),
-                )
-                if sample is not None:
-                    yield sample
+                yield hay, length, depth, count, repeat
+
+
+def _sample(
+    p: SparseParams,
+    cell: tuple[Haystack, int, float, int, int],
+    parts: PromptParts,
+    texts: Sequence[str],
+    gold: dict,
+    **meta: object,
+) -> Iterator[Sample]:
+    """One M-RS sample of a cell, its needles spread from the cell's depth (none if it is skipped)."""
+    hay, length, depth, count, repeat = cell
+    depths = needle_depths(depth, count, p.options()["placement"])
+    needles = list(zip(depths, [needle_text(p, x) for x in texts]))
+    sample = haystack_sample(
+        p,
+        hay,
+        "mrs",
+        (length, count, depth, repeat),
+        parts,
+        needles,
+        gold,
+        depth=depth,
+        depths=list(depths),
+        repeat=repeat,
+        **meta,
+    )
+    if sample is not None:
+        yield sample
 
 
 def _multihop_samples(p: SparseParams) -> Iterator[Sample]:
@@ -153,30 +174,12 @@ def _multihop_samples(p: SparseParams) -> Iterator[Sample]:
     for count in counts:
         if not any(r["count"] == count for r in records):
             raise ConfigError(f"needle_file: {p.needle_file} has no records with derivation_count={count}")
-    for repeat in range(p.repeats):
-        hay = haystack_for(p, repeat)
-        for length, depth in cell_order(p, p.lengths, p.depths):
-            for count in prefix_order(counts):
-                pool = [r for r in records if r["count"] == count]
-                record = rng("mrs-record", p.lang, length, count, repeat, p.seed).choice(pool)
-                parts = sparse_prompt(p.lang, [record["question"]], [""], p.question_position, p.recall_step)
-                depths = needle_depths(depth, count, p.options()["placement"])
-                needles = [needle_text(p, x) for x in record["needles"]]
-                sample = haystack_sample(
-                    p,
-                    hay,
-                    "mrs",
-                    (length, count, depth, repeat),
-                    parts,
-                    list(zip(depths, needles)),
-                    {"form": "multihop", "keywords": [record["answer"]], "needle": record["answer"]},
-                    depth=depth,
-                    depths=list(depths),
-                    num_needles=count,
-                    repeat=repeat,
-                )
-                if sample is not None:
-                    yield sample
+    for hay, length, depth, count, repeat in _cells(p, counts):
+        pool = [r for r in records if r["count"] == count]
+        record = rng("mrs-record", p.lang, length, count, repeat, p.seed).choice(pool)
+        parts = sparse_prompt(p.lang, [record["question"]], [""], p.question_position, p.recall_step)
+        gold = {"form": "multihop", "keywords": [record["answer"]], "needle": record["answer"]}
+        yield from _sample(p, (hay, length, depth, count, repeat), parts, record["needles"], gold, num_needles=count)
 
 
 def generate_mrs(p: SparseParams) -> Iterator[Sample]:
@@ -206,16 +209,14 @@ def oracle_mrs(gold: dict) -> str:
     return oracle_srt(gold) if gold.get("form") == "multihop" else oracle_boxed(gold)
 
 
-MRS = TaskSpec(
+MRS = sparse_task(
     "mrs",
-    "sparse",
-    SparseParams,
     generate_mrs,
     grade_mrs,
-    "Multi-needle reasoning (M-RS)",
     oracle_mrs,
-    label="M-RS",
-    suite_weights={"v2": 1 / 3, "v1": 0.3},
-    suite_defaults=functools.partial(suite_defaults, "mrs", 10),
-    results="needlebench.tasks.sparse_results:SINGLE",
+    "Multi-needle reasoning (M-RS)",
+    "M-RS",
+    {"v2": 1 / 3, "v1": 0.3},
+    10,
+    "needlebench.tasks.sparse_results:SINGLE",
 )

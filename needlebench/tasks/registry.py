@@ -9,13 +9,12 @@ filled on first use; a name registered twice is an error.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
 from ..errors import ConfigError
-from ..taskspec import TaskSpec
+from ..taskspec import TaskSpec, load_ref
 
 __all__ = [
     "TaskSpec",
@@ -76,14 +75,6 @@ def _add(registry: dict[str, TaskSpec], spec: TaskSpec) -> None:
     registry[spec.name] = spec
 
 
-def _spec(ref: str) -> TaskSpec:
-    module, _, attr = ref.partition(":")
-    spec = getattr(importlib.import_module(module), attr)
-    if not isinstance(spec, TaskSpec):
-        raise ConfigError(f"task entry {ref!r} is not a TaskSpec")
-    return spec
-
-
 def _load() -> None:
     """Fill the registry once: the built-in list, then the entry points of installed packages."""
     global _loaded
@@ -91,7 +82,7 @@ def _load() -> None:
         return
     found: dict[str, TaskSpec] = {}
     for ref in list(BUILTIN_TASKS) + [ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)]:
-        _add(found, _spec(ref))
+        _add(found, load_ref(ref, TaskSpec))
     _TASKS.update(found)  # only a complete load counts: a failing entry point is reported on every call
     _loaded = True
 

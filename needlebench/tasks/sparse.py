@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..context.haystack import Haystack, build_haystack, fit_prompt, load_tokenized
 from ..context.tokenizer import count_tokens, get_encoding
 from ..errors import ConfigError
-from ..grading.graders import grade_mrt, grade_srt
+from ..grading.graders import SampleScore, ScoreOptions, grade_mrt, grade_srt
 from ..protocol import Option, resolve_options
 from ..sample import DATASET_VERSION, Sample, sample_id
 from ..suites import get_suite
@@ -446,32 +446,70 @@ def suite_defaults(task: str, repeats: int, suite: str, lang: str, profile: str)
     return {"repeats": repeats, "buffer": suite_buffer(suite, task, lang, profile)}
 
 
+def sparse_task(
+    name: str,
+    generate: Callable[[SparseParams], Iterator[Sample]],
+    grade: Callable[[object, dict, ScoreOptions], SampleScore],
+    oracle: Callable[[dict], str],
+    title: str,
+    label: str,
+    weights: dict[str, float],
+    repeats: int,
+    results: str,
+    score_options: tuple[str, ...] = (),
+) -> TaskSpec:
+    """A sparse task's spec: a haystack that can be shortened, a row of the summary table, a suite default.
+
+    Args:
+        name: the registry name.
+        generate: the generator over :class:`SparseParams`.
+        grade: the grader.
+        oracle: a perfect answer from a gold.
+        title: the task's name in prose.
+        label: its short name in tables.
+        weights: profile -> its weight in the suite overall.
+        repeats: samples per cell in a suite (OpenCompass v2's).
+        results: ``"module:attribute"`` of its ``TaskResults``.
+        score_options: grading options a suite config sets for it.
+    """
+    return TaskSpec(
+        name,
+        "sparse",
+        SparseParams,
+        generate,
+        grade,
+        title,
+        oracle,
+        label=label,
+        suite_weights=weights,
+        suite_defaults=functools.partial(suite_defaults, name, repeats),
+        score_options=score_options,
+        results=results,
+    )
+
+
 # the suite overall: equal weights in the 2025 paper ("v2"), 0.4 / 0.3 / 0.3 in the 2024 paper ("v1")
-SRT = TaskSpec(
+SRT = sparse_task(
     "srt",
-    "sparse",
-    SparseParams,
     generate_srt,
     grade_srt,
-    "Single-needle retrieval (S-RT)",
     oracle_srt,
-    label="S-RT",
-    suite_weights={"v2": 1 / 3, "v1": 0.4},
-    suite_defaults=functools.partial(suite_defaults, "srt", 10),
-    score_options=("metric",),
-    results="needlebench.tasks.sparse_results:SINGLE",
+    "Single-needle retrieval (S-RT)",
+    "S-RT",
+    {"v2": 1 / 3, "v1": 0.4},
+    10,
+    "needlebench.tasks.sparse_results:SINGLE",
+    ("metric",),
 )
-MRT = TaskSpec(
+MRT = sparse_task(
     "mrt",
-    "sparse",
-    SparseParams,
     generate_mrt,
     grade_mrt,
-    "Multi-needle retrieval (M-RT)",
     oracle_mrt,
-    label="M-RT",
-    suite_weights={"v2": 1 / 3, "v1": 0.3},
-    suite_defaults=functools.partial(suite_defaults, "mrt", 25),
-    score_options=("metric",),
-    results="needlebench.tasks.sparse_results:MULTI",
+    "Multi-needle retrieval (M-RT)",
+    "M-RT",
+    {"v2": 1 / 3, "v1": 0.3},
+    25,
+    "needlebench.tasks.sparse_results:MULTI",
+    ("metric",),
 )

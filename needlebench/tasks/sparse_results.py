@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..aggregate.metrics import mean
-from ..aggregate.plots import plt, png
+from ..aggregate.plots import percent_axes, plt, png
 from ..aggregate.records import is_excluded
 from ..taskspec import ReportParts, Skipped, TaskResults
 
@@ -43,12 +43,7 @@ def mrt_position_png(records: Sequence[dict[str, Any]], title: str) -> bytes:
     for model, pos in sorted(by_model.items()):
         xs = sorted(pos)
         ax.plot(xs, [mean(pos[x]) for x in xs], marker="o", label=model)
-    ax.set_ylim(-5, 105)
-    ax.set_xlabel("needle position in the document")
-    ax.set_ylabel("recall (%)")
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3)
+    percent_axes(ax, "needle position in the document", "recall (%)", title)
     return png(fig)
 
 
