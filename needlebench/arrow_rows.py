@@ -67,6 +67,7 @@ def write_rows(task: str, params: Any, path: Path) -> dict[str, int]:
     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, ARROW_SCHEMA) as writer:
 
         def flush() -> None:
+            """Write the buffered columns as one record batch and empty them (nothing when empty)."""
             if columns[0]:
                 arrays = [pa.array(col, type=pa.string()) for col in columns]
                 writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA))
@@ -119,7 +120,12 @@ def cache_key(task: str, params: object) -> str:
 
 
 def cache_path(task: str, params: Any) -> Path:
-    """Where the rows of (``task``, ``params``) live in the cache."""
+    """Where the rows of (``task``, ``params``) live in the cache: ``<cache>/datasets/<task>-<lang>-<key>.arrow``.
+
+    Args:
+        task: registry name of the task.
+        params: the task's parameter dataclass (its ``lang``, when it has one, goes into the name).
+    """
     return cache_dir() / "datasets" / f"{task}-{getattr(params, 'lang', 'xx')}-{cache_key(task, params)}.arrow"
 
 

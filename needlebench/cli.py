@@ -61,6 +61,14 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the ``needlebench`` command line (``export`` or ``report``).
+
+    Args:
+        argv: the arguments without the program name; None reads ``sys.argv``.
+
+    Returns:
+        The exit status: 0 on success, 2 for a bad config or input (the message goes to stderr).
+    """
     parser = argparse.ArgumentParser(prog="needlebench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     ex = sub.add_parser("export", help="write every sample of a config's needlebench datasets as JSON lines")

@@ -31,6 +31,7 @@ class Option:
 
     @property
     def choices(self) -> tuple[str, ...]:
+        """Every allowed value: the reference one, the clarified one, then the extras, without repeats."""
         return tuple(dict.fromkeys((self.reference, self.clarified, *self.extra)))
 
 

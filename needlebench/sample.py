@@ -26,6 +26,11 @@ class Sample:
     system: str = ""
 
     def export_row(self, dataset: str) -> dict[str, Any]:
+        """The sample as one ``needlebench export`` JSON line (``system`` only when set).
+
+        Args:
+            dataset: the abbr of the dataset the sample belongs to.
+        """
         row: dict[str, Any] = {"dataset": dataset, "id": self.id, "task": self.task, "lang": self.lang}
         if self.system:
             row["system"] = self.system
@@ -34,6 +39,14 @@ class Sample:
 
 
 def sample_id(task: str, lang: str, *coords: object, prompt: str = "", digest: str = "") -> str:
-    """Readable coordinates plus a content hash, so a changed prompt never reuses an id."""
+    """Readable coordinates plus a content hash, so a changed prompt never reuses an id.
+
+    Args:
+        task: registry name of the task.
+        lang: the sample's language.
+        coords: further readable coordinates (length, depth, repeat, ...), joined with ``-``.
+        prompt: the prompt whose digest ends the id, when ``digest`` is not given.
+        digest: a precomputed content digest (only its first 8 characters are used).
+    """
     head = "-".join(str(c) for c in (task, lang, *coords))
     return f"{head}-{(digest or content_digest(prompt.encode('utf-8')))[:8]}"

@@ -19,6 +19,10 @@ def balanced_cuts(costs: Sequence[int], shards: int) -> list[int]:
 
     Each boundary is the prefix position closest to its ideal cumulative
     total; empty shards are dropped.
+
+    Args:
+        costs: the cost (prompt tokens) of each sample, in generation order; negatives count as 0.
+        shards: how many runs are wanted (at most one per sample).
     """
     n = len(costs)
     if n == 0:
@@ -44,5 +48,11 @@ def balanced_cuts(costs: Sequence[int], shards: int) -> list[int]:
 
 
 def shard_ranges(costs: Sequence[int], shards: int) -> list[tuple[int, int]]:
+    """The (start, end) index ranges of ``shards`` contiguous runs of about equal total cost.
+
+    Args:
+        costs: the cost (prompt tokens) of each sample, in generation order.
+        shards: how many ranges are wanted; fewer come back when there are fewer samples.
+    """
     cuts = balanced_cuts(costs, shards)
     return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]

@@ -164,11 +164,15 @@ def verified(path: Path) -> dict[str, Any] | None:
 def cached_file(path: Path, build: Callable[[Path], dict[str, Any]]) -> dict[str, Any]:
     """Make sure ``path`` holds a verified cache file, building it at most once across processes.
 
-    ``build(tmp)`` writes the file to ``tmp`` and returns facts to record
-    (e.g. a row count). The file is replaced atomically, then its sidecar
-    (size, blake2b digest, inode and modification time, facts) is written
-    last, so a file without a matching sidecar is never trusted. Returns the
-    sidecar record.
+    The file is replaced atomically, then its sidecar (size, content digest, inode and
+    modification time, facts) is written last, so a file without a matching sidecar is never trusted.
+
+    Args:
+        path: the cache file; its sidecar is ``<path>.sum``.
+        build: ``build(tmp)`` writes the file to ``tmp`` and returns facts to record (e.g. a row count).
+
+    Returns:
+        The sidecar record.
 
     Raises:
         OSError: the cache folder is not writable (callers fall back to memory).
@@ -205,7 +209,7 @@ def code_digest(*modules: str) -> str:
     """Digest of source files of this package, so a code edit never serves a stale cache.
 
     Args:
-        modules: paths relative to the package folder (``"haystack.py"``,
+        modules: paths relative to the package folder (``"context/haystack.py"``,
             ``"opencompass/dataset.py"``) or glob patterns (``"*.py"``).
     """
     files: list[Path] = []

@@ -20,6 +20,8 @@ LINEAR_DEPTHS: tuple[int, ...] = tuple(range(0, 101, 10))
 
 @dataclass(frozen=True)
 class Suite:
+    """A suite's name and the lengths and depths of its cells."""
+
     name: str
     lengths: tuple[int, ...]
     depths: tuple[float, ...] = LINEAR_DEPTHS

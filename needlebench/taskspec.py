@@ -1,8 +1,8 @@
 """What a task is: its parameters, generator, grader, oracle and how its results add up, in typed records.
 
 Task modules build their ``TaskSpec`` here and do not register it themselves:
-``needlebench.tasks`` lists them explicitly (and reads third-party tasks from
-the ``needlebench.tasks`` entry-point group), so importing a task module has
+``needlebench.tasks.registry`` lists them explicitly (and reads third-party tasks
+from the ``needlebench.tasks`` entry-point group), so importing a task module has
 no side effect and no module imports the registry back.
 """
 

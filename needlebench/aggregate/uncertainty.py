@@ -74,5 +74,10 @@ def interval(draws: np.ndarray, level: float = LEVEL, method: str = "linear") ->
 
 
 def significant(low: float, high: float) -> bool:
-    """A difference is significant when its interval excludes 0 (undefined intervals never are)."""
+    """Whether a difference is significant: its interval excludes 0 (an undefined, NaN interval never is).
+
+    Args:
+        low: lower end of the difference's 95% interval.
+        high: upper end of the difference's 95% interval.
+    """
     return bool(low > 0 or high < 0)

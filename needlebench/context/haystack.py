@@ -1,11 +1,17 @@
 """The context builder: filler text cut to a token budget, needles at sentence boundaries.
 
-Contract (spec section 2): a prompt for target length L and buffer B
-measures at most L - B tokens and close to it; each needle starts at a
-sentence boundary near its requested depth; a corpus that is too short
-wraps around. Everything here is pure: corpora are tokenized once per
-process (``tokenize_corpus``) and a repeat's haystack is the same text for
-every length and depth, so cells differ only where the needles sit.
+Contract: a prompt for target length L and buffer B measures at most
+L - B tokens and close to it; each needle starts at a sentence boundary
+near its requested depth; a corpus that is too short wraps around.
+
+Pure (no I/O, no global random state): ``tokenize_corpus``,
+``build_haystack``, ``fit_prompt`` and ``text_tokens`` are functions of
+their arguments (the first is also memoised per process), and a repeat's
+haystack is the same text for every length and depth, so cells differ only
+where the needles sit. Not pure: ``load_tokenized`` reads the corpus files
+and keeps the tokenized corpus in an npz cache file under
+``<cache>/corpora/`` (see ``store.cached_file``), written once and reused
+by later processes.
 
 Token counts are exact without re-encoding the whole prompt: the haystack's
 tokens are known, and inserting text only changes tokenization locally, so
@@ -57,12 +63,18 @@ class TokenizedCorpus:
 
     @property
     def total_tokens(self) -> int:
+        """Tokens over all documents."""
         return int(sum(len(t) for t in self.doc_tokens))
 
 
 @functools.lru_cache(maxsize=16)
 def tokenize_corpus(corpus: Corpus, encoding: str = "cl100k_base") -> TokenizedCorpus:
-    """Encode every document once per process; every sample reuses these tokens."""
+    """Encode every document (plus the separator) once per process; every sample reuses these tokens.
+
+    Args:
+        corpus: the documents to encode.
+        encoding: tiktoken encoding name.
+    """
     enc = get_encoding(encoding)
     texts = [d.strip() + _SEPARATOR for d in corpus.documents]
     tokens = enc.encode_ordinary_batch(texts, num_threads=1)
@@ -198,6 +210,7 @@ class Haystack:
 
     @property
     def n_tokens(self) -> int:
+        """Length of the haystack in tokens."""
         return int(len(self.tok_end))
 
     def offset(self, k: int) -> int:
@@ -206,7 +219,19 @@ class Haystack:
 
 
 def build_haystack(tc: TokenizedCorpus, min_tokens: int, *coords: object) -> Haystack:
-    """Concatenate documents in a seeded order until ``min_tokens``, wrapping around."""
+    """Concatenate documents in a seeded order until ``min_tokens``, wrapping around the corpus.
+
+    Why seeded by ``coords``: every length and depth of one repeat cuts the same haystack, so cells
+    differ only where the needles sit; a different repeat gets a different document order.
+
+    Args:
+        tc: the tokenized corpus.
+        min_tokens: stop once at least this many tokens are gathered (whole documents only).
+        coords: what seeds the document order, e.g. the task, language and repeat.
+
+    Raises:
+        ConfigError: the corpus holds no documents.
+    """
     if not tc.doc_tokens:
         raise ConfigError(f"corpus {tc.corpus.name} holds no documents")
     parts_tokens: list[np.ndarray] = []
@@ -259,6 +284,8 @@ class Placement:
 
 @dataclass(frozen=True)
 class FittedPrompt:
+    """A prompt fitted to its budget: text, token count, haystack tokens used and where each needle went."""
+
     text: str
     tokens: int
     haystack_tokens: int
@@ -384,7 +411,14 @@ def _assemble(
 
 
 def text_tokens(head: str, tail: str, needles: Sequence[tuple[float, str]], encoding: str = "cl100k_base") -> int:
-    """Tokens of everything but the filler (one spare token per needle for its joining space)."""
+    """Tokens of everything but the filler (one spare token per needle for its joining space).
+
+    Args:
+        head: text before the haystack.
+        tail: text after the haystack.
+        needles: (depth in percent, text) of every needle.
+        encoding: tiktoken encoding name.
+    """
     total = count_tokens(head, encoding) + count_tokens(tail, encoding)
     return total + sum(count_tokens(t, encoding) + 1 for _, t in needles)
 
@@ -402,6 +436,18 @@ def fit_prompt(
 
     The search is bounded and consumes no randomness: it lowers the haystack
     size by the measured excess until the prompt fits.
+
+    Args:
+        hay: the repeat's haystack; its first tokens become the filler.
+        budget: the most tokens the whole prompt may take.
+        head: text before the haystack.
+        tail: text after the haystack.
+        needles: (depth in percent, text) of every needle; each goes to the sentence start nearest its depth.
+        encoding: tiktoken encoding name.
+        overhead: tokens of everything but the filler, if the caller knows it (default: :func:`text_tokens`).
+
+    Raises:
+        ConfigError: the budget leaves no room for filler, or the haystack is too short for it.
     """
     enc = get_encoding(encoding)
     if overhead is None:

@@ -55,7 +55,7 @@ def ensure_offline_bpe() -> None:
     data = source.read_bytes()
     if hashlib.sha256(data).hexdigest() != _CL100K_SHA256:
         raise ConfigError(f"bundled tokenizer file {source} does not match cl100k_base's hash")
-    from ..store import atomic_write  # store imports the corpus and needle modules: import late
+    from ..store import atomic_write  # imported here: only this one-time copy needs it
 
     with atomic_write(target) as tmp:
         tmp.write_bytes(data)
@@ -89,5 +89,10 @@ def token_byte_lengths(name: str = "cl100k_base") -> np.ndarray:
 @functools.lru_cache(maxsize=1 << 16)
 @functools.lru_cache(maxsize=8192)
 def count_tokens(text: str, name: str = "cl100k_base") -> int:
-    """Token count of a short, often repeated text (templates, needles, questions)."""
+    """Token count of a short, often repeated text (templates, needles, questions); results are cached.
+
+    Args:
+        text: the text to count.
+        name: tiktoken encoding name (or an alias such as ``gpt-4``).
+    """
     return len(get_encoding(name).encode_ordinary(text))

@@ -186,6 +186,12 @@ def grade_boxed(prediction: object, gold: dict, options: ScoreOptions) -> Sample
     ``stopped_early`` (a chain name between the asked person and the answer),
     ``wrong_chain_name`` (another chain name), ``hallucination`` (a name not in the context),
     ``wrong_distance`` (a wrong or unparsable number).
+
+    Args:
+        prediction: the model's response (``<think>`` stripped per ``options``).
+        gold: the sample's gold (``answer``, ``kind`` "name" or "int", ``subject``, ``chain_names``,
+            ``match``: ``"normalised"``, or the reference rules ``"exact"`` (ATC) and ``"contains"`` (M-RS)).
+        options: scoring settings.
     """
     text = prepare(prediction, options)
     boxed = last_boxed(text)

@@ -135,7 +135,12 @@ class KeywordMatcher:
 
 
 def keyword_score(prediction: str, keywords: Sequence[str]) -> float:
-    """2025 metric: 100 if any core keyword appears, else 0."""
+    """The 2025 metric: 100 if any core keyword appears (ignoring case, width and whitespace), else 0.
+
+    Args:
+        prediction: the model's (cleaned) answer.
+        keywords: the gold's core keywords; any one is enough.
+    """
     return 100.0 if keyword_hit(prediction, keywords) else 0.0
 
 

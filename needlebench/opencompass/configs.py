@@ -212,7 +212,12 @@ def atc_datasets(
         max_out_len: an output budget for these datasets; default: the model's.
         strip_think: drop ``<think>`` blocks before grading.
         protocol: ``reference`` or ``clarified``.
+        profile: ``v2`` (this task) or ``v1`` (the multiple-choice ATC; only langs, repeats, seed and
+            max_out_len carry over).
         **options: named protocol options (``prompt_style``, ``answer_match``).
+
+    Raises:
+        ConfigError: an unknown profile or language.
     """
     from ..tasks.kinship import QUESTION_TYPES
 

@@ -132,6 +132,12 @@ class NeedleBenchDataset(BaseDataset):
 
     @staticmethod
     def load(task: str, **params: Any) -> Dataset:
+        """The rows of one dataset config (OpenCompass's ``load`` hook); each is also kept in :data:`LOADED`.
+
+        Args:
+            task: registry name of the task.
+            params: the task's parameters plus ``max_prompt_tokens`` / ``overlength`` (see :func:`load_rows`).
+        """
         ds = load_rows(task, **params)
         LOADED.append(ds)
         return ds

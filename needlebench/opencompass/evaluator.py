@@ -52,6 +52,17 @@ _META_KEYS = (
 def grade_rows(
     predictions: list[Any], references: list[str], test_set: Any, options: ScoreOptions
 ) -> list[dict[str, Any]]:
+    """One detail record per sample: its metadata, grade and failure kind; never raises on a bad prediction.
+
+    A prediction marked as a failed request is recorded as ``request_failed`` (never scored); a grader
+    that raises is recorded as ``grader_error`` so the other samples are kept.
+
+    Args:
+        predictions: the model's outputs, in row order.
+        references: each row's gold as JSON (the ``answer`` column).
+        test_set: the dataset rows (``id``, ``task``, ``lang``, ``meta``), in the same order.
+        options: scoring settings passed to each task's grader.
+    """
     details = []
     for pred, ref, row in zip(predictions, references, test_set, strict=False):
         meta = json.loads(row["meta"])
@@ -81,6 +92,19 @@ def grade_rows(
 
 
 class NeedleBenchEvaluator(BaseEvaluator):
+    """OpenCompass evaluator for every needlebench task: grades each row with its task's own grader.
+
+    Args:
+        metric: ``"keyword"`` (the 2025 metric) or ``"levenshtein"`` (the 2024 partial credit).
+        strip_think: drop ``<think>`` blocks before grading.
+        alpha: the weight of the Levenshtein partial credit.
+        lenient: NeedleChain's lenient reading (the released scorer's: last number, no omission rule).
+        pred_postprocessor: OpenCompass's prediction postprocessor, if any.
+
+    Raises:
+        ConfigError: an unknown metric.
+    """
+
     def __init__(
         self,
         metric: str = "keyword",
@@ -95,6 +119,17 @@ class NeedleBenchEvaluator(BaseEvaluator):
         self.options = ScoreOptions(metric=metric, strip_think=strip_think, alpha=alpha, lenient=lenient)
 
     def score(self, predictions: list[Any], references: list[str], test_set: Any) -> dict[str, Any]:
+        """Grade a dataset, write ``<result>.samples.jsonl`` (and task sidecars), return its metrics.
+
+        Args:
+            predictions: the model's outputs, in row order.
+            references: each row's gold as JSON.
+            test_set: the dataset rows.
+
+        Returns:
+            :func:`summarise_details`'s numbers plus the task's own dataset metrics and a ``details`` list;
+            ``{"error": ...}`` when the counts of predictions and references differ.
+        """
         if len(predictions) != len(references):
             return {"error": f"{len(predictions)} predictions for {len(references)} samples"}
         details = grade_rows(predictions, references, test_set, self.options)
@@ -119,6 +154,12 @@ class NeedleBenchEvaluator(BaseEvaluator):
 
     def _write_samples(self, details: list[dict[str, Any]], predictions: list[Any]) -> None:
         def line(detail: dict[str, Any], pred: Any) -> str:
+            """One JSON line: the detail plus the prediction as text, cut to 4000 characters.
+
+            Args:
+                detail: the sample's detail record.
+                pred: the model's output (None becomes "").
+            """
             text = pred if isinstance(pred, str) else ("" if pred is None else str(pred))
             return json.dumps({**detail, "prediction": text[:4000]}, ensure_ascii=False) + "\n"
 

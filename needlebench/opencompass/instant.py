@@ -30,7 +30,19 @@ class InstantModel(BaseModel):
         self.answer = answer
 
     def generate(self, inputs: list[Any], max_out_len: int, **kwargs: Any) -> list[str]:
+        """The configured answer for every input, with ``{max_out_len}`` filled in.
+
+        Args:
+            inputs: the prompts (only their count matters).
+            max_out_len: the output budget OpenCompass gave this request.
+            kwargs: ignored.
+        """
         return [self.answer.replace("{max_out_len}", str(max_out_len)) for _ in inputs]
 
     def get_token_len(self, prompt: str) -> int:
+        """A rough token count (four characters a token); no tokenizer is loaded.
+
+        Args:
+            prompt: the prompt to measure.
+        """
         return len(prompt) // 4

@@ -60,8 +60,19 @@ def smollm2_gguf() -> tuple[str, str]:
 
 
 def rope_scaling(kind: str, factor: float, original_max_position_embeddings: int | None = None) -> dict[str, Any]:
-    """A RoPE scaling block: ``linear`` with factor 0.5 / 0.25 is NeedleChain's RoPE contraction
-    (rotation angles 2x / 4x larger); ``yarn`` / ``dynamic`` extend the context."""
+    """A RoPE scaling block for a model's config.
+
+    ``linear`` with factor 0.5 / 0.25 is NeedleChain's RoPE contraction (rotation angles 2x / 4x larger);
+    ``yarn`` / ``dynamic`` extend the context.
+
+    Args:
+        kind: ``"linear"``, ``"yarn"`` or ``"dynamic"``.
+        factor: the scaling factor, positive.
+        original_max_position_embeddings: the model's trained context, where the scaling needs it.
+
+    Raises:
+        ConfigError: an unknown kind or a factor that is not positive.
+    """
     if kind not in ("linear", "yarn", "dynamic"):
         raise ConfigError(f"rope_scaling: unknown kind {kind!r}; choose from ('linear', 'yarn', 'dynamic')")
     if factor <= 0:
@@ -82,7 +93,21 @@ def hf_model(
     rope: dict | None = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
-    """OpenCompass's HuggingFace chat-template model."""
+    """OpenCompass's HuggingFace chat-template model.
+
+    Args:
+        abbr: the model's name in results.
+        path: HuggingFace model id or local folder.
+        max_seq_len: the model's context in tokens (prompt plus output).
+        max_out_len: the output budget in tokens.
+        batch_size: prompts per batch.
+        num_gpus: GPUs the model is spread over.
+        rope: a :func:`rope_scaling` block, set as ``model_kwargs["rope_scaling"]``.
+        kwargs: further arguments of the model class or OpenCompass's model config (checked).
+
+    Raises:
+        ConfigError: an argument the model class does not take.
+    """
     model_kwargs = dict(kwargs.pop("model_kwargs", {}) or {})
     if rope:
         model_kwargs["rope_scaling"] = rope
@@ -115,8 +140,22 @@ def vllm_model(
 ) -> dict[str, Any]:
     """vLLM with the model's chat template; prefix caching on (our request order is made for it).
 
-    ``rope`` goes through ``hf_overrides``; use ``rope_key="rope_parameters"`` with vLLM builds on
-    transformers 5.
+    Args:
+        abbr: the model's name in results.
+        path: HuggingFace model id or local folder.
+        max_seq_len: the model's context in tokens (also vLLM's ``max_model_len``).
+        tp: tensor-parallel size (and GPUs requested).
+        max_out_len: the output budget in tokens.
+        batch_size: prompts per batch.
+        rope: a :func:`rope_scaling` block, passed through ``hf_overrides``.
+        rope_key: the ``hf_overrides`` key for ``rope``; ``"rope_parameters"`` with vLLM builds on transformers 5.
+        gpu_memory_utilization: the share of GPU memory vLLM may take.
+        generation_kwargs: sampling settings (default greedy, ``temperature=0``).
+        kwargs: further arguments of the model class or OpenCompass's model config (checked);
+            ``model_kwargs`` are merged over the engine settings above.
+
+    Raises:
+        ConfigError: an argument the model class does not take.
     """
     model_kwargs: dict[str, Any] = dict(
         tensor_parallel_size=tp,
@@ -153,7 +192,22 @@ def lmdeploy_model(
     gen_config: dict | None = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
-    """LMDeploy TurboMind; ``session_len`` must hold prompt plus output."""
+    """LMDeploy TurboMind; ``session_len`` must hold prompt plus output.
+
+    Args:
+        abbr: the model's name in results.
+        path: HuggingFace model id or local folder.
+        max_seq_len: the model's context in tokens (also the engine's ``session_len``).
+        tp: tensor-parallel size (and GPUs requested).
+        max_out_len: the output budget in tokens.
+        batch_size: prompts per batch (also the engine's ``max_batch_size``).
+        rope_scaling_factor: the engine's RoPE scaling factor, if any.
+        gen_config: sampling settings (default greedy: ``top_k=1``, ``max_new_tokens=max_out_len``).
+        kwargs: further arguments of the model class or OpenCompass's model config (checked).
+
+    Raises:
+        ConfigError: an argument the model class does not take.
+    """
     engine: dict[str, Any] = dict(session_len=max_seq_len, max_batch_size=batch_size, tp=tp, enable_prefix_caching=True)
     if rope_scaling_factor:
         engine["rope_scaling_factor"] = float(rope_scaling_factor)
@@ -189,7 +243,24 @@ def api_model(
 
     OpenCompass's ``OpenAISDK`` with its retries (``retry`` tries, each with the ``openai`` client's own
     back-off on 429/5xx and connection errors); a request that still fails is recorded as
-    ``request_failed`` instead of ending the run. ``timeout`` is seconds per request.
+    ``request_failed`` instead of ending the run.
+
+    Args:
+        abbr: the model's name in results.
+        model: the model name the server expects.
+        base_url: the server's OpenAI API base URL (``http(s)://...``).
+        max_seq_len: the model's context in tokens (prompt plus output).
+        max_out_len: the output budget in tokens.
+        key: the API key.
+        batch_size: requests per batch.
+        tokenizer_path: a tokenizer OpenCompass counts prompt tokens with, if given.
+        temperature: the sampling temperature (0: greedy).
+        timeout: seconds per request.
+        kwargs: further arguments of ``OpenAISDK`` or OpenCompass's model config (checked); ``retry``
+            defaults to 2 and ``query_per_second`` to 8.
+
+    Raises:
+        ConfigError: an argument the model class does not take.
     """
     _check_extra(API, kwargs)
     cfg = dict(
@@ -242,7 +313,12 @@ def _check_extra(kind: str, extra: dict[str, Any]) -> None:
 
 
 def reasoning(model: dict[str, Any], max_out_len: int = 32768) -> dict[str, Any]:
-    """A reasoning model: a large output budget; our evaluators strip <think> before scoring."""
+    """A copy of ``model`` set up as a reasoning model: a large output budget; our graders strip <think> first.
+
+    Args:
+        model: a model config from one of this module's builders.
+        max_out_len: the output budget in tokens (for LMDeploy also ``gen_config.max_new_tokens``).
+    """
     out = dict(model)
     out["max_out_len"] = max_out_len
     if out["type"] == LMDEPLOY:
@@ -340,9 +416,20 @@ def check_model(cfg: dict[str, Any]) -> list[str]:
 
 
 def load_models(default: str, env: str = "NEEDLEBENCH_MODELS") -> list[dict[str, Any]]:
-    """Models for an eval config: the files named in ``$NEEDLEBENCH_MODELS`` (comma-separated), else ``default``.
+    """Models for an eval config: the files named in ``$<env>`` (comma-separated), else ``default``.
 
-    Paths are relative to the repository's ``configs/`` folder or absolute.
+    Paths are relative to the repository's ``configs/`` folder or absolute. A model without a
+    ``max_seq_len`` gets :data:`DEFAULT_MAX_SEQ_LEN` with a warning.
+
+    Args:
+        default: the model config file used when the variable is unset or empty.
+        env: the environment variable that names the model files.
+
+    Returns:
+        The ``models`` entries of every file, as plain dicts with ``type`` as a string.
+
+    Raises:
+        ConfigError: a file is missing, defines no ``models`` or holds a model :func:`check_model` rejects.
     """
     names = [x.strip() for x in os.environ.get(env, "").split(",") if x.strip()] or [default]
     root = Path(__file__).resolve().parents[2] / "configs"

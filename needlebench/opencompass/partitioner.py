@@ -123,7 +123,17 @@ def _read_limits(work_dir: str) -> dict | None:
 
 
 def model_room(model: dict, dataset: dict, margin: int, logger: Any = None) -> tuple[int, int]:
-    """(max_seq_len, room for the prompt in model tokens)."""
+    """A model's context and the room it leaves for a dataset's prompts.
+
+    Args:
+        model: the model config; without ``max_seq_len`` :data:`DEFAULT_MAX_SEQ_LEN` is assumed (with a warning).
+        dataset: the dataset config; its inferencer's ``max_out_len`` overrides the model's.
+        margin: tokens kept free for the chat template.
+        logger: where the missing-``max_seq_len`` warning goes; None stays silent.
+
+    Returns:
+        (max_seq_len, max_seq_len - output budget - margin), both in model tokens.
+    """
     max_seq_len = model.get("max_seq_len")
     if not max_seq_len:
         if logger:
@@ -144,6 +154,21 @@ def _cells(metas: Any) -> dict[tuple, int]:
 
 
 class NeedleBenchPartitioner(BasePartitioner):
+    """OpenCompass partitioner: token-balanced shards and each model's over-length limit (see the module).
+
+    Args:
+        out_dir: the stage's output folder.
+        num_shards: infer tasks per model, of about equal prompt tokens.
+        stage: ``"infer"`` (decides and records the limits) or ``"eval"`` (reads them back).
+        overlength: ``"shorten"`` or ``"skip"`` a sparse prompt over the model's room.
+        template_margin: tokens kept free for the chat template.
+        measure_with_model_tokenizer: scale the room by the model tokenizer's tokens per cl100k token.
+        keep_keys: OpenCompass's keys to keep in the task configs.
+
+    Raises:
+        ConfigError: an unknown stage or policy, or fewer than one shard.
+    """
+
     def __init__(
         self,
         out_dir: str,
@@ -262,6 +287,22 @@ class NeedleBenchPartitioner(BasePartitioner):
     def partition(
         self, model_dataset_combinations: list[dict], work_dir: str, out_dir: str, add_cfg: dict | None = None
     ) -> list[ConfigDict]:
+        """Split a run into OpenCompass tasks, each dataset limited to its model's room.
+
+        Infer: build every dataset once, decide and record each (model, dataset) limit and the shortened or
+        skipped cells, then cut each model's samples into about ``num_shards`` tasks of equal prompt tokens
+        (an HTTP model's server is checked before its tasks are handed out). Eval: one task per
+        (model, dataset), with the limits the infer stage recorded.
+
+        Args:
+            model_dataset_combinations: OpenCompass's ``{"models": [...], "datasets": [...]}`` groups.
+            work_dir: the run's folder; the limit and over-length records are written there.
+            out_dir: where the stage's outputs go (infer: predictions already present are not run again).
+            add_cfg: extra keys copied into every task config.
+
+        Returns:
+            One config per task.
+        """
         add_cfg = add_cfg or {}
         tasks: list[ConfigDict] = []
         self._tokenizers = {}

@@ -102,6 +102,7 @@ class _ScriptedModel(BaseModel):
         Args:
             inputs: prompts as OpenCompass passes them.
             max_out_len: the output budget (unused).
+            kwargs: further OpenCompass arguments (ignored).
         """
         if self.delay:
             time.sleep(self.delay)

@@ -15,7 +15,16 @@ _CMAP = "RdYlGn"
 
 
 def heatmap_png(table: pd.DataFrame, title: str, diverging: bool = False) -> bytes:
-    """Depth (rows) x length (columns), with a bottom row of per-length means; missing cells hatched."""
+    """Depth (rows) x length (columns), with a bottom row of per-length means; missing cells grey, marked "-".
+
+    Args:
+        table: scores indexed by depth, with token lengths as columns; NaN for a cell not run.
+        title: the figure's title.
+        diverging: a difference map (red-blue, centred on 0) instead of scores on 0-100.
+
+    Returns:
+        The figure as PNG bytes.
+    """
     means = table.mean(axis=0, skipna=True)
     values = np.vstack([table.to_numpy(dtype=float), means.to_numpy(dtype=float)[None, :]])
     rows = [f"{d:g}" for d in table.index] + ["mean"]

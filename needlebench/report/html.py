@@ -196,6 +196,16 @@ def _html(rep: Report, sources: list[str]) -> str:
 
 
 def write_report(rep: Report, out: Path, sources: list[str]) -> Path:
+    """Write the report's tables as CSV, its figures as PNG and ``report.html`` into ``out``, each atomically.
+
+    Args:
+        rep: the assembled report.
+        out: the output folder (created if missing); figures go to ``out/figures``.
+        sources: the run folders the records came from, listed on the page.
+
+    Returns:
+        The path of ``report.html``.
+    """
     out.mkdir(parents=True, exist_ok=True)
     for name, df in rep.tables.items():
         with atomic_write(out / f"{name}.csv") as tmp:
@@ -225,7 +235,15 @@ def build(paths: list[Path], out: Path | None = None) -> tuple[Path, Report]:
 
 
 def build_report(paths: list[Path], out: Path | None = None) -> Path:
-    """Rebuild everything from work dirs; two or more dirs are compared model by model."""
+    """Rebuild everything from work dirs; two or more dirs are compared model by model.
+
+    Args:
+        paths: the work dirs (see :func:`build`).
+        out: output folder (default: the first dir's ``needlebench_report``).
+
+    Returns:
+        The path of ``report.html``.
+    """
     return build(paths, out)[0]
 
 

@@ -34,9 +34,15 @@ class RunResults:
 
     @property
     def models(self) -> list[str]:
+        """The models with records, sorted."""
         return sorted({r["model"] for r in self.records})
 
     def for_task(self, task: str) -> list[dict[str, Any]]:
+        """The records of one task.
+
+        Args:
+            task: registry name of the task.
+        """
         return [r for r in self.records if r.get("task") == task]
 
     def skipped(self) -> dict[tuple[str, str, str, Any], int]:
@@ -82,8 +88,13 @@ def run_dirs(path: Path) -> list[Path]:
 def load_results(paths: list[Path], label_by_dir: bool = False) -> RunResults:
     """Collect records; a later run of the same (model, dataset) replaces an earlier one.
 
-    With ``label_by_dir`` the model name is prefixed with its work dir's name,
-    so the same model from two work dirs can be compared.
+    Args:
+        paths: work dirs, or run folders holding ``results/``; each is searched for per-sample files.
+        label_by_dir: prefix each model name with its work dir's name, so the same model from two
+            work dirs can be compared.
+
+    Raises:
+        ConfigError: a path does not exist.
     """
     out = RunResults()
     latest: dict[tuple[str, str], list[dict[str, Any]]] = {}

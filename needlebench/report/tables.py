@@ -76,6 +76,7 @@ class _Cell:
 
     @property
     def planned(self) -> int:
+        """Every sample the cell was meant to have: scored, shortened, skipped and failed."""
         return len(self.rows) + self.shortened + self.skipped + self.failed
 
 
@@ -91,6 +92,7 @@ class _Spec:
     key: tuple
 
     def labels(self) -> dict[str, Any]:
+        """The row's ``task`` / ``lang`` / ``length`` columns as the table shows them."""
         if self.level == "cell":
             task, lang, length = self.key
             return {"task": _label(task), "lang": lang.upper(), "length": length}
@@ -146,6 +148,9 @@ class _Summary:
         self._draws: dict[tuple[str, Leaf], np.ndarray] = {}
 
     def specs(self) -> list[_Spec]:
+        """Every row of the summary in display order: per language its lengths then its total, per task its
+        total, then a suite overall for each profile the runs used (only when every summary task has results).
+        """
         out = []
         for task, langs in self.layout.items():
             for lang, lengths in langs.items():
@@ -169,6 +174,11 @@ class _Summary:
         return []
 
     def leaves(self, spec: _Spec) -> list[Leaf]:
+        """The leaf cells a row combines (itself for a cell).
+
+        Args:
+            spec: the row.
+        """
         return [spec.key] if spec.level == "cell" else [leaf for part in self.parts(spec) for leaf in self.leaves(part)]
 
     def weights(self, spec: _Spec, n: Mapping[Leaf, int]) -> dict[Leaf, float] | None:
@@ -176,6 +186,10 @@ class _Summary:
 
         A cell or language pools its samples; a task weighs its languages
         equally; the suite uses the profile's task weights.
+
+        Args:
+            spec: the row.
+            n: the number of scored samples (or pairs) in each leaf cell.
         """
         if spec.level in ("cell", "lang"):
             parts = {leaf: n[leaf] for leaf in self.leaves(spec) if n.get(leaf)}
@@ -197,11 +211,22 @@ class _Summary:
         return dict(out)
 
     def planned(self, model: str, spec: _Spec) -> int:
+        """Samples planned for a row of one model, summed over its leaf cells.
+
+        Args:
+            model: the model.
+            spec: the row.
+        """
         mine = self.cells.get(model, {})
         return sum(mine[leaf].planned for leaf in self.leaves(spec) if leaf in mine)
 
     def missing(self, model: str, spec: _Spec) -> list[str]:
-        """Labels of the parts of a row with no results at all for this model."""
+        """Labels of the parts of a row with no results at all for this model, down to single lengths.
+
+        Args:
+            model: the model.
+            spec: the row.
+        """
         out = []
         for part in self.parts(spec):
             if not self.planned(model, part):
@@ -211,7 +236,12 @@ class _Summary:
         return out
 
     def complete(self, model: str, spec: _Spec) -> bool:
-        """Every leaf of the row has results, none shortened or skipped."""
+        """Every leaf of the row has scored results, none shortened, skipped or failed.
+
+        Args:
+            model: the model.
+            spec: the row.
+        """
         mine = self.cells.get(model, {})
         return all(
             leaf in mine and mine[leaf].rows and not (mine[leaf].shortened or mine[leaf].skipped or mine[leaf].failed)
@@ -219,13 +249,24 @@ class _Summary:
         )
 
     def profile_mismatch(self, model: str, spec: _Spec) -> str:
-        """Why a suite row does not apply to this model's run ("" when it does)."""
+        """Why a suite row does not apply to this model's run ("" when it does).
+
+        Args:
+            model: the model.
+            spec: the row; only suite rows can mismatch (the run's profiles must be exactly the row's).
+        """
         if spec.level != "suite" or self.profiles.get(model) == {spec.key[0]}:
             return ""
         found = "+".join(sorted(self.profiles.get(model, set()))) or "no"
         return f"{found} run, not {spec.key[0]}"
 
     def draws(self, model: str, leaf: Leaf) -> np.ndarray:
+        """Bootstrap means of one leaf cell's scores, computed once and reused by every row above it.
+
+        Args:
+            model: the model.
+            leaf: the (task, lang, length) cell.
+        """
         key = (model, leaf)
         if key not in self._draws:
             scores = [float(r["score"]) for r in self.cells[model][leaf].rows]
@@ -233,7 +274,12 @@ class _Summary:
         return self._draws[key]
 
     def row(self, model: str, spec: _Spec) -> dict[str, Any]:
-        """One model's value, interval, format-failure rate and completeness for a row."""
+        """One model's value, interval, format-failure rate and completeness for a row.
+
+        Args:
+            model: the model (its name prefixes every column but the value's own).
+            spec: the row.
+        """
         mine = self.cells.get(model, {})
         mismatch = self.profile_mismatch(model, spec)
         w = None if mismatch else self.weights(spec, {leaf: len(cell.rows) for leaf, cell in mine.items()})

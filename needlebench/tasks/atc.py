@@ -1,4 +1,4 @@
-"""ATC, the Ancestral Trace Challenge (information-dense; spec section 4).
+"""ATC, the Ancestral Trace Challenge (information-dense; the 2025 NeedleBench paper's form).
 
 No haystack: every sentence is a link of one kinship chain. Needle counts
 2..512 (powers of two), R repeats per count and question type.
@@ -50,6 +50,8 @@ _HEADER = {"en": "The scrambled family relationships:", "zh": "打乱顺序的�
 
 @dataclass(frozen=True)
 class AtcParams:
+    """Everything that decides an ATC dataset's samples (protocol options: see ``ATC_OPTIONS``)."""
+
     lang: str
     needle_counts: tuple[int, ...] = DEFAULT_COUNTS
     question_types: tuple[str, ...] = QUESTION_TYPES
@@ -76,7 +78,12 @@ def _validate(p: AtcParams) -> None:
 
 
 def reference_atc_prompt(chain: KinshipChain, question_type: str) -> str:
-    """OpenCompass v2's ATC prompt: its per-type instructions and examples, statements joined with nothing."""
+    """OpenCompass v2's ATC prompt: its per-type instructions and examples, statements joined with nothing.
+
+    Args:
+        chain: the kinship chain; its shuffled statements form the story.
+        question_type: one of :data:`QUESTION_TYPES`; picks OpenCompass's template.
+    """
     old, young = chain.names[0], chain.names[-1]
     person = old if question_type == "nth_descendant" else young
     return REFERENCE_PROMPTS[(chain.lang, question_type)].format(
@@ -90,6 +97,13 @@ def reference_atc_prompt(chain: KinshipChain, question_type: str) -> str:
 
 
 def atc_prompt(chain: KinshipChain, question: KinshipQuestion, few_shot: bool = True) -> str:
+    """Our ATC prompt: intro, rules (with worked examples when ``few_shot``), the shuffled statements, the question.
+
+    Args:
+        chain: the kinship chain; its statements are joined with a space (English) or nothing (Chinese).
+        question: the question asked about the chain.
+        few_shot: include the worked examples after the rules.
+    """
     joiner = " " if chain.lang == "en" else ""
     story = joiner.join(chain.statements())
     lang = chain.lang
@@ -97,7 +111,13 @@ def atc_prompt(chain: KinshipChain, question: KinshipQuestion, few_shot: bool = 
 
 
 def kinship_gold(chain: KinshipChain, question: KinshipQuestion, match: str = "normalised") -> dict:
-    """The structured gold of a kinship question; ``match`` is how the grader compares the boxed answer."""
+    """The structured gold of a kinship question; ``match`` is how the grader compares the boxed answer.
+
+    Args:
+        chain: the chain asked about (its names go into the gold, eldest first).
+        question: the question, with its answer and answer kind.
+        match: ``"exact"`` or ``"normalised"`` (names compared ignoring case).
+    """
     return {
         "answer": question.answer,
         "kind": question.kind,
@@ -109,6 +129,12 @@ def kinship_gold(chain: KinshipChain, question: KinshipQuestion, match: str = "n
 
 
 def kinship_meta(chain: KinshipChain, question: KinshipQuestion) -> dict:
+    """The metadata a kinship sample is grouped and checked by: needle count, question type, generations, links.
+
+    Args:
+        chain: the chain asked about.
+        question: the question asked.
+    """
     return {
         "num_needles": len(chain.links),
         "question_type": question.type,
@@ -119,6 +145,14 @@ def kinship_meta(chain: KinshipChain, question: KinshipQuestion) -> dict:
 
 
 def generate_atc(p: AtcParams) -> Iterator[Sample]:
+    """Every ATC sample of a config: one per needle count x question type x repeat, in that order.
+
+    Args:
+        p: the task's parameters.
+
+    Raises:
+        ConfigError: a parameter value is wrong (naming which).
+    """
     _validate(p)
     pool = load_name_pool(p.lang)
     enc = get_encoding(p.encoding)

@@ -303,6 +303,7 @@ def _lazy_boxed(prefix: str) -> Any:
     head = re.compile(prefix)
 
     def find(text: str) -> str | None:
+        """The option letter in the first box after the first prefix match, or None."""
         m = head.search(text)
         if m is None:
             return None
@@ -321,6 +322,7 @@ def _answer_run(prefix: str) -> Any:
     """
 
     def find(text: str) -> str | None:
+        """The captured run after the first prefix that yields one, or None."""
         n, start, size = len(text), 0, len(prefix)
         while True:
             i = text.find(prefix, start)
@@ -356,6 +358,7 @@ def _regex(pattern: str, needs: str = "", tail: int = 0) -> Any:
     compiled = re.compile(pattern, re.DOTALL)
 
     def find(text: str) -> str | None:
+        """Group 1 of the pattern's first match (the whole match when group 1 is empty), or None."""
         if needs and needs not in text:
             return None
         m = compiled.search(text[-tail:] if tail else text)
@@ -483,6 +486,7 @@ class AtcMcParams:
 
     @property
     def styles(self) -> tuple[str, ...]:
+        """The styles to generate: both for ``style="both"``, else the one named."""
         return STYLES if self.style == "both" else (self.style,)
 
 
@@ -521,6 +525,11 @@ def oc_template_rounds(lang: str, style: str, shots: int = 4) -> list[dict[str, 
 
     Our ``Sample.prompt`` already holds the whole last turn ("Question: ..."), so the
     rendered dialogue equals OpenCompass's v1 ATC dialogue.
+
+    Args:
+        lang: ``"en"`` or ``"zh"``.
+        style: ``"direct"`` or ``"reasoning"``.
+        shots: how many examples, taken from the end as OpenCompass does.
     """
     return [*few_shot_rounds(lang, style, shots), dict(role="HUMAN", prompt="{prompt}")]
 

@@ -64,13 +64,24 @@ def _or_zero(value: float | None) -> float:
 def missing_needles(
     acc_by_needles: Mapping[int, float], planned: Iterable[int], max_needles: int | None = None
 ) -> list[int]:
-    """The planned N (up to ``max_needles``) that have no accuracy, so count as 0 in the weighted score."""
+    """The planned N (up to ``max_needles``) that have no accuracy, so count as 0 in the weighted score.
+
+    Args:
+        acc_by_needles: accuracy P_N per needle count N (NaN: no result).
+        planned: the N the config planned.
+        max_needles: only N up to this; None for all.
+    """
     have = {int(n) for n, p in acc_by_needles.items() if not math.isnan(float(p))}
     return sorted(n for n in {int(x) for x in planned} if n not in have and (max_needles is None or n <= max_needles))
 
 
 def enl(acc_by_needles: Mapping[int, float], tau: float = 50.0) -> int:
-    """Effective needle length: the largest N with accuracy >= tau, 0 if none (a missing N cannot pass)."""
+    """Effective needle length: the largest N with accuracy >= tau, 0 if none (a missing N cannot pass).
+
+    Args:
+        acc_by_needles: accuracy P_N (percent) per needle count N.
+        tau: the accuracy threshold in percent (50 for ENL-50).
+    """
     passing = [int(n) for n, p in acc_by_needles.items() if float(p) >= tau]
     return max(passing) if passing else 0
 
@@ -194,7 +205,15 @@ def _atc_row(
 
 
 def atc_curve_png(records: Sequence[dict[str, Any]], title: str) -> bytes:
-    """ATC accuracy vs needle count (log-2 axis), one line per model, ENL-50 marked."""
+    """ATC accuracy vs needle count (log-2 axis), one line per model and language, ENL-50 marked.
+
+    Args:
+        records: scored ATC records (with ``model``); excluded ones should be left out by the caller.
+        title: the figure's title.
+
+    Returns:
+        The figure as PNG bytes.
+    """
     fig, ax = plt.subplots(figsize=(6.5, 3.6))
     by_model: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
@@ -213,7 +232,13 @@ def atc_curve_png(records: Sequence[dict[str, Any]], title: str) -> bytes:
 
 
 def report(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Skipped) -> ReportParts:
-    """The ATC table and the accuracy-vs-N curve."""
+    """The ATC table and the accuracy-vs-N curve.
+
+    Args:
+        records: the ATC records of every model, shortened and failed ones included (the table counts them).
+        models: the models, in order.
+        skipped: over-length skips per (model, task, lang, N).
+    """
     scored = [r for r in records if not is_excluded(r)]
     return ReportParts(
         tables={"needlebench_atc": atc_table(records, models, skipped)},

@@ -1,4 +1,4 @@
-"""Kinship chains: the generator behind ATC and M-RS (spec section 4).
+"""Kinship chains: the generator behind ATC and M-RS.
 
 A chain p1 -> p2 -> ... -> pN+1 has one statement per link saying that
 p_i is p_{i+1}'s parent-level (1 generation) or grandparent-level (2)
@@ -41,6 +41,8 @@ _NAMES_DIR = Path(__file__).resolve().parents[1] / "data" / "names"
 
 @dataclass(frozen=True)
 class Relation:
+    """A kinship term and the generations it spans (1 or 2)."""
+
     term: str
     generations: int
 
@@ -105,6 +107,8 @@ TEMPLATES: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class NamePool:
+    """First names and surnames of one language."""
+
     lang: str
     first: tuple[str, ...]
     last: tuple[str, ...]
@@ -168,6 +172,8 @@ def _names(pool: NamePool, count: int, *coords: object) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Link:
+    """One link of a chain: elder, younger, the term between them, its generations and its sentence."""
+
     elder: str
     younger: str
     term: str
@@ -186,12 +192,15 @@ class KinshipChain:
 
     @property
     def generations(self) -> int:
+        """Total generations from the eldest to the youngest name."""
         return sum(link.generations for link in self.links)
 
     def statements(self) -> list[str]:
+        """The link statements in presentation (shuffled) order."""
         return [self.links[i].statement for i in self.presented]
 
     def as_meta(self) -> list[dict[str, object]]:
+        """The links in reasoning order as plain dicts, for a sample's metadata."""
         return [
             {"elder": x.elder, "younger": x.younger, "term": x.term, "generations": x.generations} for x in self.links
         ]
@@ -224,7 +233,12 @@ def make_chain(pool: NamePool, num_needles: int, *coords: object, style: str = "
 
 
 def ordinal(n: int, lang: str = "en") -> str:
-    """1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st, ...; Chinese 第N代."""
+    """An ordinal for question text: 1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st, ...; Chinese 第N代.
+
+    Args:
+        n: the number.
+        lang: ``"en"`` or ``"zh"``.
+    """
     if lang == "zh":
         return f"第{n}代"
     if 10 <= n % 100 <= 20:
@@ -236,6 +250,8 @@ def ordinal(n: int, lang: str = "en") -> str:
 
 @dataclass(frozen=True)
 class KinshipQuestion:
+    """A question about a chain: its type and text, the answer, its kind and the person asked about."""
+
     type: str
     text: str
     answer: str
@@ -260,6 +276,18 @@ _QUESTIONS = {
 
 
 def ask(chain: KinshipChain, question_type: str) -> KinshipQuestion:
+    """The question of one type about a chain, with its answer.
+
+    Eldest ancestor and N-th ancestor ask about the youngest name (answer: the eldest); N-th descendant
+    asks about the eldest (answer: the youngest); distance asks for the total generations.
+
+    Args:
+        chain: the chain to ask about.
+        question_type: one of :data:`QUESTION_TYPES`.
+
+    Raises:
+        ConfigError: an unknown question type.
+    """
     if question_type not in QUESTION_TYPES:
         raise ConfigError(f"question_types: unknown {question_type!r}; choose from {QUESTION_TYPES}")
     old, young = chain.names[0], chain.names[-1]
@@ -308,4 +336,10 @@ _EXAMPLES = {
 
 
 def rules_text(lang: str, few_shot: bool = True) -> str:
+    """The rules a kinship prompt states (generations per relation, \\boxed{} answer), with worked examples.
+
+    Args:
+        lang: ``"en"`` or ``"zh"``.
+        few_shot: append the worked examples.
+    """
     return _RULES[lang] + ("\n\n" + _EXAMPLES[lang] if few_shot else "")

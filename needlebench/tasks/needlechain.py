@@ -1,4 +1,4 @@
-"""NeedleChain: salary chains where every sentence is needed (spec: needlechain.md).
+"""NeedleChain: salary chains where every sentence is needed (the NeedleChain paper).
 
 One data point is k people: one independent salary needle and k-1
 dependent needles (twice / half / the same as the previous person). The
@@ -9,7 +9,7 @@ Two protocols. ``reference`` (the default) reproduces the NeedleChain
 authors' released generator: their prompt, a roster in reasoning order,
 single first names, base salary 1600 with uniform relations and chains
 whose final value leaves [1600/64, 1600*64] redrawn, and NeedleStack values
-drawn on their own. ``clarified`` is this project's reading of the spec: a
+drawn on their own. ``clarified`` is this project's reading of the paper: a
 neutral prompt, a shuffled roster that leaks no order, full names, and a
 bounded walk from a varied base so no chain is ever redrawn. Each of the
 four options can also be set on its own.
@@ -81,7 +81,7 @@ _DEPENDENT = {
 }
 _INDEPENDENT = "{x} received ${v} last week."
 
-# Where ``protocol="clarified"`` differs from the authors' released generator (spec: needlechain.md).
+# Where ``protocol="clarified"`` differs from the authors' released generator.
 CHAIN_OPTIONS: dict[str, Option] = {
     # their system prompt, user layout and questions / ours
     "prompt_style": Option("reference", "clarified"),
@@ -189,6 +189,7 @@ class DataPoint:
     options: ChainOptions = REFERENCE
 
     def chain_needles(self) -> list[str]:
+        """The chain's needles in reasoning order: the independent salary, then one relation per person."""
         out = [_INDEPENDENT.format(x=self.names[0], v=self.base)]
         for i, rel in enumerate(self.relations):
             out.append(_DEPENDENT[rel].format(x=self.names[i + 1], y=self.names[i]))
@@ -196,6 +197,7 @@ class DataPoint:
 
     def stack_needles(self) -> list[str]:
         # The released generator printed NeedleStack values as floats ("$800.0"); keep that wording quirk.
+        """NeedleStack's needles in reasoning order: one independent salary per person."""
         show = _float_text if self.options.prompt_style == "reference" else format_value
         return [_INDEPENDENT.format(x=n, v=show(s)) for n, s in zip(self.names, self.stack_salaries)]
 
@@ -334,6 +336,14 @@ def render(dp: DataPoint, variant: str, question: str) -> tuple[str, str, Fracti
 
     The asked person is the last in reasoning order for every variant; the
     total asks for the sum of the values the variant shows.
+
+    Args:
+        dp: the data point (names, relations, salaries and orders).
+        variant: one of :data:`VARIANTS`; ``stack`` shows independent salaries instead of the chain.
+        question: ``"single"`` (the asked person's salary) or ``"total"`` (everyone's).
+
+    Raises:
+        ConfigError: an unknown variant or question.
     """
     if variant not in VARIANTS:
         raise ConfigError(f"variants: unknown {variant!r}; choose from {VARIANTS}")
@@ -379,6 +389,17 @@ def _validate(p: ChainParams) -> ChainOptions:
 
 
 def generate_needlechain(p: ChainParams) -> Iterator[Sample]:
+    """Every NeedleChain sample of a config: per k, per data point, per variant, per question.
+
+    The variants and questions of one data point share its names and values, so they differ only in
+    how the needles are shown and what is asked.
+
+    Args:
+        p: the task's parameters.
+
+    Raises:
+        ConfigError: a parameter value is wrong (naming which).
+    """
     options = _validate(p)
     option_meta = dataclasses.asdict(options)
     enc = get_encoding(p.encoding)
@@ -553,6 +574,15 @@ def grade_needlechain(prediction: object, gold: dict, options: ScoreOptions) -> 
     always says whether the value alone matched, so strict and plain
     accuracy can be shown side by side. Lenient: the released scorer's
     reading (last number, integer part) and no omission rule.
+
+    Args:
+        prediction: the model's response (``<think>`` stripped per ``options``).
+        gold: the sample's gold (``value``, ``names``, ``variant``, ``question``, ``asked``).
+        options: scoring settings; ``lenient`` picks the released scorer's reading.
+
+    Returns:
+        100 for a right answer, else 0 with the error kind: ``instruction_not_followed`` (no value after
+        the marker), ``needle_omission`` or ``calculation_error``.
     """
     text = prepare(prediction, options)
     target = Fraction(gold["value"])

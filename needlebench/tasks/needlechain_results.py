@@ -45,8 +45,15 @@ def chain_cells(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
 def position_profile(details: Sequence[dict], bins: int = 10, min_k: int = 0) -> dict[str, dict[str, list[float]]]:
     """Mention rate of chain names by position, per variant, in reasoning and in presented order.
 
-    Positions are binned into ``bins`` equal shares of the chain so different k
-    can be pooled; only samples with k >= ``min_k`` count (the paper used k=200).
+    Positions are binned into ``bins`` equal shares of the chain so different k can be pooled.
+
+    Args:
+        details: per-sample records; only NeedleChain ones with ``mentioned`` count.
+        bins: how many position bins.
+        min_k: only samples with k >= this count (the paper used k=200).
+
+    Returns:
+        ``{variant: {"reasoning": [percent per bin], "presented": [...]}}``; NaN for an empty bin.
     """
     sums: dict[str, dict[str, list[float]]] = {}
     counts: dict[str, dict[str, list[int]]] = {}
@@ -142,7 +149,15 @@ def chain_table(
 
 
 def chain_k_png(records: Sequence[dict[str, Any]], model: str) -> bytes:
-    """NeedleChain accuracy vs k per variant, one panel per question."""
+    """NeedleChain accuracy vs k per variant, one panel per question.
+
+    Args:
+        records: scored NeedleChain records (with ``model``).
+        model: the model shown.
+
+    Returns:
+        The figure as PNG bytes.
+    """
     questions = sorted({r["question"] for r in records if r["model"] == model})
     fig, axes = plt.subplots(1, max(1, len(questions)), figsize=(5.2 * max(1, len(questions)), 3.4), squeeze=False)
     for ax, question in zip(axes[0], questions):
@@ -163,7 +178,16 @@ def chain_k_png(records: Sequence[dict[str, Any]], model: str) -> bytes:
 
 
 def chain_positions_png(records: Sequence[dict[str, Any]], model: str, bins: int = 10) -> bytes:
-    """Mention rate by position bin (x) and variant (y), by presented and by reasoning order."""
+    """Mention rate by position bin (x) and variant (y), by presented and by reasoning order, at the largest k.
+
+    Args:
+        records: scored NeedleChain records (with ``model``).
+        model: the model shown.
+        bins: how many position bins.
+
+    Returns:
+        The figure as PNG bytes.
+    """
     mine = [r for r in records if r["model"] == model]
     k_max = max((int(r["k"]) for r in mine), default=0)
     profile = position_profile(mine, bins=bins, min_k=k_max)
@@ -188,7 +212,13 @@ def _safe(name: str) -> str:
 
 
 def report(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Skipped) -> ReportParts:
-    """The NeedleChain table, and per model accuracy vs k and the position profile."""
+    """The NeedleChain table, and per model accuracy vs k and the position profile.
+
+    Args:
+        records: the NeedleChain records of every model, shortened and failed ones included (the table counts them).
+        models: the models, in order.
+        skipped: over-length skips per (model, task, lang, k).
+    """
     parts = ReportParts(tables={"needlechain_summary": chain_table(records, models, skipped)})
     scored = [r for r in records if not is_excluded(r)]
     for m in sorted({r["model"] for r in scored}):

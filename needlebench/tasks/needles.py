@@ -22,6 +22,8 @@ DATA_DIR = Path(__file__).resolve().parents[1] / "data"  # package data: found t
 
 @dataclass(frozen=True)
 class Needle:
+    """A fictional fact with its question, answer format and the keywords a right answer contains."""
+
     id: str
     lang: str
     text: str
@@ -38,14 +40,26 @@ class Needle:
 
 @dataclass(frozen=True)
 class NeedleBank:
+    """The needles of one file, in file order, and the file they came from."""
+
     source: str
     needles: tuple[Needle, ...]
 
     def for_lang(self, lang: str) -> tuple[Needle, ...]:
+        """The bank's needles of one language, in file order.
+
+        Args:
+            lang: ``"en"`` or ``"zh"``.
+        """
         return tuple(n for n in self.needles if n.lang == lang)
 
 
 def default_needle_file(lang: str) -> Path:
+    """The needle file shipped with the package for a language (``data/needles/needles_<lang>.jsonl``).
+
+    Args:
+        lang: ``"en"`` or ``"zh"``.
+    """
     return DATA_DIR / "needles" / f"needles_{lang}.jsonl"
 
 
@@ -109,7 +123,18 @@ def load_needle_bank(path: str | Path) -> NeedleBank:
 
 
 def pick_needles(pool: tuple[Needle, ...], count: int, *coords: object) -> tuple[Needle, ...]:
-    """``count`` distinct needles with distinct keywords, chosen by the coordinates' seed."""
+    """``count`` distinct needles with distinct keywords, chosen by the coordinates' seed.
+
+    Why distinct keywords: one keyword in the answer must never count for two needles.
+
+    Args:
+        pool: the language's needles.
+        count: how many to pick.
+        coords: the sample's coordinates (with the seed); the draw derives from them.
+
+    Raises:
+        ConfigError: the pool holds too few needles, or too few with distinct keywords.
+    """
     if count > len(pool):
         raise ConfigError(f"num_needles={count} but the needle bank has only {len(pool)} for this language")
     order = list(range(len(pool)))

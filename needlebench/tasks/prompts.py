@@ -84,7 +84,19 @@ def sparse_prompt(
     recall_step: bool = False,
     extra_instruction: str = "",
 ) -> PromptParts:
-    """Assemble head and tail for one or several questions."""
+    """Our (clarified) prompt's head and tail for one or several questions, the haystack going in between.
+
+    Args:
+        lang: ``"en"`` or ``"zh"``.
+        questions: the questions; several are numbered and answered one by one.
+        formats: the answer format of each question (only a single question's is shown).
+        question_position: ``"end"`` (after the document) or ``"start"`` (before it).
+        recall_step: ask the model to quote the most relevant sentence before answering.
+        extra_instruction: a further instruction line after the question, if any.
+
+    Raises:
+        ConfigError: an unknown language or question position.
+    """
     if lang not in _TEXT:
         raise ConfigError(f"lang: unknown language {lang!r}; choose from {sorted(_TEXT)}")
     if question_position not in QUESTION_POSITIONS:
@@ -168,7 +180,13 @@ _REF_GUIDE = {
 
 
 def reference_retrieval_question(lang: str, question: str, answer_format: str) -> str:
-    """A needle's question in OpenCompass's ``needles.jsonl`` form: the question, then its answer format."""
+    """A needle's question in OpenCompass's ``needles.jsonl`` form: the question, then its answer format.
+
+    Args:
+        lang: ``"en"`` or ``"zh"``.
+        question: the question.
+        answer_format: the answer format, quoted in the result.
+    """
     if lang == "zh":
         return f"{question}请按照'{answer_format}'的格式回答。"
     return f"{question} Please answer in the format of '{answer_format}'"

@@ -183,6 +183,15 @@ def _multihop_samples(p: SparseParams) -> Iterator[Sample]:
 
 
 def generate_mrs(p: SparseParams) -> Iterator[Sample]:
+    """Every M-RS sample of a config: kinship chains, or the 2024 records when ``needle_file`` is set.
+
+    Args:
+        p: the task's parameters; ``extra["question_types"]`` picks the kinship questions
+            (default ``eldest_ancestor``).
+
+    Raises:
+        ConfigError: a parameter value is wrong (naming which).
+    """
     validate_sparse(p)
     qtypes = tuple(p.extra.get("question_types", ("eldest_ancestor",))) if p.extra else ("eldest_ancestor",)
     for q in qtypes:
@@ -195,6 +204,13 @@ def generate_mrs(p: SparseParams) -> Iterator[Sample]:
 
 
 def grade_mrs(prediction: object, gold: dict, options: ScoreOptions) -> SampleScore:
+    """Grade an M-RS answer: by keyword for the 2024 form, by the boxed answer for kinship chains.
+
+    Args:
+        prediction: the model's response.
+        gold: the sample's gold (``form`` is ``"multihop"`` for the 2024 form).
+        options: scoring settings.
+    """
     if gold.get("form") == "multihop":
         return grade_srt(prediction, gold, options)
     return grade_boxed(prediction, gold, options)

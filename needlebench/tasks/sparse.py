@@ -167,6 +167,11 @@ def cell_order(p: SparseParams, lengths: tuple, depths: tuple) -> list[tuple[int
     means each prompt finds its whole shared prefix in the blocks of the prompt just before it: a
     cache holding one prompt captures all the reuse an unbounded one would
     (``bench/engine_order.py``). With the question first, prompts share only within a length.
+
+    Args:
+        p: the task's parameters (question position, buffers and budget rule).
+        lengths: the lengths to order.
+        depths: the depths to order.
     """
     cells = [(length, depth) for length in lengths for depth in depths]
     if p.question_position == "start":
@@ -176,7 +181,12 @@ def cell_order(p: SparseParams, lengths: tuple, depths: tuple) -> list[tuple[int
 
 
 def haystack_for(p: SparseParams, repeat: int) -> Haystack:
-    """A repeat's filler, shared by every task, length and depth of that repeat."""
+    """A repeat's filler, shared by every task, length and depth of that repeat.
+
+    Args:
+        p: the task's parameters (language, corpus, encoding, seed; the longest length sets the size).
+        repeat: the repeat number, which seeds the document order.
+    """
     tc = load_tokenized(p.lang, p.corpus, p.encoding)
     return build_haystack(tc, max(p.lengths), "haystack", p.lang, repeat, p.seed)
 
@@ -200,6 +210,16 @@ def _buffer(p: SparseParams, length: int, needle_tokens: int, text: int, rule: s
 
 def fill(p: SparseParams, hay: Haystack, length: int, parts: PromptParts, needles: list[tuple[float, str]]) -> tuple:
     """Fit one prompt to its length and buffer under the protocol's budget rule.
+
+    Args:
+        p: the task's parameters (buffers, budget rule, model room and over-length policy).
+        hay: the repeat's haystack.
+        length: the cell's nominal length in tokens.
+        parts: the prompt's head and tail (instructions and question).
+        needles: (depth, text) of each needle.
+
+    Returns:
+        (the fitted prompt, the sample's metadata: length, buffer, token counts, ``shortened_from`` if cut).
 
     Raises:
         SkipSample: the prompt does not fit the model and the policy is ``skip``.
@@ -249,7 +269,12 @@ def fill(p: SparseParams, hay: Haystack, length: int, parts: PromptParts, needle
 
 
 def needle_text(p: SparseParams, text: str) -> str:
-    """OpenCompass inserts each needle on a line of its own; ours joins it to the prose."""
+    """A needle as inserted: OpenCompass (reference style) puts it on a line of its own; ours joins it to the prose.
+
+    Args:
+        p: the task's parameters (its ``prompt_style`` decides).
+        text: the needle's sentence.
+    """
     return f"\n{text}\n" if p.options()["prompt_style"] == "reference" else text
 
 
@@ -302,7 +327,13 @@ def haystack_sample(
 
 
 def question_parts(p: SparseParams, needles: tuple[Needle, ...], multi: bool = False) -> PromptParts:
-    """Head and tail of a retrieval prompt asking for ``needles`` in the protocol's wording (M-RT: ``multi``)."""
+    """Head and tail of a retrieval prompt asking for ``needles`` in the protocol's wording.
+
+    Args:
+        p: the task's parameters (prompt style, language, question position, recall step).
+        needles: the needles asked for.
+        multi: M-RT's wording (several needles in one question).
+    """
     if p.options()["prompt_style"] == "reference":
         question = reference_question(p.lang, [n.reference_question for n in needles], p.recall_step, multi)
         return reference_prompt(p.lang, question, p.question_position, multi=multi)
@@ -430,7 +461,19 @@ _BUFFERS: dict[str, dict[str, dict[str, int]]] = {
 
 
 def suite_buffer(suite: str, task: str, lang: str, profile: str = "v2") -> int:
-    """The buffer a profile gives a (suite, task, language)."""
+    """The buffer a profile gives a (suite, task, language).
+
+    v2 follows OpenCompass v2's configs (by language); v1 the 2024 paper's table (by task, Chinese 200).
+
+    Args:
+        suite: the suite name, e.g. ``"32k"``.
+        task: ``"srt"``, ``"mrt"`` or ``"mrs"`` (used by v1 only).
+        lang: ``"en"`` or ``"zh"``.
+        profile: ``"v2"`` or ``"v1"``.
+
+    Raises:
+        ConfigError: an unknown profile or suite.
+    """
     if profile not in _BUFFERS:
         raise ConfigError(f"profile: unknown profile {profile!r}; choose from {sorted(_BUFFERS)}")
     get_suite(suite)
@@ -442,7 +485,15 @@ def suite_buffer(suite: str, task: str, lang: str, profile: str = "v2") -> int:
 
 
 def suite_defaults(task: str, repeats: int, suite: str, lang: str, profile: str) -> dict[str, Any]:
-    """A sparse task's repeats (OpenCompass v2: S-RT and M-RS 10, M-RT 25) and buffer in a suite."""
+    """A sparse task's repeats and buffer in a suite (bound per task as ``TaskSpec.suite_defaults``).
+
+    Args:
+        task: ``"srt"``, ``"mrt"`` or ``"mrs"``.
+        repeats: the task's repeats (OpenCompass v2: S-RT and M-RS 10, M-RT 25).
+        suite: the suite name.
+        lang: ``"en"`` or ``"zh"``.
+        profile: ``"v2"`` or ``"v1"``.
+    """
     return {"repeats": repeats, "buffer": suite_buffer(suite, task, lang, profile)}
 
 

@@ -34,7 +34,15 @@ def needle_points(record: Mapping[str, Any]) -> Iterable[tuple[float, float]]:
 
 
 def mrt_position_png(records: Sequence[dict[str, Any]], title: str) -> bytes:
-    """M-RT recall by needle position (1st, 2nd, ... in document order), one line per model."""
+    """M-RT recall by needle position (1st, 2nd, ... in document order), one line per model.
+
+    Args:
+        records: scored M-RT records (with ``model`` and ``recalled``).
+        title: the figure's title.
+
+    Returns:
+        The figure as PNG bytes.
+    """
     fig, ax = plt.subplots(figsize=(6, 3.2))
     by_model: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
