@@ -87,7 +87,6 @@ def token_byte_lengths(name: str = "cl100k_base") -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=1 << 16)
-@functools.lru_cache(maxsize=8192)
 def count_tokens(text: str, name: str = "cl100k_base") -> int:
     """Token count of a short, often repeated text (templates, needles, questions); results are cached.
 
