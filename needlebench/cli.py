@@ -1,52 +1,41 @@
-"""``needlebench`` command: export prompts of a config, rebuild reports."""
+"""``needlebench`` command: export a config's prompts, score predictions made elsewhere, rebuild reports."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from .errors import ConfigError
+from .export import iter_config_samples
 
 __all__ = ["main", "iter_config_samples"]
 
 
-def iter_config_samples(config_path: str) -> Iterator[tuple[str, Any]]:
-    """(dataset abbr, Sample) for every needlebench dataset of an OpenCompass config, streamed."""
-    from mmengine.config import Config
-
-    from .tasks import config_params, get_task, is_needlebench, make_params
-
-    if not Path(config_path).is_file():
-        raise ConfigError(f"config: {config_path} does not exist")
-    try:
-        cfg = Config.fromfile(config_path)
-    except ConfigError:
-        raise
-    except Exception as exc:
-        raise ConfigError(f"config: cannot load {config_path}: {exc}") from exc
-    datasets = cfg.get("datasets", [])
-    ours = [d for d in datasets if is_needlebench(d)]
-    if not ours:
-        raise ConfigError(f"config: {config_path} has no needlebench datasets")
-    for d in ours:
-        for sample in get_task(d["task"]).generate(make_params(d["task"], **config_params(d))):
-            yield d["abbr"], sample
-
-
 def _export(args: argparse.Namespace) -> int:
-    from .store import atomic_write
+    from .export import write_jsonl, write_parquet
 
-    out = Path(args.output)
-    count = 0
-    with atomic_write(out) as tmp, tmp.open("w", encoding="utf-8") as fh:
-        for abbr, sample in iter_config_samples(args.config):
-            fh.write(json.dumps(sample.export_row(abbr), ensure_ascii=False, sort_keys=False) + "\n")
-            count += 1
-    print(f"wrote {count} samples to {out}")
+    target = args.out or args.output
+    if not target:
+        raise ConfigError("export: give the output (a file for jsonl, a folder for parquet)")
+    if args.format == "parquet":
+        written = write_parquet(args.config, Path(target), quiet=args.quiet)
+        total = sum(d.info["samples"] for d in written)
+        print(f"wrote {total} samples in {len(written)} Parquet file(s) and README.md to {target}")
+    else:
+        count = write_jsonl(args.config, Path(target), quiet=args.quiet)
+        print(f"wrote {count} samples to {target}")
+    return 0
+
+
+def _score(args: argparse.Namespace) -> int:
+    from .score import score_predictions
+
+    run = score_predictions(Path(args.predictions), Path(args.export), Path(args.output), args.model, args.quiet)
+    for problem in run.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    print(f"scored {run.scored} prediction(s); {run.missing} sample(s) of the export had none (counted, not scored)")
+    print(f"results and tables in {run.run_dir}")
     return 0
 
 
@@ -61,7 +50,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the ``needlebench`` command line (``export`` or ``report``).
+    """Run the ``needlebench`` command line (``export``, ``score`` or ``report``).
 
     Args:
         argv: the arguments without the program name; None reads ``sys.argv``.
@@ -71,15 +60,29 @@ def main(argv: list[str] | None = None) -> int:
     """
     parser = argparse.ArgumentParser(prog="needlebench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    ex = sub.add_parser("export", help="write every sample of a config's needlebench datasets as JSON lines")
+    ex = sub.add_parser("export", help="write every sample of a config's needlebench datasets (JSON lines or Parquet)")
     ex.add_argument("config")
-    ex.add_argument("-o", "--output", required=True)
+    ex.add_argument("out", nargs="?", help="output file (jsonl) or folder (parquet)")
+    ex.add_argument("-o", "--output", default=None, help="the same as OUT")
+    ex.add_argument("--format", choices=("jsonl", "parquet"), default="jsonl")
+    ex.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     ex.set_defaults(func=_export)
+    sc = sub.add_parser("score", help="grade predictions made elsewhere against a Parquet export")
+    sc.add_argument("predictions", help='JSON lines: {"id": ..., "prediction": ...}')
+    sc.add_argument("--export", required=True, help="the folder `needlebench export --format parquet` wrote")
+    sc.add_argument("-o", "--output", default="outputs/needlebench_score", help="runs go to OUTPUT/<timestamp>/")
+    sc.add_argument("--model", default="external", help="the model's name in the results and tables")
+    sc.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    sc.set_defaults(func=_score)
     rp = sub.add_parser("report", help="rebuild tables, figures and report.html from OpenCompass work dirs")
     rp.add_argument("work_dirs", nargs="+")
     rp.add_argument("-o", "--output", default=None, help="output folder (default: WORK_DIR/needlebench_report)")
     rp.set_defaults(func=_report)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if args.command == "export" and len(extra) == 1 and not args.out and not extra[0].startswith("-"):
+        args.out = extra[0]  # `export CONFIG --format parquet OUT`: the output after the options
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return args.func(args)
     except ConfigError as exc:

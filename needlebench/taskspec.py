@@ -55,12 +55,15 @@ class TaskResults:
             every record of the task, shortened and failed ones included, and decides what counts.
         heatmap_points: ``record -> [(depth, score), ...]``: where a record lands on the depth x length
             heatmap; a task without it has no heatmap.
+        needle_texts: ``gold -> [text, ...]``: what was hidden in the prompt, so a report can show the
+            haystack around each needle; a task without a haystack leaves it out.
     """
 
     dataset_metrics: Callable[[Sequence[Mapping[str, Any]]], dict[str, float]] | None = None
     sidecars: Callable[[Sequence[Mapping[str, Any]]], dict[str, str]] | None = None
     report: Callable[[Sequence[dict[str, Any]], Sequence[str], Skipped], ReportParts] | None = None
     heatmap_points: Callable[[Mapping[str, Any]], Iterable[tuple[float, float]]] | None = None
+    needle_texts: Callable[[Mapping[str, Any]], list[str]] | None = None
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import csv
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import run_opencompass
+from conftest import ROOT, bin_path, run_opencompass
 
 pytestmark = pytest.mark.e2e
 
@@ -89,6 +90,62 @@ def test_needlebench_summary_csv_and_report_from_real_run(tiny_run: Path) -> Non
     )
     assert (tiny_run / "summary" / "report.html").stat().st_size > 1000
     assert list((tiny_run / "summary" / "figures").glob("heatmap_srt_en_*.png"))
+
+
+def test_predictions_scored_outside_opencompass_give_the_same_tables(tiny_run: Path, tmp_path: Path) -> None:
+    """The run's own answers, exported as a predictions file and scored against a Parquet export of the same
+    config, give the same per-sample grades and the same summary table as OpenCompass did."""
+    model = "smollm2-135m-instruct"
+    records = {
+        r["id"]: r
+        for f in (tiny_run / "results" / model).glob("*.samples.jsonl")
+        for r in map(json.loads, f.read_text().splitlines())
+    }
+    preds = tmp_path / "predictions.jsonl"
+    preds.write_text("".join(json.dumps({"id": i, "prediction": r["prediction"]}) + "\n" for i, r in records.items()))
+    export = tmp_path / "export"
+    assert (
+        subprocess.run(
+            [bin_path("needlebench"), "export", "tests/configs/e2e_tiny.py", "--format", "parquet", str(export), "-q"],
+            cwd=ROOT,
+            timeout=600,
+        ).returncode
+        == 0
+    )
+    r = subprocess.run(
+        [
+            bin_path("needlebench"),
+            "score",
+            str(preds),
+            "--export",
+            str(export),
+            "-o",
+            str(tmp_path / "scored"),
+            "--model",
+            model,
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0 and not r.stderr.strip(), r.stderr
+    (run,) = (tmp_path / "scored").iterdir()
+    rescored = {
+        x["id"]: x
+        for f in (run / "results" / model).glob("*.samples.jsonl")
+        for x in map(json.loads, f.read_text().splitlines())
+    }
+    assert set(rescored) == set(records)
+    for i, x in rescored.items():
+        assert (x["score"], x["correct"], x["extracted"], x["error"]) == (
+            records[i]["score"],
+            records[i]["correct"],
+            records[i]["extracted"],
+            records[i]["error"],
+        ), i
+    ours = (run / "summary" / "needlebench_summary.csv").read_text()
+    assert ours == (tiny_run / "summary" / "needlebench_summary.csv").read_text()
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ from ..aggregate.records import is_excluded
 from ..store import atomic_write
 from ..tasks import all_tasks
 from . import figures, tables
+from .drilldown import STYLE, Heatmap, SampleIndex, cell_key, drilldown_script, grid_html
 from .results import RunResults, check_comparable, load_results
 
 __all__ = ["build", "build_report", "write_report", "significance_lines", "Report"]
@@ -29,7 +30,8 @@ _HOW_TO_READ = """
 <p><b>How to read this.</b> Scores are percentages (0-100). S-RT asks for one hidden fact, M-RT for
 several at once (score = share recalled), M-RS needs several facts combined (answer in <code>\\boxed{}</code>).
 Heatmaps show depth of the needle (rows; 0 = start of the document) against context length (columns);
-the bottom row is the mean of each length. Grey cells marked "-" were not run: they are missing, not zero.
+the bottom row is the mean of each length; click a cell to list its samples (answer, gold, verdict, and the
+haystack around each needle). Grey cells marked "-" were not run: they are missing, not zero.
 <i>fmt_fail%</i> is the share of answers with no parsable final answer (for example no <code>\\boxed{}</code>).
 ATC: accuracy per needle count N; <i>weighted</i> = sum(P_N * N) / sum(N); <i>weighted_short</i> uses N &lt;= 64;
 ENL-50 is the largest N with accuracy of at least 50. NeedleChain: strict accuracy per chain variant, k and
@@ -56,6 +58,8 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     models: list[str] = field(default_factory=list)
     provenance: str = ""  # which protocols, profiles and dataset versions made the samples
+    heatmaps: list[Heatmap] = field(default_factory=list)  # shown as clickable grids (their PNGs in figures/)
+    samples: SampleIndex = field(default_factory=SampleIndex)  # what the grids' cells list
 
 
 def provenance(records: list[dict]) -> str:
@@ -101,10 +105,14 @@ def assemble(results: RunResults) -> Report:
     for spec in specs:
         for lang in sorted({r["lang"] for r in records if r["task"] == spec.name}):
             for m in models:
+                members = tables.grid_members(records, m, spec, lang)
+                if not members:
+                    continue
                 g = tables.grid(records, m, spec, lang)
-                if not g.empty:
-                    label = f"{spec.short} {lang.upper()} - {m}"
-                    rep.figures[f"heatmap_{spec.name}_{lang}_{_safe(m)}"] = figures.heatmap_png(g, label)
+                label, key = f"{spec.short} {lang.upper()} - {m}", f"heatmap_{spec.name}_{lang}_{_safe(m)}"
+                rep.figures[key] = figures.heatmap_png(g, label)
+                cells = {cell_key(d, L): sorted({rep.samples.add(r) for r, _ in rs}) for (d, L), rs in members.items()}
+                rep.heatmaps.append(Heatmap(key, label, g, cells))
     if len(models) >= 2 and "needlebench_summary" in rep.tables:
         base = models[0]
         for other in models[1:]:
@@ -175,7 +183,9 @@ def _html(rep: Report, sources: list[str]) -> str:
         "font-size:12px;margin:1em 0}td,th{border:1px solid #bbb;padding:2px 6px;text-align:right}"
         "th{background:#eee}img{max-width:100%;border:1px solid #ddd;margin:.5em 0}"
         ".warn{color:#a40}.ci{color:#666;font-size:10px;white-space:nowrap}.flag{color:#b00;font-weight:bold;cursor:help}"
-        ".badge{background:#fdd;color:#900;border-radius:3px;padding:0 3px;font-size:10px}</style></head><body>",
+        ".badge{background:#fdd;color:#900;border-radius:3px;padding:0 3px;font-size:10px}"
+        + STYLE
+        + "</style></head><body>",
         "<h1>NeedleBench report</h1>",
         f"<p>Models: {html.escape(', '.join(rep.models) or 'none')}. Sources: "
         f"{html.escape('; '.join(sources) or 'none')}</p>",
@@ -188,7 +198,14 @@ def _html(rep: Report, sources: list[str]) -> str:
         )
     for name, df in rep.tables.items():
         parts.append(f"<h2>{html.escape(name)}</h2>{_html_table(df)}")
+    if rep.heatmaps:
+        parts.append("<h2>Heatmaps</h2>")
+        parts.extend(grid_html(hm) for hm in rep.heatmaps)
+        parts.append(drilldown_script(rep.heatmaps, rep.samples))
+    shown = {hm.key for hm in rep.heatmaps}
     for name, png in rep.figures.items():
+        if name in shown:
+            continue
         data = base64.b64encode(png).decode("ascii")
         parts.append(f"<h3>{html.escape(name)}</h3><img alt='{html.escape(name)}' src='data:image/png;base64,{data}'>")
     parts.append("</body></html>")

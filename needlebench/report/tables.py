@@ -29,7 +29,7 @@ from ..aggregate.uncertainty import resample_means, significant
 from ..tasks import all_tasks, get_task
 from ..taskspec import Skipped, TaskSpec
 
-__all__ = ["summary_table", "grid", "difference_table", "summary_tasks", "suite_weights"]
+__all__ = ["summary_table", "grid", "grid_members", "difference_table", "summary_tasks", "suite_weights"]
 
 
 def summary_tasks() -> tuple[str, ...]:
@@ -393,10 +393,37 @@ def difference_table(
     return pd.DataFrame(rows)
 
 
+def grid_members(
+    records: Sequence[dict[str, Any]], model: str, task: str | TaskSpec, lang: str
+) -> dict[tuple[float, int], list[tuple[dict[str, Any], float]]]:
+    """The records of each (depth, length) heatmap cell, with the score each contributes there.
+
+    Shortened and unanswered prompts are left out: they are not their nominal length. Empty when the
+    task has no heatmap.
+
+    Args:
+        records: per-sample records (with ``model``).
+        model: the model whose cells are wanted.
+        task: the task (name or spec).
+        lang: the language.
+    """
+    spec = task if isinstance(task, TaskSpec) else get_task(task)
+    points = spec.aggregation().heatmap_points
+    cells: dict[tuple[float, int], list[tuple[dict[str, Any], float]]] = defaultdict(list)
+    if points is None:
+        return cells
+    for r in records:
+        if r["model"] != model or r["task"] != spec.name or r["lang"] != lang or r.get("length") is None:
+            continue
+        if is_excluded(r):
+            continue
+        for depth, score in points(r):
+            cells[(depth, int(r["length"]))].append((r, score))
+    return cells
+
+
 def grid(records: Sequence[dict[str, Any]], model: str, task: str | TaskSpec, lang: str) -> pd.DataFrame:
     """Mean score over depth (rows) x length (columns), placed by the task's ``heatmap_points``.
-
-    Shortened prompts are left out: they are not their nominal length. Empty when the task has no heatmap.
 
     Args:
         records: per-sample records (with ``model``).
@@ -404,21 +431,10 @@ def grid(records: Sequence[dict[str, Any]], model: str, task: str | TaskSpec, la
         task: the task (name or spec).
         lang: the language.
     """
-    spec = task if isinstance(task, TaskSpec) else get_task(task)
-    points = spec.aggregation().heatmap_points
-    if points is None:
-        return pd.DataFrame()
-    cells: dict[tuple[float, int], list[float]] = defaultdict(list)
-    for r in records:
-        if r["model"] != model or r["task"] != spec.name or r["lang"] != lang or r.get("length") is None:
-            continue
-        if is_excluded(r):
-            continue
-        for depth, score in points(r):
-            cells[(depth, int(r["length"]))].append(score)
+    cells = grid_members(records, model, task, lang)
     if not cells:
         return pd.DataFrame()
     depths = sorted({d for d, _ in cells})
     lengths = sorted({L for _, L in cells})
-    data = [[mean(cells[(d, L)]) if cells.get((d, L)) else _NAN for L in lengths] for d in depths]
+    data = [[mean(s for _, s in cells[(d, L)]) if cells.get((d, L)) else _NAN for L in lengths] for d in depths]
     return pd.DataFrame(data, index=depths, columns=lengths)

@@ -234,5 +234,5 @@ MRS = sparse_task(
     "M-RS",
     {"v2": 1 / 3, "v1": 0.3},
     10,
-    "needlebench.tasks.sparse_results:SINGLE",
+    "needlebench.tasks.sparse_results:REASONING",
 )

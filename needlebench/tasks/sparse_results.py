@@ -15,7 +15,7 @@ from ..aggregate.plots import percent_axes, plt, png
 from ..aggregate.records import is_excluded
 from ..taskspec import ReportParts, Skipped, TaskResults
 
-__all__ = ["SINGLE", "MULTI", "depth_points", "needle_points", "mrt_position_png"]
+__all__ = ["SINGLE", "MULTI", "REASONING", "depth_points", "needle_points", "mrt_position_png"]
 
 
 def depth_points(record: Mapping[str, Any]) -> Iterable[tuple[float, float]]:
@@ -62,5 +62,21 @@ def _mrt_report(records: Sequence[dict[str, Any]], models: Sequence[str], skippe
     return ReportParts(figures={"mrt_recall_by_position": mrt_position_png(scored, "M-RT recall by needle position")})
 
 
-SINGLE = TaskResults(heatmap_points=depth_points)
-MULTI = TaskResults(heatmap_points=needle_points, report=_mrt_report)
+def single_needle(gold: Mapping[str, Any]) -> list[str]:
+    """S-RT's needle (and M-RS multi-hop's answer sentence, when present)."""
+    return [gold["needle"]] if isinstance(gold.get("needle"), str) else []
+
+
+def many_needles(gold: Mapping[str, Any]) -> list[str]:
+    """M-RT's needles, in gold order."""
+    return [n["needle"] for n in gold.get("needles") or () if isinstance(n, Mapping) and n.get("needle")]
+
+
+def kinship_names(gold: Mapping[str, Any]) -> list[str]:
+    """M-RS's hidden relations, found by the names they link (the multi-hop form names its needle)."""
+    return list(gold.get("chain_names") or ()) or single_needle(gold)
+
+
+SINGLE = TaskResults(heatmap_points=depth_points, needle_texts=single_needle)
+MULTI = TaskResults(heatmap_points=needle_points, report=_mrt_report, needle_texts=many_needles)
+REASONING = TaskResults(heatmap_points=depth_points, needle_texts=kinship_names)

@@ -1,0 +1,233 @@
+"""From a heatmap cell to its samples: clickable grids in ``report.html`` and the compact sample list behind them.
+
+A heatmap in the page is an HTML grid coloured like the PNG one; clicking a cell lists
+its samples: id, depth(s), realised length, the model's answer (cut short), the gold,
+the verdict and error class, and the haystack around each needle with the needle
+marked. The page stays self-contained (plain JavaScript inline, no network) and small:
+no prompt is embedded, only the few hundred characters around each needle, and the
+sample list is gzip-compressed JSON that the browser unpacks on the first click.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import html
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from ..aggregate.plots import length_label, plt
+
+__all__ = ["Heatmap", "SampleIndex", "grid_html", "drilldown_script", "ANSWER_CHARS", "CONTEXT_CHARS"]
+
+ANSWER_CHARS = 240  # of the model's answer shown (the samples.jsonl keeps 4000)
+GOLD_CHARS = 200
+CONTEXT_CHARS = 120  # of haystack either side of a needle
+
+
+def _cut(text: Any, limit: int) -> str:
+    text = "" if text is None else str(text)
+    return text if len(text) <= limit else text[:limit] + f" ... [{len(text) - limit:,} more characters]"
+
+
+@dataclass
+class SampleIndex:
+    """The samples the page can list, each once, in the order first met."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    _at: dict[int, int] = field(default_factory=dict)
+
+    def add(self, record: dict[str, Any]) -> int:
+        """The index of ``record`` in the list, adding its compact form the first time.
+
+        Args:
+            record: a per-sample record from ``<dataset>.samples.jsonl``.
+        """
+        key = id(record)
+        if key not in self._at:
+            self._at[key] = len(self.rows)
+            self.rows.append(_compact(record))
+        return self._at[key]
+
+    def payload(self) -> str:
+        """The list as base64 of gzip-compressed JSON (what the page embeds)."""
+        raw = json.dumps(self.rows, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
+
+
+def _compact(r: dict[str, Any]) -> dict[str, Any]:
+    depths = r.get("depths") or ([r["depth"]] if r.get("depth") is not None else [])
+    context = [
+        [str(before)[-CONTEXT_CHARS:], str(needle), str(after)[:CONTEXT_CHARS]]
+        for before, needle, after in (r.get("context") or [])
+    ]
+    return {
+        "id": r.get("id", ""),
+        "dataset": r.get("dataset", ""),
+        "length": r.get("length"),
+        "tokens": r.get("prompt_tokens"),
+        "depths": depths,
+        "score": r.get("score"),
+        "correct": bool(r.get("correct")),
+        "error": r.get("error") or "",
+        "answer": _cut(r.get("prediction"), ANSWER_CHARS),
+        "gold": _cut(r.get("gold"), GOLD_CHARS),
+        "context": context,
+    }
+
+
+@dataclass
+class Heatmap:
+    """One clickable heatmap: its grid of means and the samples of each cell.
+
+    Attributes:
+        key: the figure's name (its PNG is ``figures/<key>.png``).
+        title: what it shows (task, language, model).
+        grid: mean score, depth (rows) x length (columns).
+        cells: ``"depth|length"`` -> indices into the page's :class:`SampleIndex`.
+    """
+
+    key: str
+    title: str
+    grid: pd.DataFrame
+    cells: dict[str, list[int]]
+
+
+def cell_key(depth: float, length: int) -> str:
+    """How a cell is named in the page (``"50|4000"``).
+
+    Args:
+        depth: the needle depth.
+        length: the context length.
+    """
+    return f"{depth:g}|{int(length)}"
+
+
+def _colour(value: float) -> str:
+    if value is None or math.isnan(value):
+        return "#dddddd"
+    r, g, b, _ = plt.get_cmap("RdYlGn")(max(0.0, min(1.0, value / 100.0)))
+    return f"#{int(r * 255):02x}{int(g * 255):02x}{int(b * 255):02x}"
+
+
+def grid_html(hm: Heatmap) -> str:
+    """The heatmap as an HTML grid; every cell with samples can be clicked.
+
+    Args:
+        hm: the heatmap.
+    """
+    head = "".join(f"<th>{length_label(int(c))}</th>" for c in hm.grid.columns)
+    rows = []
+    for depth, values in hm.grid.iterrows():
+        cells = []
+        for length, value in values.items():
+            key = cell_key(float(depth), int(length))
+            n = len(hm.cells.get(key, []))
+            text = "-" if math.isnan(value) else f"{value:.0f}"
+            attrs = f" data-hm='{html.escape(hm.key, quote=True)}' data-cell='{key}' title='{n} samples: click'"
+            cells.append(f"<td class='hmc'{attrs if n else ''} style='background:{_colour(value)}'>{text}</td>")
+        rows.append(f"<tr><th>{float(depth):g}</th>{''.join(cells)}</tr>")
+    means = hm.grid.mean(axis=0, skipna=True)
+    rows.append(
+        "<tr class='hmmean'><th>mean</th>"
+        + "".join(f"<td style='background:{_colour(v)}'>{'-' if math.isnan(v) else f'{v:.0f}'}</td>" for v in means)
+        + "</tr>"
+    )
+    return (
+        f"<figure class='hm'><figcaption>{html.escape(hm.title)} (depth % by context length; "
+        f"click a cell for its samples)</figcaption><table class='hmgrid'><thead><tr><th>depth</th>{head}</tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table></figure>"
+    )
+
+
+_SCRIPT = r"""
+(function () {
+  const meta = JSON.parse(document.getElementById('nb-cells').textContent);
+  let samples = null;
+  async function load() {
+    if (samples) return samples;
+    const bytes = Uint8Array.from(atob(document.getElementById('nb-samples').textContent.trim()), c => c.charCodeAt(0));
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+    samples = JSON.parse(await new Response(stream).text());
+    return samples;
+  }
+  function el(tag, text, cls) {
+    const e = document.createElement(tag);
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    if (cls) e.className = cls;
+    return e;
+  }
+  async function show(hm, cell, td) {
+    const all = await load();
+    const rows = (meta[hm] || {})[cell] || [];
+    const panel = document.getElementById('nb-drill');
+    panel.replaceChildren();
+    document.querySelectorAll('td.hmc.sel').forEach(x => x.classList.remove('sel'));
+    td.classList.add('sel');
+    const [depth, length] = cell.split('|');
+    panel.appendChild(el('h3', meta._titles[hm] + ': length ' + length + ', depth ' + depth + ' (' + rows.length + ' samples)'));
+    const table = el('table', null, 'drill');
+    const head = el('tr');
+    ['id', 'depth(s)', 'tokens', 'verdict', 'error', 'answer', 'gold', 'haystack around each needle'].forEach(h => head.appendChild(el('th', h)));
+    table.appendChild(head);
+    rows.forEach(i => {
+      const s = all[i];
+      const tr = el('tr', null, s.correct ? 'ok' : 'bad');
+      tr.dataset.id = s.id;
+      tr.appendChild(el('td', s.id, 'sid'));
+      tr.appendChild(el('td', s.depths.join(', ')));
+      tr.appendChild(el('td', s.tokens));
+      tr.appendChild(el('td', (s.correct ? 'correct' : 'wrong') + ' (' + Number(s.score).toFixed(0) + ')', 'verdict'));
+      tr.appendChild(el('td', s.error));
+      tr.appendChild(el('td', s.answer, 'text'));
+      tr.appendChild(el('td', s.gold, 'text'));
+      const ctx = el('td', null, 'text');
+      s.context.forEach(([before, needle, after]) => {
+        const p = el('p');
+        p.appendChild(el('span', '...' + before));
+        p.appendChild(el('mark', needle));
+        p.appendChild(el('span', after + '...'));
+        ctx.appendChild(p);
+      });
+      tr.appendChild(ctx);
+      table.appendChild(tr);
+    });
+    panel.appendChild(table);
+    panel.scrollIntoView({block: 'nearest'});
+  }
+  document.querySelectorAll('td.hmc[data-cell]').forEach(td => {
+    td.addEventListener('click', () => show(td.dataset.hm, td.dataset.cell, td));
+  });
+})();
+"""
+
+STYLE = (
+    ".hmgrid td,.hmgrid th{min-width:2.6em;text-align:center}.hmgrid td[data-cell]{cursor:pointer}"
+    ".hmgrid td.sel{outline:3px solid #000}.hmmean td{font-weight:bold}figure.hm{display:inline-block;"
+    "margin:0 1em 1em 0;vertical-align:top}#nb-drill table.drill td.text{text-align:left;max-width:28em;"
+    "white-space:pre-wrap;word-break:break-word}#nb-drill tr.ok td.verdict{color:#060}#nb-drill tr.bad "
+    "td.verdict{color:#a00}#nb-drill mark{background:#ff0;font-weight:bold}#nb-drill p{margin:.2em 0}"
+)
+
+
+def drilldown_script(heatmaps: Sequence[Heatmap], index: SampleIndex) -> str:
+    """The panel the samples are listed in, the embedded data and the inline script.
+
+    Args:
+        heatmaps: the clickable heatmaps of the page.
+        index: every sample they refer to.
+    """
+    cells: dict[str, Any] = {hm.key: hm.cells for hm in heatmaps}
+    cells["_titles"] = {hm.key: hm.title for hm in heatmaps}
+    data = json.dumps(cells, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    return (
+        "<div id='nb-drill'><p><i>Click a heatmap cell to list its samples here.</i></p></div>"
+        f"<script type='application/json' id='nb-cells'>{data}</script>"
+        f"<script type='application/octet-stream' id='nb-samples'>{index.payload()}</script>"
+        f"<script>{_SCRIPT}</script>"
+    )

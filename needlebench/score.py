@@ -1,0 +1,187 @@
+"""Score predictions made elsewhere against a Parquet export: the same records and tables as an OpenCompass run.
+
+Input is one JSON line per prediction, ``{"id": ..., "prediction": ...}`` (optionally
+``"dataset"`` and ``"version"``). Lines that cannot be used are reported, by kind and
+count, and the rest are scored: unknown ids, ids given more than once (all their lines
+are left out, since which one is meant cannot be told), and predictions made for another
+dataset version. A sample of the export without a usable prediction is recorded as a
+failed request: counted in its cell, never scored, and flagged in the tables.
+Results go to a new ``<out>/<timestamp>/`` folder laid out like an OpenCompass run
+(``results/<model>/<dataset>.samples.jsonl``, ``summary/``), so nothing earlier is overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .evaluation import grade_rows, write_results
+from .export import ExportedDataset, read_parquet_export
+from .grading.graders import REQUEST_FAILED, ScoreOptions
+from .progress import Progress
+from .store import atomic_write
+
+__all__ = ["ScoreRun", "score_predictions", "read_predictions"]
+
+_SHOWN = 5  # example ids per problem in a message
+
+
+@dataclass
+class ScoreRun:
+    """What a ``needlebench score`` call did.
+
+    Attributes:
+        run_dir: the new run folder.
+        scored: predictions graded.
+        missing: export samples without a usable prediction (recorded as failed requests).
+        problems: one line per kind of unusable prediction line, with its count and examples.
+    """
+
+    run_dir: Path
+    scored: int = 0
+    missing: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+def _examples(items: list[str]) -> str:
+    shown = ", ".join(items[:_SHOWN])
+    return f"{shown}, ..." if len(items) > _SHOWN else shown
+
+
+def read_predictions(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """The prediction lines of a JSON-lines file and the problems of the lines that are not usable.
+
+    Args:
+        path: the predictions file.
+
+    Raises:
+        ConfigError: the file does not exist.
+    """
+    if not path.is_file():
+        raise ConfigError(f"predictions: {path} does not exist")
+    lines, bad = [], []
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for number, text in enumerate(fh, 1):
+            if not text.strip():
+                continue
+            try:
+                row = json.loads(text)
+            except ValueError:
+                bad.append(str(number))
+                continue
+            if not isinstance(row, dict) or not isinstance(row.get("id"), str) or "prediction" not in row:
+                bad.append(str(number))
+                continue
+            lines.append(row)
+    problems = (
+        [f"{len(bad)} line(s) are not {{'id', 'prediction'}} JSON objects (lines {_examples(bad)})"] if bad else []
+    )
+    return lines, problems
+
+
+def _new_run_dir(out: Path) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d_%H%M%S")
+    for n in range(1000):
+        run = out / (stamp if n == 0 else f"{stamp}-{n}")
+        try:
+            run.mkdir(parents=True)
+            return run
+        except FileExistsError:
+            continue
+    raise ConfigError(f"output: cannot make a new run folder under {out}")
+
+
+def score_predictions(
+    predictions: Path, export: Path, out: Path, model: str = "external", quiet: bool = False
+) -> ScoreRun:
+    """Grade predictions against an export and write a run folder with results and tables.
+
+    Args:
+        predictions: JSON lines of ``{"id", "prediction"}`` (optionally ``dataset``, ``version``).
+        export: a folder written by ``needlebench export --format parquet``.
+        out: where the new timestamped run folder goes.
+        model: the model's name in the results and tables.
+        quiet: no progress display.
+
+    Raises:
+        ConfigError: a missing file or folder, or no prediction that matches the export.
+    """
+    datasets = read_parquet_export(export)
+    lines, problems = read_predictions(predictions)
+    where: dict[str, list[str]] = {}
+    for d in datasets:
+        for row in d.rows:
+            where.setdefault(row["id"], []).append(d.abbr)
+    counts = Counter(line["id"] for line in lines)
+    versions = {d.info.get("version") for d in datasets}
+    unknown, twice, other_version = [], sorted(i for i, n in counts.items() if n > 1), []
+    usable: dict[tuple[str, str], Any] = {}
+    for line in lines:
+        pid = line["id"]
+        if pid not in where:
+            unknown.append(pid)
+        elif counts[pid] == 1:
+            if line.get("version") is not None and str(line["version"]) not in versions:
+                other_version.append(pid)
+                continue
+            abbr = line.get("dataset") or where[pid][0]
+            usable[(abbr, pid)] = line["prediction"]
+    if unknown:
+        problems.append(f"{len(unknown)} prediction(s) name ids that are not in the export: {_examples(unknown)}")
+    if twice:
+        problems.append(f"{len(twice)} id(s) appear more than once; all their lines are left out: {_examples(twice)}")
+    if other_version:
+        problems.append(
+            f"{len(other_version)} prediction(s) were made for another dataset version than the export's "
+            f"({', '.join(sorted(map(str, versions)))}): {_examples(other_version)}"
+        )
+    if not usable:
+        raise ConfigError(
+            f"predictions: none of {len(lines)} line(s) of {predictions} matches {export}; " + "; ".join(problems)
+        )
+    run = ScoreRun(_new_run_dir(out), problems=problems)
+    total = sum(len(d.rows) for d in datasets)
+    with Progress("samples scored", total=total, quiet=quiet) as bar:
+        for d in datasets:
+            run.scored, run.missing = _score_dataset(run, d, usable, model, predictions, bar)
+    _write_record(run, predictions, export, model)
+    from .report import build_report
+
+    build_report([run.run_dir], run.run_dir / "summary")
+    return run
+
+
+def _score_dataset(
+    run: ScoreRun, d: ExportedDataset, usable: dict[tuple[str, str], Any], model: str, source: Path, bar: Progress
+) -> tuple[int, int]:
+    """Grade one dataset's rows (a row without a prediction is a failed request); counts so far."""
+    absent = f"{REQUEST_FAILED}no prediction for this id in {source.name}"
+    preds = [usable.get((d.abbr, r["id"]), absent) for r in d.rows]
+    options = ScoreOptions(**d.info.get("score_options", {}))
+    details = grade_rows(preds, [r["gold"] for r in d.rows], d.rows, options)
+    folder = run.run_dir / "results" / model
+    folder.mkdir(parents=True, exist_ok=True)
+    metrics = write_results(folder / d.abbr, details, preds)
+    with atomic_write(folder / f"{d.abbr}.json") as tmp:
+        tmp.write_text(json.dumps(metrics, indent=1, default=str), encoding="utf-8")
+    bar.update(len(d.rows))
+    missing = sum(p is absent for p in preds)
+    return run.scored + len(preds) - missing, run.missing + missing
+
+
+def _write_record(run: ScoreRun, predictions: Path, export: Path, model: str) -> None:
+    record = {
+        "predictions": str(predictions),
+        "export": str(export),
+        "model": model,
+        "scored": run.scored,
+        "missing": run.missing,
+        "problems": run.problems,
+    }
+    with atomic_write(run.run_dir / "needlebench_score.json") as tmp:
+        tmp.write_text(json.dumps(record, indent=1), encoding="utf-8")
