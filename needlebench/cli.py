@@ -42,7 +42,7 @@ def _score(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from .report.html import build, significance_lines
 
-    path, rep = build([Path(p) for p in args.work_dirs], Path(args.output) if args.output else None)
+    path, rep = build([Path(p) for p in args.work_dirs], Path(args.output) if args.output else None, args.quiet)
     print(f"report written to {path}")
     for line in significance_lines(rep):
         print(line)
@@ -77,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     rp = sub.add_parser("report", help="rebuild tables, figures and report.html from OpenCompass work dirs")
     rp.add_argument("work_dirs", nargs="+")
     rp.add_argument("-o", "--output", default=None, help="output folder (default: WORK_DIR/needlebench_report)")
+    rp.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     rp.set_defaults(func=_report)
     args, extra = parser.parse_known_args(argv)
     if args.command == "export" and len(extra) == 1 and not args.out and not extra[0].startswith("-"):

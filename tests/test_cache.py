@@ -3,6 +3,7 @@ corrupt files rebuilt, atomic writes, and one build under concurrency."""
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
@@ -273,3 +274,29 @@ def test_materialize_many_reports_a_bad_value_as_a_config_error(
     jobs = [("srt", {**config_params(_srt_en()), "lengths": (12,)}), ("mrt", {**config_params(_srt_en())})]
     with pytest.raises(ConfigError, match="lengths: 12 is too short"):
         materialize_many(jobs, workers=2)
+
+
+def test_dataset_cache_key_covers_every_module_generation_imports() -> None:
+    """An edit to any module a generator runs changes the cache key (and nothing else needs to)."""
+    code = (
+        "import json, sys\n"
+        "from needlebench.tasks import all_tasks, make_params\n"
+        "small = {'srt': dict(lang='en', lengths=[1000], depths=[50], repeats=1),\n"
+        "         'mrt': dict(lang='en', lengths=[1000], depths=[50], repeats=1, num_needles=[2]),\n"
+        "         'mrs': dict(lang='en', lengths=[1000], depths=[50], repeats=1, num_needles=[2]),\n"
+        "         'atc': dict(lang='en', needle_counts=[2], repeats=1),\n"
+        "         'atc_mc': dict(lang='en', steps=[2], repeats=1),\n"
+        "         'needlechain': dict(k_values=[5], points=1)}\n"
+        "for spec in all_tasks():\n"
+        "    next(iter(spec.generate(make_params(spec.name, **small[spec.name]))))\n"
+        "from needlebench.opencompass import dataset\n"
+        "print(json.dumps(sorted(m.__file__ for n, m in sys.modules.items() if n.startswith('needlebench'))))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    package = Path(store.__file__).parent
+    loaded = [Path(f).relative_to(package).as_posix() for f in json.loads(r.stdout.splitlines()[-1])]
+    from needlebench.arrow_rows import _ROW_SOURCES
+
+    uncovered = [f for f in loaded if not any(fnmatch.fnmatch(f, pattern) for pattern in _ROW_SOURCES)]
+    assert not uncovered, f"generation imports modules the dataset cache key does not cover: {uncovered}"

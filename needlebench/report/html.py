@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..aggregate.records import is_excluded
+from ..progress import Progress
 from ..store import atomic_write
 from ..tasks import all_tasks
 from . import figures, tables
@@ -78,8 +79,14 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 
-def assemble(results: RunResults) -> Report:
-    """Compute every table and figure the records allow."""
+def assemble(results: RunResults, progress: Progress | None = None) -> Report:
+    """Compute every table and figure the records allow.
+
+    Args:
+        results: the records read back from one or more runs.
+        progress: counts the heatmaps drawn (the slow part of a large report); none by default.
+    """
+    bar = progress or Progress("heatmaps", quiet=True)
     rep = Report(warnings=list(results.warnings), models=results.models, provenance=provenance(results.records))
     models = rep.models
     if not results.records:
@@ -111,6 +118,7 @@ def assemble(results: RunResults) -> Report:
                 g = tables.grid(records, m, spec, lang)
                 label, key = f"{spec.short} {lang.upper()} - {m}", f"heatmap_{spec.name}_{lang}_{_safe(m)}"
                 rep.figures[key] = figures.heatmap_png(g, label)
+                bar.update()
                 cells = {cell_key(d, L): sorted({rep.samples.add(r) for r, _ in rs}) for (d, L), rs in members.items()}
                 rep.heatmaps.append(Heatmap(key, label, g, cells))
     if len(models) >= 2 and "needlebench_summary" in rep.tables:
@@ -236,17 +244,19 @@ def write_report(rep: Report, out: Path, sources: list[str]) -> Path:
     return path
 
 
-def build(paths: list[Path], out: Path | None = None) -> tuple[Path, Report]:
+def build(paths: list[Path], out: Path | None = None, quiet: bool = True) -> tuple[Path, Report]:
     """Rebuild everything from work dirs; the page written and what it holds.
 
     Args:
         paths: work dirs; two or more are compared model by model (paired over matching sample ids).
         out: output folder (default: the first dir's ``needlebench_report``).
+        quiet: no progress display (it shows only on a terminal anyway).
     Raises:
         ConfigError: the dirs mix dataset versions or their prompts differ.
     """
     results = load_results(paths, label_by_dir=len(paths) > 1)
-    rep = assemble(results)
+    with Progress("heatmaps", quiet=quiet) as bar:
+        rep = assemble(results, bar)
     target = out or (paths[0] / "needlebench_report")
     return write_report(rep, target, results.sources), rep
 

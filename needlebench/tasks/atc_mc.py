@@ -26,7 +26,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..aggregate.records import is_excluded
 from ..context.tokenizer import get_encoding
 from ..errors import ConfigError
 from ..grading.graders import SampleScore, ScoreOptions, prepare
@@ -739,6 +738,8 @@ def atc_mc_table(records: Iterable[Mapping[str, Any]], models: Sequence[str] | N
 
 def _report(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Skipped) -> ReportParts:
     """The circular-evaluation table (shortened and unanswered samples are not scored)."""
+    from ..aggregate.records import is_excluded  # results only: generating samples never imports it
+
     scored = [r for r in records if not is_excluded(r)]
     return ReportParts(tables={"needlebench_atc_v1": atc_mc_table(scored, models)}) if scored else ReportParts()
 
