@@ -1,4 +1,4 @@
-"""``needlebench`` command: export prompts of a config, rebuild reports."""
+"""``needlebench`` command: export prompts of a config, plan its cost, rebuild reports."""
 
 from __future__ import annotations
 
@@ -15,23 +15,15 @@ __all__ = ["main", "iter_config_samples"]
 
 
 def iter_config_samples(config_path: str) -> Iterator[tuple[str, Any]]:
-    """(dataset abbr, Sample) for every needlebench dataset of an OpenCompass config, streamed."""
-    from mmengine.config import Config
+    """(dataset abbr, Sample) for every needlebench dataset of an OpenCompass config, streamed.
 
-    from .tasks import config_params, get_task, is_needlebench, make_params
+    Args:
+        config_path: the config file.
+    """
+    from .opencompass.configs import load_config
+    from .tasks import config_params, get_task, make_params
 
-    if not Path(config_path).is_file():
-        raise ConfigError(f"config: {config_path} does not exist")
-    try:
-        cfg = Config.fromfile(config_path)
-    except ConfigError:
-        raise
-    except Exception as exc:
-        raise ConfigError(f"config: cannot load {config_path}: {exc}") from exc
-    datasets = cfg.get("datasets", [])
-    ours = [d for d in datasets if is_needlebench(d)]
-    if not ours:
-        raise ConfigError(f"config: {config_path} has no needlebench datasets")
+    _, ours = load_config(config_path)
     for d in ours:
         for sample in get_task(d["task"]).generate(make_params(d["task"], **config_params(d))):
             yield d["abbr"], sample
@@ -50,6 +42,14 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plan(args: argparse.Namespace) -> int:
+    from .plan import format_plan, plan_config
+
+    plan = plan_config(args.config, num_shards=args.shards)
+    print(plan.to_json() if args.json else format_plan(plan))
+    return 0
+
+
 def _report(args: argparse.Namespace) -> int:
     from .report.html import build, significance_lines
 
@@ -61,7 +61,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the ``needlebench`` command line (``export`` or ``report``).
+    """Run the ``needlebench`` command line (``export``, ``plan`` or ``report``).
 
     Args:
         argv: the arguments without the program name; None reads ``sys.argv``.
@@ -75,6 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("config")
     ex.add_argument("-o", "--output", required=True)
     ex.set_defaults(func=_export)
+    pl = sub.add_parser("plan", help="per model: samples, tokens, cut cells, shards and prefix reuse of a config")
+    pl.add_argument("config")
+    pl.add_argument("--json", action="store_true", help="print one JSON object")
+    pl.add_argument("--shards", type=int, default=None, help="shards per model (default: the config's num_shards)")
+    pl.set_defaults(func=_plan)
     rp = sub.add_parser("report", help="rebuild tables, figures and report.html from OpenCompass work dirs")
     rp.add_argument("work_dirs", nargs="+")
     rp.add_argument("-o", "--output", default=None, help="output folder (default: WORK_DIR/needlebench_report)")
