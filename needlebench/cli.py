@@ -1,4 +1,4 @@
-"""``needlebench`` command: export a config's prompts, score predictions made elsewhere, rebuild reports."""
+"""``needlebench`` command: plan a config's cost, export its prompts, score predictions made elsewhere, rebuild reports."""
 
 from __future__ import annotations
 
@@ -39,6 +39,14 @@ def _score(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plan(args: argparse.Namespace) -> int:
+    from .plan import format_plan, plan_config
+
+    plan = plan_config(args.config, num_shards=args.shards)
+    print(plan.to_json() if args.json else format_plan(plan))
+    return 0
+
+
 def _report(args: argparse.Namespace) -> int:
     from .report.html import build, significance_lines
 
@@ -50,7 +58,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the ``needlebench`` command line (``export``, ``score`` or ``report``).
+    """Run the ``needlebench`` command line (``plan``, ``export``, ``score`` or ``report``).
 
     Args:
         argv: the arguments without the program name; None reads ``sys.argv``.
@@ -60,6 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     """
     parser = argparse.ArgumentParser(prog="needlebench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+    pl = sub.add_parser("plan", help="per model: samples, tokens, cut cells, shards and prefix reuse of a config")
+    pl.add_argument("config")
+    pl.add_argument("--json", action="store_true", help="print one JSON object")
+    pl.add_argument("--shards", type=int, default=None, help="shards per model (default: the config's num_shards)")
+    pl.set_defaults(func=_plan)
     ex = sub.add_parser("export", help="write every sample of a config's needlebench datasets (JSON lines or Parquet)")
     ex.add_argument("config")
     ex.add_argument("out", nargs="?", help="output file (jsonl) or folder (parquet)")

@@ -42,7 +42,7 @@ _CORPUS_LICENCES = {
 
 
 def config_datasets(config_path: str) -> list[dict[str, Any]]:
-    """The needlebench dataset configs of an OpenCompass config file.
+    """The needlebench dataset configs of an OpenCompass config file (read as ``opencompass`` reads it).
 
     Args:
         config_path: the config (as given to ``opencompass``).
@@ -50,22 +50,9 @@ def config_datasets(config_path: str) -> list[dict[str, Any]]:
     Raises:
         ConfigError: the file is missing, does not load, or has no needlebench dataset.
     """
-    from mmengine.config import Config
+    from .opencompass.configs import load_config
 
-    from .tasks import is_needlebench
-
-    if not Path(config_path).is_file():
-        raise ConfigError(f"config: {config_path} does not exist")
-    try:
-        cfg = Config.fromfile(config_path)
-    except ConfigError:
-        raise
-    except Exception as exc:
-        raise ConfigError(f"config: cannot load {config_path}: {exc}") from exc
-    ours = [dict(d) for d in cfg.get("datasets", []) if is_needlebench(d)]
-    if not ours:
-        raise ConfigError(f"config: {config_path} has no needlebench datasets")
-    return ours
+    return [dict(d) for d in load_config(config_path)[1]]
 
 
 def _samples(dataset: dict[str, Any]) -> Iterator[Sample]:

@@ -10,14 +10,16 @@ functions), where OpenCompass can dump strings but not class objects.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
 from ..suites import PROFILES, get_suite
-from ..tasks import all_tasks, get_task, make_params
+from ..tasks import all_tasks, get_task, is_needlebench, make_params
 from ..tasks.sparse import LANGS, OVERLENGTH_POLICIES
 
 __all__ = [
+    "load_config",
     "needlebench_datasets",
     "atc_datasets",
     "needlechain_datasets",
@@ -385,3 +387,32 @@ def _check_runner_options(runner: str, options: dict[str, Any]) -> None:
     unknown = sorted(set(options) - set(valid))
     if unknown:
         raise ConfigError(f"runtime: unknown {runner} option(s) {unknown}; valid: {valid}")
+
+
+def load_config(config_path: str) -> tuple[Any, list[Any]]:
+    """An OpenCompass config read as ``opencompass`` reads it, and its needlebench datasets.
+
+    Args:
+        config_path: the config file (its models come from ``$NEEDLEBENCH_MODELS`` where it uses ``load_models``).
+
+    Returns:
+        (the mmengine ``Config``, its needlebench dataset configs in config order).
+
+    Raises:
+        ConfigError: the file is missing, fails to load, or holds no needlebench dataset.
+    """
+    from mmengine.config import Config
+
+    if not Path(config_path).is_file():
+        raise ConfigError(f"config: {config_path} does not exist")
+    try:
+        cfg = Config.fromfile(config_path)
+    except ConfigError:
+        raise
+    except Exception as exc:
+        raise ConfigError(f"config: cannot load {config_path}: {exc}") from exc
+    datasets = cfg.get("datasets", [])
+    ours = [d for d in datasets if is_needlebench(d)]
+    if not ours:
+        raise ConfigError(f"config: {config_path} has no needlebench datasets")
+    return cfg, ours

@@ -48,10 +48,24 @@ from .dataset import load_rows
 from .models import DEFAULT_MAX_SEQ_LEN
 from .preflight import check_api_server, is_api_model
 
-__all__ = ["NeedleBenchPartitioner", "model_room", "is_needlebench"]
+__all__ = [
+    "NeedleBenchPartitioner",
+    "model_room",
+    "is_needlebench",
+    "out_len",
+    "limited_dataset",
+    "overlength_cells",
+    "token_shards",
+]
 
 
-def _out_len(model: dict, dataset: dict) -> int:
+def out_len(model: dict, dataset: dict) -> int:
+    """The output budget of a (model, dataset): the dataset's inferencer ``max_out_len``, else the model's.
+
+    Args:
+        model: the model config.
+        dataset: the dataset config.
+    """
     inferencer = (dataset.get("infer_cfg") or {}).get("inferencer") or {}
     return int(inferencer.get("max_out_len") or model.get("max_out_len") or 0)
 
@@ -142,7 +156,7 @@ def model_room(model: dict, dataset: dict, margin: int, logger: Any = None) -> t
                 f"{DEFAULT_MAX_SEQ_LEN}. Set max_seq_len so over-length prompts are handled."
             )
         max_seq_len = DEFAULT_MAX_SEQ_LEN
-    return int(max_seq_len), int(max_seq_len) - _out_len(model, dataset) - margin
+    return int(max_seq_len), int(max_seq_len) - out_len(model, dataset) - margin
 
 
 def _cells(metas: Any) -> dict[tuple, int]:
@@ -151,6 +165,79 @@ def _cells(metas: Any) -> dict[tuple, int]:
     for m in metas:
         counts[(m.get("length", m.get("num_needles", m.get("k"))), m.get("depth"))] += 1
     return counts
+
+
+def overlength_cells(original: dict, limited: dict, ratio: float = 1.0) -> dict | None:
+    """Which cells of a dataset a model's limit shortens or skips (the ``needlebench_overlength.json`` entry).
+
+    Args:
+        original: the dataset config as written.
+        limited: the same config with the model's ``max_prompt_tokens`` and ``overlength`` (:func:`limited_dataset`).
+        ratio: the model tokenizer's tokens per cl100k token the limit was scaled by (recorded only).
+
+    Returns:
+        None when every prompt fits (or the dataset is not ours); else the task, language, policy, limit,
+        ``shortened`` and ``skipped`` as ``[length, depth, count]`` lists, and their totals.
+    """
+    if not is_needlebench(original):
+        return None
+    full = load_rows(original["task"], **config_params(original))
+    limit = limited["max_prompt_tokens"]
+    if all(json.loads(m)["prompt_tokens"] <= limit for m in full["meta"]):
+        return None
+    kept = load_rows(limited["task"], **config_params(limited))
+    kept_meta = [json.loads(m) for m in kept["meta"]]
+    shortened = _cells(m for m in kept_meta if "shortened_from" in m)
+    full_cells, kept_cells = _cells(json.loads(m) for m in full["meta"]), _cells(kept_meta)
+    skipped = {c: n - kept_cells.get(c, 0) for c, n in full_cells.items() if n > kept_cells.get(c, 0)}
+    return {
+        "task": original["task"],
+        "lang": original.get("lang", "en"),
+        "policy": limited["overlength"],
+        "max_prompt_tokens": limit,
+        "tokenizer_ratio": ratio,
+        "shortened": [[c[0], c[1], n] for c, n in sorted(shortened.items(), key=str)],
+        "skipped": [[c[0], c[1], n] for c, n in sorted(skipped.items(), key=str)],
+        "num_shortened": sum(shortened.values()),
+        "num_skipped": sum(skipped.values()),
+    }
+
+
+def limited_dataset(dataset: dict, entry: dict, policy: str) -> dict:
+    """A copy of a dataset config with a model's limit decision injected.
+
+    Args:
+        dataset: the dataset config.
+        entry: the decision (:meth:`NeedleBenchPartitioner.decide` or the recorded one).
+        policy: the overlength policy used where the decision records none.
+    """
+    out = copy.deepcopy(dataset)
+    out["max_prompt_tokens"] = int(entry["max_prompt_tokens"])
+    out["overlength"] = entry.get("policy", policy)
+    return out
+
+
+def token_shards(
+    model: dict, datasets: list[tuple[int, dict]], num_shards: int
+) -> tuple[list[tuple[int, int]], list[int], list[tuple[int, int]]]:
+    """Cut a model's samples into contiguous runs of about equal cost (prompt tokens plus output budget).
+
+    Args:
+        model: the model config (its ``max_out_len`` is the output budget where a dataset sets none).
+        datasets: (index, needlebench dataset config with the model's limit) pairs, in run order.
+        num_shards: runs wanted; fewer come back when there are fewer samples.
+
+    Returns:
+        (the stream of (dataset index, row index), each sample's cost, the (start, end) ranges over the stream).
+    """
+    stream: list[tuple[int, int]] = []
+    costs: list[int] = []
+    for di, d in datasets:
+        rows = load_rows(d["task"], **config_params(d))
+        for ri, meta in enumerate(rows["meta"]):
+            stream.append((di, ri))
+            costs.append(int(json.loads(meta)["prompt_tokens"]) + out_len(model, d))
+    return stream, costs, (shard_ranges(costs, num_shards) if stream else [])
 
 
 class NeedleBenchPartitioner(BasePartitioner):
@@ -194,8 +281,37 @@ class NeedleBenchPartitioner(BasePartitioner):
         self._tokenizers: dict[str, tuple] = {}  # path -> _load_tokenizer(...), one load and warning each
 
     # -- over-length ---------------------------------------------------------------------------
-    def _decide(self, model: dict, dataset: dict) -> dict:
-        """Measure a (model, dataset) limit: the decision the infer stage makes and records."""
+    def tokenizer(self, model: dict) -> tuple[Any, str | None, str | None]:
+        """A model's local tokenizer, loaded once per path; a folder that fails to load is warned about once.
+
+        Args:
+            model: the model config (``tokenizer_path`` or ``path``, ``tokenizer_kwargs``).
+
+        Returns:
+            (tokenizer or None, its folder or None, the load error or None).
+        """
+        path = str(model.get("tokenizer_path") or model.get("path") or "")
+        if path not in self._tokenizers:
+            self._tokenizers[path] = _load_tokenizer(model)
+            tok, where, error = self._tokenizers[path]
+            if error:
+                self.logger.warning(
+                    f"model {model.get('abbr')}: tokenizer at {where} failed to load ({error}); "
+                    f"over-length limits assume 1 model token per cl100k token (see {LIMITS_FILE})"
+                )
+        return self._tokenizers[path]
+
+    def decide(self, model: dict, dataset: dict) -> dict:
+        """Measure a (model, dataset) limit: the decision the infer stage makes and records.
+
+        Args:
+            model: the model config (``max_seq_len``, ``max_out_len``, a local tokenizer if any).
+            dataset: a needlebench dataset config.
+
+        Returns:
+            ``max_seq_len``, ``room``, ``policy``, ``tokenizer`` (path or None), ``tokenizer_ratio``,
+            ``tokenizer_error`` and ``max_prompt_tokens`` (the room in cl100k tokens).
+        """
         max_seq_len, room = model_room(model, dataset, self.margin, self.logger)
         entry: dict[str, Any] = {
             "max_seq_len": max_seq_len,
@@ -206,16 +322,7 @@ class NeedleBenchPartitioner(BasePartitioner):
             "tokenizer_error": None,
         }
         if self.measure:
-            path = str(model.get("tokenizer_path") or model.get("path") or "")
-            if path not in self._tokenizers:
-                self._tokenizers[path] = _load_tokenizer(model)
-                tok, where, error = self._tokenizers[path]
-                if error:
-                    self.logger.warning(
-                        f"model {model.get('abbr')}: tokenizer at {where} failed to load ({error}); "
-                        f"over-length limits assume 1 model token per cl100k token (see {LIMITS_FILE})"
-                    )
-            tok, entry["tokenizer"], entry["tokenizer_error"] = self._tokenizers[path]
+            tok, entry["tokenizer"], entry["tokenizer_error"] = self.tokenizer(model)
             if tok is not None:
                 rows = load_rows(dataset["task"], **config_params(dataset))
                 prompts = [rows[i]["prompt"] for i in range(0, len(rows), max(1, len(rows) // 3))][:3]
@@ -240,47 +347,25 @@ class NeedleBenchPartitioner(BasePartitioner):
                     f"{m_abbr} / {d_abbr}: no over-length decision in {osp.join(work_dir, LIMITS_FILE)} "
                     "from the infer stage; measuring it now, which may differ from what inference used"
                 )
-            entry = self._decide(model, dataset)
+            entry = self.decide(model, dataset)
             _store_entry(osp.join(work_dir, LIMITS_FILE), m_abbr, d_abbr, entry)
         elif entry.get("policy") != self.overlength:
             self.logger.warning(
                 f"{m_abbr} / {d_abbr}: inference used overlength={entry.get('policy')!r}; "
                 f"evaluating with it, not {self.overlength!r}"
             )
-        out = copy.deepcopy(dataset)
-        out["max_prompt_tokens"] = int(entry["max_prompt_tokens"])
-        out["overlength"] = entry.get("policy", self.overlength)
-        return out, entry
+        return limited_dataset(dataset, entry, self.overlength), entry
 
     def _record(self, work_dir: str, model: dict, original: dict, limited: dict, ratio: float) -> None:
         """Which cells were shortened or skipped for this model."""
-        if not is_needlebench(original):
+        entry = overlength_cells(original, limited, ratio)
+        if entry is None:
             return
-        full = load_rows(original["task"], **config_params(original))
-        limit = limited["max_prompt_tokens"]
-        if all(json.loads(m)["prompt_tokens"] <= limit for m in full["meta"]):
-            return
-        kept = load_rows(limited["task"], **config_params(limited))
-        kept_meta = [json.loads(m) for m in kept["meta"]]
-        shortened = _cells(m for m in kept_meta if "shortened_from" in m)
-        full_cells, kept_cells = _cells(json.loads(m) for m in full["meta"]), _cells(kept_meta)
-        skipped = {c: n - kept_cells.get(c, 0) for c, n in full_cells.items() if n > kept_cells.get(c, 0)}
         path = osp.join(work_dir, OVERLENGTH_FILE)
-        entry = {
-            "task": original["task"],
-            "lang": original.get("lang", "en"),
-            "policy": limited["overlength"],
-            "max_prompt_tokens": limit,
-            "tokenizer_ratio": ratio,
-            "shortened": [[c[0], c[1], n] for c, n in sorted(shortened.items(), key=str)],
-            "skipped": [[c[0], c[1], n] for c, n in sorted(skipped.items(), key=str)],
-            "num_shortened": sum(shortened.values()),
-            "num_skipped": sum(skipped.values()),
-        }
         _store_entry(path, model.get("abbr", "model"), original["abbr"], entry)
         self.logger.warning(
-            f"{model.get('abbr')} / {original['abbr']}: {sum(shortened.values())} prompts shortened, "
-            f"{sum(skipped.values())} skipped to fit {limit} tokens (see {path})"
+            f"{model.get('abbr')} / {original['abbr']}: {entry['num_shortened']} prompts shortened, "
+            f"{entry['num_skipped']} skipped to fit {entry['max_prompt_tokens']} tokens (see {path})"
         )
 
     # -- partition -------------------------------------------------------------------------------
@@ -342,8 +427,7 @@ class NeedleBenchPartitioner(BasePartitioner):
         return tasks
 
     def _shards(self, model: dict, datasets: list[dict], out_dir: str, work_dir: str, add_cfg: dict) -> list[Config]:
-        stream: list[tuple[int, int]] = []  # (dataset index, row index)
-        costs: list[int] = []
+        ours: list[tuple[int, dict]] = []
         foreign: list[dict] = []
         for di, d in enumerate(datasets):
             if osp.exists(get_infer_output_path(model, d, out_dir)):
@@ -351,16 +435,13 @@ class NeedleBenchPartitioner(BasePartitioner):
             if not is_needlebench(d):
                 foreign.append(d)
                 continue
-            rows = load_rows(d["task"], **config_params(d))
-            for ri, meta in enumerate(rows["meta"]):
-                stream.append((di, ri))
-                costs.append(int(json.loads(meta)["prompt_tokens"]) + _out_len(model, d))
+            ours.append((di, d))
+        stream, _, ranges = token_shards(model, ours, self.num_shards)  # stream: (dataset index, row index)
         tasks = []
         if foreign:
             tasks.append(Config({"models": [model], "datasets": [foreign], "work_dir": work_dir, **add_cfg}))
         if not stream:
             return tasks
-        ranges = shard_ranges(costs, self.num_shards)
         # per dataset: the row ranges of each shard, so split datasets get numbered parts
         per_dataset: dict[int, list[tuple[int, int, int]]] = defaultdict(list)  # di -> (shard, start, end)
         for shard, (a, b) in enumerate(ranges):

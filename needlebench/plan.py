@@ -1,0 +1,476 @@
+"""``needlebench plan``: what a run will cost, per model, before any GPU time.
+
+Reads a config as ``opencompass`` does (its ``models``, through ``$NEEDLEBENCH_MODELS``, its
+``datasets`` and its infer partitioner's settings) and asks the partitioner's own functions what it
+will do: each model's room and the cells it shortens or skips (:meth:`NeedleBenchPartitioner.decide`,
+:func:`overlength_cells`), the rows it sends (:func:`load_rows`) and the shards it cuts
+(:func:`token_shards`). Token counts come from the rows' metadata (cl100k, counted at generation);
+the model's own tokenizer is used only on a few sampled prompt slices, to estimate its count. No
+model weights are loaded.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .errors import ConfigError
+
+__all__ = [
+    "DatasetPlan",
+    "ShardPlan",
+    "TokenizerEstimate",
+    "ModelPlan",
+    "RunPlan",
+    "plan_config",
+    "common_prefix",
+    "format_plan",
+]
+
+# Model-tokenizer estimate: this many prompts per dataset, evenly spaced, each cut to its first
+# SAMPLE_CHARS characters (the haystack text is the same throughout a prompt, so a slice measures it).
+SAMPLE_PROMPTS = 4
+SAMPLE_CHARS = 100_000
+
+
+@dataclass
+class DatasetPlan:
+    """One dataset as one model gets it.
+
+    Args:
+        abbr: the dataset config's abbr.
+        task: registry name of the task.
+        lang: the dataset's language.
+        samples: prompts sent (after the model's limit: skipped ones are not counted).
+        prompt_tokens: their prompt tokens in cl100k (the rows' ``meta.prompt_tokens``).
+        model_tokens: estimated prompt tokens in the model's tokenizer; None where it has no local one.
+        output_tokens: the output budget: ``samples`` x the dataset's (else the model's) ``max_out_len``.
+        max_out_len: that per-prompt output budget.
+        max_prompt_tokens: the model's room for this dataset's prompts, in cl100k tokens.
+        limit_ratio: the model-tokens-per-cl100k ratio the partitioner divided the room by (at least 1).
+        num_shortened: prompts whose haystack is cut to fit the room.
+        num_skipped: prompts not sent because they do not fit.
+        shortened: ``[length, depth, count]`` per shortened cell.
+        skipped: ``[length, depth, count]`` per skipped cell.
+        prefix_tokens: estimated prompt tokens each prompt shares with the one sent before it.
+        prefix_share: ``prefix_tokens / prompt_tokens``.
+    """
+
+    abbr: str
+    task: str
+    lang: str
+    samples: int
+    prompt_tokens: int
+    model_tokens: int | None
+    output_tokens: int
+    max_out_len: int
+    max_prompt_tokens: int
+    limit_ratio: float = 1.0
+    num_shortened: int = 0
+    num_skipped: int = 0
+    shortened: list[list[Any]] = field(default_factory=list)
+    skipped: list[list[Any]] = field(default_factory=list)
+    prefix_tokens: int = 0
+    prefix_share: float = 0.0
+
+
+@dataclass
+class ShardPlan:
+    """One infer task the partitioner will cut.
+
+    Args:
+        index: the shard's number.
+        samples: prompts in it.
+        prompt_tokens: their cl100k prompt tokens.
+        output_tokens: their output budget.
+        parts: ``abbr[start:end]`` row ranges of the datasets in it.
+    """
+
+    index: int
+    samples: int
+    prompt_tokens: int
+    output_tokens: int
+    parts: list[str]
+
+
+@dataclass
+class TokenizerEstimate:
+    """How the model's own token counts were obtained.
+
+    Args:
+        path: the local tokenizer folder, or None.
+        available: whether it loaded (else the counts are ``n/a``).
+        reason: why not, or how the estimate was made.
+        ratio: model tokens per cl100k token over the sampled slices (None when unavailable).
+        sample_prompts: prompts sampled.
+        sample_tokens: cl100k tokens in the sampled slices.
+    """
+
+    path: str | None
+    available: bool
+    reason: str
+    ratio: float | None = None
+    sample_prompts: int = 0
+    sample_tokens: int = 0
+
+
+@dataclass
+class ModelPlan:
+    """Everything one model's run will cost.
+
+    Args:
+        abbr: the model's abbr.
+        max_seq_len: its context in model tokens.
+        tokenizer: how its own token counts were estimated.
+        limit_ratio: the largest of its datasets' ``limit_ratio``.
+        datasets: per dataset.
+        shards: the infer tasks.
+        samples: total prompts.
+        prompt_tokens: total cl100k prompt tokens.
+        model_tokens: total estimated model-tokenizer prompt tokens (None: n/a).
+        output_tokens: total output budget.
+        num_shortened: total shortened prompts.
+        num_skipped: total skipped prompts.
+        prefix_share: the share of prompt tokens an unbounded prefix cache can reuse, in request order.
+    """
+
+    abbr: str
+    max_seq_len: int
+    tokenizer: TokenizerEstimate
+    limit_ratio: float
+    datasets: list[DatasetPlan]
+    shards: list[ShardPlan]
+    samples: int = 0
+    prompt_tokens: int = 0
+    model_tokens: int | None = None
+    output_tokens: int = 0
+    num_shortened: int = 0
+    num_skipped: int = 0
+    prefix_share: float = 0.0
+
+
+@dataclass
+class RunPlan:
+    """The plan of one config.
+
+    Args:
+        config: the config file.
+        num_shards: shards per model.
+        overlength: the over-length policy (``shorten`` or ``skip``).
+        template_margin: tokens the partitioner keeps free for the chat template.
+        models: per model.
+        other_datasets: abbrs of datasets that are not needlebench's (not planned).
+        notes: how the estimates are made.
+    """
+
+    config: str
+    num_shards: int
+    overlength: str
+    template_margin: int
+    models: list[ModelPlan]
+    other_datasets: list[str]
+    notes: list[str]
+
+    def to_json(self) -> str:
+        """The plan as one JSON object."""
+        return json.dumps(asdict(self), ensure_ascii=False)
+
+
+NOTES = [
+    "prompt_tokens: cl100k tokens of the prompts sent (rows' meta.prompt_tokens), after the model's limit.",
+    f"model_tokens: estimate = cl100k tokens x the model tokenizer's ratio on {SAMPLE_PROMPTS} evenly spaced "
+    f"prompts per dataset (first {SAMPLE_CHARS:,} characters each).",
+    "prefix_share: tokens each prompt shares with the previous one of its dataset (rows in the order sent), "
+    "over all prompt tokens; an unbounded prefix cache, one per run (shard cuts and chat template ignored).",
+]
+
+
+def common_prefix(a: np.ndarray, b: np.ndarray) -> int:
+    """Length of the common prefix of two uint8 arrays, compared in growing blocks.
+
+    Args:
+        a: the first byte string, as a uint8 array.
+        b: the second.
+    """
+    n = min(len(a), len(b))
+    i, step = 0, 4096
+    while i < n:
+        j = min(n, i + step)
+        diff = np.flatnonzero(a[i:j] != b[i:j])
+        if len(diff):
+            return i + int(diff[0])
+        i, step = j, step * 2
+    return n
+
+
+def _prompt_bytes(rows: Any) -> list[np.ndarray]:
+    """Each row's prompt as a zero-copy uint8 view of the Arrow buffer (UTF-8 bytes)."""
+    if rows._indices is not None:  # a selection (dense tasks over the room): only those rows
+        rows = rows.flatten_indices()
+    column = rows.data.table.column("prompt")
+    out: list[np.ndarray] = []
+    for chunk in column.chunks:
+        _, offsets_buf, data_buf = chunk.buffers()
+        width = np.int64 if str(chunk.type) == "large_string" else np.int32
+        offsets = np.frombuffer(offsets_buf, dtype=width)[chunk.offset : chunk.offset + len(chunk) + 1]
+        data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+        out.extend(data[offsets[k] : offsets[k + 1]] for k in range(len(chunk)))
+    return out
+
+
+def _prefix_tokens(prompts: list[np.ndarray], tokens: list[int]) -> int:
+    """Estimated tokens each prompt shares with the one before it (bytes scaled by its own tokens per byte)."""
+    shared = 0.0
+    for k in range(1, len(prompts)):
+        size = len(prompts[k])
+        if size:
+            shared += common_prefix(prompts[k - 1], prompts[k]) * tokens[k] / size
+    return int(round(shared))
+
+
+def _model_ratio(tokenizer: Any, rows: Any) -> tuple[float, int, int]:
+    """(model tokens per cl100k token, prompts sampled, cl100k tokens sampled) on evenly spaced prompt slices."""
+    from .context.tokenizer import get_encoding
+
+    n = len(rows)
+    if n == 0:
+        return 1.0, 0, 0
+    picks = sorted({int(i) for i in np.linspace(0, n - 1, min(SAMPLE_PROMPTS, n))})
+    enc = get_encoding()
+    ours = theirs = 0
+    for i in picks:
+        text = rows[i]["prompt"][:SAMPLE_CHARS]
+        ours += len(enc.encode_ordinary(text))
+        theirs += len(tokenizer(text, add_special_tokens=False)["input_ids"])
+    return (theirs / ours if ours else 1.0), len(picks), ours
+
+
+def _partitioner(cfg: Any, num_shards: int | None) -> Any:
+    """The config's infer partitioner as the run would build it (our class, infer stage), never writing."""
+    from .opencompass.partitioner import NeedleBenchPartitioner
+
+    settings = dict((cfg.get("infer") or {}).get("partitioner") or {})
+    keep = ("num_shards", "overlength", "template_margin", "measure_with_model_tokenizer")
+    kwargs = {k: settings[k] for k in keep if k in settings}
+    if num_shards is not None:
+        kwargs["num_shards"] = num_shards
+    return NeedleBenchPartitioner(out_dir="", stage="infer", **kwargs)
+
+
+def _plan_model(part: Any, model: dict, datasets: list[Any]) -> ModelPlan:
+    """One model's plan: limits, rows, model-token estimate, prefix share and shards."""
+    from .opencompass.dataset import load_rows
+    from .opencompass.partitioner import limited_dataset, model_room, out_len, overlength_cells, token_shards
+    from .tasks import config_params
+
+    tok, where, error = part.tokenizer(model)
+    path = str(model.get("tokenizer_path") or model.get("path") or "")
+    if tok is not None:
+        estimate = TokenizerEstimate(where, True, "")
+    elif error:
+        estimate = TokenizerEstimate(where, False, f"tokenizer at {where} failed to load: {error}")
+    else:
+        estimate = TokenizerEstimate(None, False, f"{path!r} is not a local folder (nothing is downloaded)")
+    limited, plans, prompt_tokens = [], [], []
+    limit_ratio = 1.0
+    sampled_model = sampled_ours = sampled_prompts = 0
+    for d in datasets:
+        entry = part.decide(model, d)
+        limit_ratio = max(limit_ratio, float(entry["tokenizer_ratio"]))
+        lim = limited_dataset(d, entry, part.overlength)
+        cells = overlength_cells(d, lim, entry["tokenizer_ratio"]) or {}
+        rows = load_rows(lim["task"], **config_params(lim))
+        tokens = [int(json.loads(m)["prompt_tokens"]) for m in rows["meta"]]
+        model_tokens = None
+        if tok is not None:
+            ratio, picked, ours = _model_ratio(tok, rows)
+            model_tokens = int(round(ratio * sum(tokens)))
+            sampled_prompts, sampled_ours = sampled_prompts + picked, sampled_ours + ours
+            sampled_model += int(round(ratio * ours))
+        per_out = out_len(model, d)
+        prefix = _prefix_tokens(_prompt_bytes(rows), tokens)
+        plans.append(
+            DatasetPlan(
+                abbr=d["abbr"],
+                task=d["task"],
+                lang=d.get("lang", "en"),
+                samples=len(tokens),
+                prompt_tokens=sum(tokens),
+                model_tokens=model_tokens,
+                output_tokens=per_out * len(tokens),
+                max_out_len=per_out,
+                max_prompt_tokens=int(entry["max_prompt_tokens"]),
+                limit_ratio=float(entry["tokenizer_ratio"]),
+                num_shortened=cells.get("num_shortened", 0),
+                num_skipped=cells.get("num_skipped", 0),
+                shortened=cells.get("shortened", []),
+                skipped=cells.get("skipped", []),
+                prefix_tokens=prefix,
+                prefix_share=prefix / sum(tokens) if tokens else 0.0,
+            )
+        )
+        limited.append(lim)
+        prompt_tokens.append(tokens)
+    if tok is not None:
+        estimate.ratio = round(sampled_model / sampled_ours, 4) if sampled_ours else None
+        estimate.sample_prompts, estimate.sample_tokens = sampled_prompts, sampled_ours
+        estimate.reason = (
+            f"estimate: cl100k tokens x the ratio on {sampled_prompts} sampled prompt slices "
+            f"({sampled_ours:,} cl100k tokens)"
+        )
+    stream, costs, ranges = token_shards(model, list(enumerate(limited)), part.num_shards)
+    shards = []
+    for index, (a, b) in enumerate(ranges):
+        ptok = sum(prompt_tokens[di][ri] for di, ri in stream[a:b])
+        parts, i = [], a
+        while i < b:  # contiguous runs of one dataset inside the shard
+            j = i
+            while j < b and stream[j][0] == stream[i][0]:
+                j += 1
+            parts.append(f"{plans[stream[i][0]].abbr}[{stream[i][1]}:{stream[j - 1][1] + 1}]")
+            i = j
+        shards.append(ShardPlan(index, b - a, ptok, sum(costs[a:b]) - ptok, parts))
+    total_prompt = sum(p.prompt_tokens for p in plans)
+    return ModelPlan(
+        abbr=model.get("abbr", "model"),
+        max_seq_len=model_room(model, datasets[0], part.margin)[0],
+        tokenizer=estimate,
+        limit_ratio=limit_ratio,
+        datasets=plans,
+        shards=shards,
+        samples=sum(p.samples for p in plans),
+        prompt_tokens=total_prompt,
+        model_tokens=sum(p.model_tokens or 0 for p in plans) if tok is not None else None,
+        output_tokens=sum(p.output_tokens for p in plans),
+        num_shortened=sum(p.num_shortened for p in plans),
+        num_skipped=sum(p.num_skipped for p in plans),
+        prefix_share=sum(p.prefix_tokens for p in plans) / total_prompt if total_prompt else 0.0,
+    )
+
+
+def plan_config(config_path: str, num_shards: int | None = None) -> RunPlan:
+    """Plan a config's run: per model, what it sends, what it costs and how it is cut.
+
+    Builds the datasets' cache files first where missing (as the partitioner would); writes nothing else.
+
+    Args:
+        config_path: an OpenCompass config with needlebench datasets (models through ``$NEEDLEBENCH_MODELS``).
+        num_shards: shards per model; None takes the config's infer partitioner's ``num_shards``.
+
+    Raises:
+        ConfigError: a missing or unloadable config, one without needlebench datasets or models, a bad
+            partitioner setting or a shard count below 1.
+    """
+    from .arrow_rows import materialize_many
+    from .opencompass.configs import load_config
+    from .tasks import config_params, is_needlebench
+
+    if num_shards is not None and num_shards < 1:
+        raise ConfigError(f"--shards: {num_shards} must be at least 1")
+    cfg, ours = load_config(config_path)
+    models = [m.to_dict() if hasattr(m, "to_dict") else dict(m) for m in cfg.get("models", [])]
+    if not models:
+        raise ConfigError(f"config: {config_path} defines no models")
+    part = _partitioner(cfg, num_shards)
+    part.logger.setLevel("ERROR")  # its tokenizer warnings are in the plan itself
+    datasets = [d.to_dict() if hasattr(d, "to_dict") else dict(d) for d in ours]
+    try:
+        materialize_many([(d["task"], config_params(d)) for d in datasets])
+    except OSError:
+        pass  # an unwritable cache: load_rows builds the rows in memory
+    return RunPlan(
+        config=str(config_path),
+        num_shards=part.num_shards,
+        overlength=part.overlength,
+        template_margin=part.margin,
+        models=[_plan_model(part, m, datasets) for m in models],
+        other_datasets=[str(d.get("abbr")) for d in cfg.get("datasets", []) if not is_needlebench(d)],
+        notes=list(NOTES),
+    )
+
+
+def _num(n: int | None) -> str:
+    """A token count, short: 1,234 / 12.3k / 4.56M; ``n/a`` for None."""
+    if n is None:
+        return "n/a"
+    if n >= 1_000_000:
+        return f"{n / 1e6:.2f}M"
+    if n >= 10_000:
+        return f"{n / 1e3:.1f}k"
+    return f"{n:,}"
+
+
+def _cells_text(cells: list[list[Any]]) -> str:
+    """``length/depth xN`` per cell (``length xN`` for cells without a depth)."""
+    return ", ".join(f"{c[0]}{'' if c[1] is None else f'/{c[1]}'} x{c[2]}" for c in cells)
+
+
+def format_plan(plan: RunPlan) -> str:
+    """The plan as terminal tables: per model its datasets and a total row, then cut cells and shards.
+
+    Args:
+        plan: from :func:`plan_config`.
+    """
+    lines = [f"plan of {plan.config}: {plan.num_shards} shard(s) per model, overlength={plan.overlength}"]
+    head = ("dataset", "samples", "prompt cl100k", "prompt model", "output", "room", "shortened", "skipped", "prefix")
+    for m in plan.models:
+        t = m.tokenizer
+        tok_line = f"tokenizer: {t.path} ({t.reason})" if t.available else f"tokenizer: n/a ({t.reason})"
+        lines += ["", f"model {m.abbr}: max_seq_len {m.max_seq_len:,}; {tok_line}"]
+        table = [head]
+        for d in m.datasets:
+            table.append(
+                (
+                    d.abbr,
+                    f"{d.samples:,}",
+                    _num(d.prompt_tokens),
+                    _num(d.model_tokens),
+                    _num(d.output_tokens),
+                    _num(d.max_prompt_tokens),
+                    str(d.num_shortened),
+                    str(d.num_skipped),
+                    f"{d.prefix_share:.0%}",
+                )
+            )
+        table.append(
+            (
+                "total",
+                f"{m.samples:,}",
+                _num(m.prompt_tokens),
+                _num(m.model_tokens),
+                _num(m.output_tokens),
+                "",
+                str(m.num_shortened),
+                str(m.num_skipped),
+                f"{m.prefix_share:.0%}",
+            )
+        )
+        widths = [max(len(r[i]) for r in table) for i in range(len(head))]
+        for k, row in enumerate(table):
+            cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]
+            lines.append("  " + "  ".join(cells))
+            if k == 0 or k == len(table) - 2:
+                lines.append("  " + "  ".join("-" * w for w in widths))
+        for d in m.datasets:
+            if d.shortened or d.skipped:
+                lines.append(
+                    f"  {d.abbr}: room {d.max_prompt_tokens:,} cl100k tokens = (max_seq_len {m.max_seq_len:,} - "
+                    f"output {d.max_out_len:,} - template margin {plan.template_margin}) / tokenizer ratio "
+                    f"{d.limit_ratio:.3f}; prompts over it:"
+                )
+            if d.shortened:
+                lines.append(f"    shortened (length/depth): {_cells_text(d.shortened)}")
+            if d.skipped:
+                lines.append(f"    skipped (length/depth): {_cells_text(d.skipped)}")
+        for s in m.shards:
+            lines.append(
+                f"  shard {s.index}: {s.samples:,} prompts, {_num(s.prompt_tokens)} prompt + "
+                f"{_num(s.output_tokens)} output tokens: {', '.join(s.parts)}"
+            )
+    if plan.other_datasets:
+        lines += ["", f"not needlebench (not planned): {', '.join(plan.other_datasets)}"]
+    lines += ["", *plan.notes]
+    return "\n".join(lines)

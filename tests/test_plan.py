@@ -1,0 +1,136 @@
+"""``needlebench plan``: its numbers against an export and the partitioner of the same config."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import ROOT, run_export
+
+from needlebench.cli import main
+from needlebench.opencompass.partitioner import OVERLENGTH_FILE, NeedleBenchPartitioner
+from needlebench.plan import RunPlan, common_prefix, format_plan, plan_config
+
+CONFIG = "tests/configs/plan_tiny.py"
+
+
+@pytest.fixture(scope="module")
+def plan() -> RunPlan:
+    return plan_config(str(ROOT / CONFIG))
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    return run_export(CONFIG, tmp_path_factory.mktemp("plan_export") / "out.jsonl")
+
+
+def test_samples_and_cl100k_tokens_match_an_export(plan: RunPlan, exported: list[dict]) -> None:
+    samples, tokens = Counter(), Counter()
+    for row in exported:
+        samples[row["dataset"]] += 1
+        tokens[row["dataset"]] += row["meta"]["prompt_tokens"]
+    long = next(m for m in plan.models if m.abbr == "long")
+    assert {d.abbr: d.samples for d in long.datasets} == dict(samples)
+    assert {d.abbr: d.prompt_tokens for d in long.datasets} == dict(tokens)
+    assert long.samples == len(exported) and long.prompt_tokens == sum(tokens.values())
+    assert long.num_shortened == long.num_skipped == 0
+    # output budget: samples x the model's max_out_len (the datasets set none)
+    assert long.output_tokens == 64 * len(exported)
+
+
+def test_short_model_shows_the_cells_the_partitioner_records(plan: RunPlan, tmp_path: Path) -> None:
+    from mmengine.config import Config
+
+    cfg = Config.fromfile(str(ROOT / CONFIG))
+    short = next(m for m in cfg["models"] if m["abbr"] == "short")
+    part = NeedleBenchPartitioner(out_dir=str(tmp_path / "predictions"), num_shards=2)
+    part.partition(
+        [{"models": [short], "datasets": list(cfg["datasets"])}],
+        work_dir=str(tmp_path),
+        out_dir=str(tmp_path / "predictions"),
+    )
+    recorded = json.loads((tmp_path / OVERLENGTH_FILE).read_text())["short"]
+    planned = next(m for m in plan.models if m.abbr == "short")
+    cut = {d.abbr: d for d in planned.datasets if d.num_shortened or d.num_skipped}
+    assert set(cut) == set(recorded) and cut  # the 2k cells do not fit 1,700 - 100 - 64 tokens
+    for abbr, entry in recorded.items():
+        assert cut[abbr].shortened == entry["shortened"]
+        assert cut[abbr].skipped == entry["skipped"]
+        assert cut[abbr].max_prompt_tokens == entry["max_prompt_tokens"]
+        assert all(c[0] == 2000 for c in entry["shortened"] + entry["skipped"])
+    assert "2000/" in format_plan(plan)
+
+
+def test_shards_sum_to_the_total_and_follow_the_config(plan: RunPlan) -> None:
+    for m in plan.models:
+        assert len(m.shards) == plan.num_shards == 2
+        assert sum(s.prompt_tokens for s in m.shards) == m.prompt_tokens
+        assert sum(s.samples for s in m.shards) == m.samples
+        assert sum(s.output_tokens for s in m.shards) == m.output_tokens
+
+
+def test_prefix_share_is_a_share_and_positive_with_several_depths(plan: RunPlan) -> None:
+    for m in plan.models:
+        assert 0 <= m.prefix_share <= 1
+        for d in m.datasets:
+            assert 0 <= d.prefix_share <= 1
+    srt = next(d for d in plan.models[0].datasets if d.task == "srt")
+    assert srt.prefix_share > 0.2  # 3 depths x 2 repeats per length: the haystack before the needle is shared
+
+
+def test_model_tokens_are_na_with_a_reason_without_a_local_tokenizer(plan: RunPlan) -> None:
+    for m in plan.models:
+        assert m.model_tokens is None and not m.tokenizer.available
+        assert "not a local folder" in m.tokenizer.reason
+    assert "n/a" in format_plan(plan)
+
+
+def test_json_parses_and_shards_option(capsys: pytest.CaptureFixture) -> None:
+    assert main(["plan", str(ROOT / CONFIG), "--json", "--shards", "3"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["num_shards"] == 3
+    assert [m["abbr"] for m in data["models"]] == ["long", "short"]
+    assert all(len(m["shards"]) == 3 for m in data["models"])
+
+
+def test_common_prefix_matches_python() -> None:
+    rng = np.random.default_rng(0)
+    for n in (0, 1, 5000, 70_000):
+        a = rng.integers(0, 4, n, dtype=np.uint8)
+        for cut in sorted({0, n // 3, n}):
+            b = a.copy()
+            if cut < n:
+                b[cut] ^= 1
+            assert common_prefix(a, b) == len(os.path.commonprefix([a.tobytes(), b.tobytes()]))
+    assert common_prefix(np.zeros(10, np.uint8), np.zeros(4, np.uint8)) == 4
+
+
+def test_bad_input_is_one_config_error(tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch) -> None:
+    assert main(["plan", str(tmp_path / "missing.py")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    empty = tmp_path / "empty.py"
+    empty.write_text("_base_ = []\nmodels = []\ndatasets = []\n")
+    assert main(["plan", str(empty)]) == 2
+    assert "no needlebench datasets" in capsys.readouterr().err
+    monkeypatch.setenv("NEEDLEBENCH_MODELS", "models/no_such_model.py")
+    assert main(["plan", str(ROOT / "configs/eval_needlebench_128k.py")]) == 2
+    err = capsys.readouterr().err
+    assert "no_such_model.py" in err and "Traceback" not in err
+    assert main(["plan", str(ROOT / CONFIG), "--shards", "0"]) == 2
+
+
+@pytest.mark.e2e
+def test_local_tokenizer_estimates_model_tokens() -> None:
+    """The bundled SmolLM2 (a local GGUF folder) gives model-token estimates (loads its tokenizer: slow)."""
+    plan = plan_config(str(ROOT / "configs/eval_needlebench_tiny.py"))
+    (m,) = plan.models
+    assert m.tokenizer.available and m.tokenizer.sample_prompts > 0
+    assert m.model_tokens is not None and m.model_tokens > 0
+    by_lang = defaultdict(list)
+    for d in m.datasets:
+        by_lang[d.lang].append(d.model_tokens / d.prompt_tokens)
+    assert min(by_lang["en"]) > 0.8
