@@ -99,7 +99,7 @@ alive() {  # $1 = pid, $2 = expected command name: true if that process still ru
 }
 
 recorded() {  # $1 = daemon name: its recorded PID, if any
-    [ -f "$PIDS" ] && awk -v n="$1" '$1 == n { print $2 }' "$PIDS" | tail -1
+    if [ -f "$PIDS" ]; then awk -v n="$1" '$1 == n { print $2 }' "$PIDS" | tail -1; fi
 }
 
 munge_ok() { munge -n 2>/dev/null | unmunge >/dev/null 2>&1; }
@@ -218,8 +218,10 @@ cmd_up() {
     mv "$GRES.new" "$GRES"
     link_etc
     start_munge
+    if ctld_ok && [ -z "$(recorded slurmctld)" ]; then
+        die "a Slurm controller that this script did not start already answers; use it, or stop it first"
+    fi
     if [ "$changed" = 1 ] && ctld_ok; then
-        [ -n "$(recorded slurmctld)" ] || die "a slurmctld runs that this script did not start; stop it first"
         say "configuration changed: restarting the Slurm daemons this script started"
         stop slurmd slurmctld
     fi
