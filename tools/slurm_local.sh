@@ -86,7 +86,9 @@ link_etc() {  # srun/sinfo read /etc/slurm/slurm.conf; link ours there unless so
     mkdir -p /etc/slurm
     local f
     for f in slurm.conf gres.conf; do
-        if [ -e "/etc/slurm/$f" ] && [ "$(readlink -f "/etc/slurm/$f")" != "$(readlink -f "$STATE/$f")" ]; then
+        # ours: a link here, or a file this script wrote (another checkout's state dir, say)
+        if [ -e "/etc/slurm/$f" ] && [ "$(readlink -f "/etc/slurm/$f")" != "$(readlink -f "$STATE/$f")" ] \
+            && ! head -1 "/etc/slurm/$f" | grep -q '^# written by tools/slurm_local.sh'; then
             say "/etc/slurm/$f is not ours; left alone: export SLURM_CONF=$CONF"
             continue
         fi
@@ -147,12 +149,12 @@ start_slurm() {
     if ! ctld_ok; then
         rm -f "$STATE/slurmctld.pid"
         # -c: a fresh controller state (a throwaway cluster keeps no jobs across restarts)
-        slurmctld -c || die "slurmctld failed to start; see $STATE/slurmctld.log"
+        slurmctld -c -f "$CONF" || die "slurmctld failed to start; see $STATE/slurmctld.log"
         remember slurmctld "$(pid_from "$STATE/slurmctld.pid")"
     fi
     if ! alive "$(recorded slurmd)" slurmd; then
         rm -f "$STATE/slurmd.pid"
-        slurmd || die "slurmd failed to start; see $STATE/slurmd.log"
+        slurmd -f "$CONF" || die "slurmd failed to start; see $STATE/slurmd.log"
         remember slurmd "$(pid_from "$STATE/slurmd.pid")"
     fi
 }
