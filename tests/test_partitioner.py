@@ -243,3 +243,25 @@ def test_an_unwritable_cache_still_partitions_with_rows_in_memory(
     (chunk,) = tasks[0]["datasets"][0]
     rows = load_rows(chunk["task"], **config_params(chunk))
     assert len(rows) == 2 and not rows.cache_files  # in memory, nothing written
+
+
+def test_resume_cuts_the_remaining_work_as_the_first_run_did(tmp_path: Path) -> None:
+    """After a shard failed, a resume plans the same pieces: an existing part file holds exactly the
+    rows the new plan gives that part (re-cutting only what is left would duplicate or drop rows)."""
+    datasets = needlebench_datasets(
+        suite="4k", tasks=["srt", "mrt"], langs=["en"], lengths=[1000], depths=[0, 50, 100], repeats=1
+    )
+    first = _partition(datasets, tmp_path, num_shards=3)
+    chunks = {c["abbr"]: c["reader_cfg"].get("test_range") for t in first for c in t["datasets"][0]}
+    split = sorted(a for a, r in chunks.items() if r)
+    assert len(first) == 3 and len(split) >= 2  # a dataset cut in parts, and more than one shard
+    folder = tmp_path / "predictions" / "m"
+    folder.mkdir(parents=True)
+    failed = split[0]  # this shard's job was cancelled; every other piece was written
+    for abbr in chunks:
+        if abbr != failed:
+            (folder / f"{abbr}.json").write_text("{}")
+    again = _partition(datasets, tmp_path, num_shards=3)
+    assert [(c["abbr"], c["reader_cfg"].get("test_range")) for t in again for c in t["datasets"][0]] == [
+        (failed, chunks[failed])
+    ]

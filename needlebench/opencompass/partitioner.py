@@ -47,6 +47,7 @@ from ..tasks.sparse import OVERLENGTH_POLICIES
 from .dataset import load_rows
 from .models import DEFAULT_MAX_SEQ_LEN
 from .preflight import check_api_server, is_api_model
+from .slurm_preflight import check_slurm, is_slurm_runner
 
 __all__ = [
     "NeedleBenchPartitioner",
@@ -369,6 +370,13 @@ class NeedleBenchPartitioner(BasePartitioner):
         )
 
     # -- partition -------------------------------------------------------------------------------
+    def __call__(self, cfg: ConfigDict) -> list[dict]:
+        """Plan a stage's tasks; a Slurm stage first checks the cluster (one message, no job sent)."""
+        runner = (cfg.get(self.stage) or {}).get("runner")
+        if is_slurm_runner(runner):
+            check_slurm(runner.get("partition"))
+        return super().__call__(cfg)
+
     def partition(
         self, model_dataset_combinations: list[dict], work_dir: str, out_dir: str, add_cfg: dict | None = None
     ) -> list[ConfigDict]:
@@ -429,11 +437,13 @@ class NeedleBenchPartitioner(BasePartitioner):
     def _shards(self, model: dict, datasets: list[dict], out_dir: str, work_dir: str, add_cfg: dict) -> list[Config]:
         ours: list[tuple[int, dict]] = []
         foreign: list[dict] = []
+        done: set[int] = set()  # datasets already predicted whole; still in the plan so a resume cuts alike
         for di, d in enumerate(datasets):
             if osp.exists(get_infer_output_path(model, d, out_dir)):
-                continue
+                done.add(di)
             if not is_needlebench(d):
-                foreign.append(d)
+                if di not in done:
+                    foreign.append(d)
                 continue
             ours.append((di, d))
         stream, _, ranges = token_shards(model, ours, self.num_shards)  # stream: (dataset index, row index)
@@ -455,6 +465,8 @@ class NeedleBenchPartitioner(BasePartitioner):
                 i = j
         shard_chunks: dict[int, list[dict]] = defaultdict(list)
         for di, pieces in per_dataset.items():
+            if di in done:
+                continue
             d = datasets[di]
             if len(pieces) == 1:
                 shard_chunks[pieces[0][0]].append(d)

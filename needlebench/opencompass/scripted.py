@@ -9,6 +9,7 @@ summarising) lost or mixed up samples. Both are API-style models: no weights, no
 from __future__ import annotations
 
 import json
+import os
 import time
 from typing import Any
 
@@ -70,6 +71,8 @@ class _ScriptedModel(BaseModel):
         max_seq_len: the context it claims (large, so no prompt is ever cut).
         meta_template: OpenCompass meta template; default ``API_META_TEMPLATE``.
         delay: seconds to wait per call, so a test has a running inference to kill.
+        record: a file to append one JSON line per call to: when it ran, in which Slurm job, with which
+            ``CUDA_VISIBLE_DEVICES``, so a test can check what the scheduler gave each job.
     """
 
     is_api = True
@@ -80,11 +83,13 @@ class _ScriptedModel(BaseModel):
         max_seq_len: int = 2_000_000,
         meta_template: dict | None = None,
         delay: float = 0.0,
+        record: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(path=path, max_seq_len=max_seq_len, meta_template=meta_template)
         self.template_parser = APITemplateParser(meta_template or API_META_TEMPLATE)
         self.delay = delay
+        self.record = record
 
     def get_token_len(self, prompt: Any) -> int:
         """A rough token count (4 characters a token): OpenCompass only uses it to decide truncation.
@@ -104,9 +109,18 @@ class _ScriptedModel(BaseModel):
             max_out_len: the output budget (unused).
             kwargs: further OpenCompass arguments (ignored).
         """
+        start = time.time()
         if self.delay:
             time.sleep(self.delay)
-        return [self.answer(prompt) for prompt in inputs]
+        answers = [self.answer(prompt) for prompt in inputs]
+        if self.record:
+            env = os.environ
+            line = dict(start=start, end=time.time(), prompts=len(inputs), pid=os.getpid())
+            line.update(job=env.get("SLURM_JOB_ID"), name=env.get("SLURM_JOB_NAME"))
+            line.update(cuda=env.get("CUDA_VISIBLE_DEVICES"))
+            with open(self.record, "a", encoding="utf-8") as fh:  # one short append per call
+                fh.write(json.dumps(line) + "\n")
+        return answers
 
     def answer(self, prompt: Any) -> str:
         """The answer to one prompt (subclasses decide)."""
