@@ -12,4 +12,4 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 .venv/bin/ruff check needlebench tests tools bench configs
-.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 "$@"

@@ -357,7 +357,7 @@ def test_hostile_megabyte_grades_fast_as_format_failure(hostile: str) -> None:
     found = first_option(hostile)  # the extractor alone, on the whole megabyte
     elapsed = time.perf_counter() - start
     assert (score.correct, score.format_failure, score.error, found) == (False, True, "no_option", "")
-    assert elapsed < 0.5, elapsed
+    assert elapsed < 5.0, elapsed  # generous: only a super-linear extractor misses it on a loaded machine
 
 
 def test_first_option_is_linear_on_letters() -> None:
@@ -365,7 +365,7 @@ def test_first_option_is_linear_on_letters() -> None:
     for text in ("答案x" * 333_333 + "A", "The correct answer is A" * 43_000, "x" * 1_000_000 + "B"):
         start = time.perf_counter()
         assert first_option(text) in "ABCD"
-        assert time.perf_counter() - start < 1.0
+        assert time.perf_counter() - start < 5.0
 
 
 # ---------------------------------------------------------------------------------------------

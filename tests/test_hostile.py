@@ -33,8 +33,10 @@ from needlebench.tasks import get_task  # noqa: E402
 from needlebench.tasks.needlechain import _lenient, mentioned_positions, parse_answer  # noqa: E402
 
 OUTPUTS = hostile_outputs()
-BOUND_S = 1.0  # per input and grader
-FAST_S = 0.5  # per call of a formerly slow function
+# Generous bounds that only a super-linear parser misses (the former versions took from several seconds to a
+# minute on these inputs; a linear one needs milliseconds), so a loaded CI machine does not fail them.
+BOUND_S = 5.0  # per input and grader
+FAST_S = 5.0  # per call of a formerly slow function
 
 
 @pytest.fixture(scope="module")

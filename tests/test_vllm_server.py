@@ -74,8 +74,8 @@ def test_opencompass_against_vllm_summary_matches_samples(
     run = run_opencompass("tests/configs/e2e_vllm.py", tmp_path_factory.mktemp("oc_vllm"), env=server)
     after = _prompt_tokens(port)
 
-    srt = {lang: _samples(run, f"needlebench_srt_{lang}_4k") for lang in ("en", "zh")}
-    assert {lang: len(rows) for lang, rows in srt.items()} == {"en": 4, "zh": 4}
+    srt = {"en": _samples(run, "needlebench_srt_en_4k")}
+    assert len(srt["en"]) == 4
     every = [s for rows in srt.values() for s in rows]
     assert all(s["error"] != "request_failed" for s in every)  # the engine answered every request
     table = {
@@ -115,7 +115,7 @@ def test_opencompass_against_vllm_summary_matches_samples(
     with pytest.raises(ConfigError, match="does not serve 'smollm'"):
         check_api_server(api_model("v", "smollm", base, max_seq_len=8192))
 
-    # vLLM itself processed the prompts: ten requests of which eight S-RT of >= ~800 tokens each
+    # vLLM itself processed the prompts: six requests of which four S-RT of >= ~800 tokens each
     processed = sum(after.values()) - sum(before.values())
     assert after["local_compute"] > before.get("local_compute", 0.0)
     assert processed >= 0.8 * sum(s["prompt_tokens"] for s in every), (before, after)

@@ -348,7 +348,8 @@ def runtime(
     Args:
         num_shards: inference tasks to cut (e.g. one per GPU, or per Slurm job), of about equal prompt tokens.
         max_workers: inference tasks run at once.
-        eval_workers: evaluation tasks run at once.
+        eval_workers: evaluation tasks run at once; each model's datasets are grouped into this many
+            eval tasks (one OpenCompass import, or one Slurm job, per group instead of per dataset).
         overlength: ``shorten`` (cut the haystack of prompts over the model's room) or ``skip``.
         runner: an OpenCompass runner (``LocalRunner``, ``SlurmRunner``, ``DLCRunner``, ``VOLCRunner``).
         **runner_options: that runner's own settings (e.g. ``partition`` for Slurm), checked against its
@@ -364,7 +365,7 @@ def runtime(
         runner=dict(type=runner, max_num_workers=max_workers, task=dict(type="OpenICLInferTask"), **runner_options),
     )
     evaluation = dict(
-        partitioner=dict(type=PARTITIONER, stage="eval", overlength=overlength),
+        partitioner=dict(type=PARTITIONER, stage="eval", overlength=overlength, eval_tasks=eval_workers),
         runner=dict(type=runner, max_num_workers=eval_workers, task=dict(type="OpenICLEvalTask"), **runner_options),
     )
     return infer, evaluation

@@ -241,6 +241,18 @@ def token_shards(
     return stream, costs, (shard_ranges(costs, num_shards) if stream else [])
 
 
+def _groups(datasets: list[dict], count: int) -> list[list[dict]]:
+    """A model's datasets in ``count`` contiguous eval tasks of near-equal size (0: one task per dataset).
+
+    Each eval task is a process that imports OpenCompass (seconds) and, under Slurm, a job; grouping
+    a model's datasets into as many tasks as run at once pays that once per group, not per dataset.
+    OpenCompass's eval task scores each dataset of its group in turn and skips those already scored.
+    """
+    if not count or count >= len(datasets):
+        return [[d] for d in datasets]
+    return [datasets[a:b] for a, b in shard_ranges([1] * len(datasets), count)]
+
+
 class NeedleBenchPartitioner(BasePartitioner):
     """OpenCompass partitioner: token-balanced shards and each model's over-length limit (see the module).
 
@@ -252,6 +264,7 @@ class NeedleBenchPartitioner(BasePartitioner):
         template_margin: tokens kept free for the chat template.
         measure_with_model_tokenizer: scale the room by the model tokenizer's tokens per cl100k token.
         keep_keys: OpenCompass's keys to keep in the task configs.
+        eval_tasks: eval stage: group each model's datasets into this many tasks (0: one per dataset).
 
     Raises:
         ConfigError: an unknown stage or policy, or fewer than one shard.
@@ -266,6 +279,7 @@ class NeedleBenchPartitioner(BasePartitioner):
         template_margin: int = 64,
         measure_with_model_tokenizer: bool = True,
         keep_keys: list[str] | None = None,
+        eval_tasks: int = 0,
     ) -> None:
         super().__init__(out_dir=out_dir, keep_keys=keep_keys)
         if stage not in ("infer", "eval"):
@@ -274,7 +288,10 @@ class NeedleBenchPartitioner(BasePartitioner):
             raise ConfigError(f"partitioner overlength: {overlength!r}; choose from {OVERLENGTH_POLICIES}")
         if num_shards < 1:
             raise ConfigError(f"partitioner num_shards: {num_shards} must be at least 1")
+        if eval_tasks < 0:
+            raise ConfigError(f"partitioner eval_tasks: {eval_tasks} must not be negative")
         self.num_shards = num_shards
+        self.eval_tasks = eval_tasks
         self.stage = stage
         self.overlength = overlength
         self.margin = template_margin
@@ -423,8 +440,8 @@ class NeedleBenchPartitioner(BasePartitioner):
                         self._record(work_dir, model, d, limited, entry["tokenizer_ratio"])
                     datasets.append(limited)
                 if self.stage == "eval":
-                    for d in datasets:
-                        tasks.append(Config({"models": [model], "datasets": [[d]], "work_dir": work_dir, **add_cfg}))
+                    for group in _groups(datasets, self.eval_tasks):
+                        tasks.append(Config({"models": [model], "datasets": [group], "work_dir": work_dir, **add_cfg}))
                     continue
                 shards = self._shards(model, datasets, out_dir, work_dir, add_cfg)
                 if shards and is_api_model(model):
