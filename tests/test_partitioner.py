@@ -265,3 +265,14 @@ def test_resume_cuts_the_remaining_work_as_the_first_run_did(tmp_path: Path) -> 
     assert [(c["abbr"], c["reader_cfg"].get("test_range")) for t in again for c in t["datasets"][0]] == [
         (failed, chunks[failed])
     ]
+
+
+def test_eval_stage_groups_a_models_datasets_into_eval_workers_tasks() -> None:
+    """One eval task (one OpenCompass import, one Slurm job) per group of datasets, in order, none lost."""
+    from needlebench.opencompass.partitioner import _groups
+
+    datasets = [{"abbr": f"d{i}"} for i in range(5)]
+    grouped = _groups(datasets, 2)
+    assert len(grouped) == 2 and [d for g in grouped for d in g] == datasets
+    assert sorted(len(g) for g in grouped) == [2, 3]
+    assert _groups(datasets, 0) == [[d] for d in datasets] == _groups(datasets, 9)
