@@ -68,6 +68,7 @@ def grade_rows(
     details = []
     for pred, ref, row in zip(predictions, references, test_set, strict=False):
         meta = json.loads(row["meta"])
+        gold: Any = ref  # parsed once below when graded; the evidence reuses it
         failure = request_failure(pred)
         if failure is not None:  # the server never answered: not the model's wrong answer, and never scored
             result = SampleScore(0.0, False, error="request_failed", extras={"request_failed": failure[:500]})
@@ -88,20 +89,21 @@ def grade_rows(
             "extracted": result.extracted,
             "error": result.error,
             **result.extras,
-            **_evidence(row, ref),
+            **_evidence(row, gold),
         }
         details.append(detail)
     return details
 
 
-def _evidence(row: Any, ref: str) -> dict[str, Any]:
+def _evidence(row: Any, gold: Any) -> dict[str, Any]:
     """What a reader needs to judge a sample by eye: the gold as an answer, the haystack around each needle.
 
     ``gold`` is the task oracle's answer; ``context`` holds ``[before, needle, after]`` with
     ``CONTEXT_CHARS`` either side of each needle's first occurrence in the prompt (never the whole prompt).
     """
     try:
-        gold = json.loads(ref)
+        if isinstance(gold, str):  # not parsed by the grading step (a failed request)
+            gold = json.loads(gold)
         spec = get_task(row["task"])
         out: dict[str, Any] = {"gold": spec.oracle(gold)[:GOLD_CHARS]} if spec.oracle else {}
         needles = spec.aggregation().needle_texts

@@ -148,7 +148,8 @@ def score_predictions(
     total = sum(len(d.rows) for d in datasets)
     with Progress("samples scored", total=total, quiet=quiet) as bar:
         for d in datasets:
-            run.scored, run.missing = _score_dataset(run, d, usable, model, predictions, bar)
+            scored, missing = _score_dataset(run, d, usable, model, predictions, bar)
+            run.scored, run.missing = run.scored + scored, run.missing + missing
     _write_record(run, predictions, export, model)
     from .report import build_report
 
@@ -159,7 +160,7 @@ def score_predictions(
 def _score_dataset(
     run: ScoreRun, d: ExportedDataset, usable: dict[tuple[str, str], Any], model: str, source: Path, bar: Progress
 ) -> tuple[int, int]:
-    """Grade one dataset's rows (a row without a prediction is a failed request); counts so far."""
+    """Grade one dataset's rows (a row without a prediction is a failed request); its (scored, missing)."""
     absent = f"{REQUEST_FAILED}no prediction for this id in {source.name}"
     preds = [usable.get((d.abbr, r["id"]), absent) for r in d.rows]
     options = ScoreOptions(**d.info.get("score_options", {}))
@@ -171,7 +172,7 @@ def _score_dataset(
         tmp.write_text(json.dumps(metrics, indent=1, default=str), encoding="utf-8")
     bar.update(len(d.rows))
     missing = sum(p is absent for p in preds)
-    return run.scored + len(preds) - missing, run.missing + missing
+    return len(preds) - missing, missing
 
 
 def _write_record(run: ScoreRun, predictions: Path, export: Path, model: str) -> None:

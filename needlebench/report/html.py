@@ -115,7 +115,7 @@ def assemble(results: RunResults, progress: Progress | None = None) -> Report:
                 members = tables.grid_members(records, m, spec, lang)
                 if not members:
                     continue
-                g = tables.grid(records, m, spec, lang)
+                g = tables.grid_frame(members)
                 label, key = f"{spec.short} {lang.upper()} - {m}", f"heatmap_{spec.name}_{lang}_{_safe(m)}"
                 rep.figures[key] = figures.heatmap_png(g, label)
                 bar.update()

@@ -29,7 +29,7 @@ from ..aggregate.uncertainty import resample_means, significant
 from ..tasks import all_tasks, get_task
 from ..taskspec import Skipped, TaskSpec
 
-__all__ = ["summary_table", "grid", "grid_members", "difference_table", "summary_tasks", "suite_weights"]
+__all__ = ["summary_table", "grid", "grid_frame", "grid_members", "difference_table", "summary_tasks", "suite_weights"]
 
 
 def summary_tasks() -> tuple[str, ...]:
@@ -431,7 +431,15 @@ def grid(records: Sequence[dict[str, Any]], model: str, task: str | TaskSpec, la
         task: the task (name or spec).
         lang: the language.
     """
-    cells = grid_members(records, model, task, lang)
+    return grid_frame(grid_members(records, model, task, lang))
+
+
+def grid_frame(cells: Mapping[tuple[float, int], list[tuple[dict[str, Any], float]]]) -> pd.DataFrame:
+    """The depth x length table of means of :func:`grid_members`' cells (empty for no cells).
+
+    Args:
+        cells: (depth, length) -> (record, score) pairs.
+    """
     if not cells:
         return pd.DataFrame()
     depths = sorted({d for d, _ in cells})
