@@ -124,6 +124,7 @@ class ModelPlan:
     Args:
         abbr: the model's abbr.
         max_seq_len: its context in model tokens.
+        reserve: tokens its prompts leave free beyond the output budget (chat template; an API client's reserve).
         tokenizer: how its own token counts were estimated.
         limit_ratio: the largest of its datasets' ``limit_ratio``.
         datasets: per dataset.
@@ -139,6 +140,7 @@ class ModelPlan:
 
     abbr: str
     max_seq_len: int
+    reserve: int
     tokenizer: TokenizerEstimate
     limit_ratio: float
     datasets: list[DatasetPlan]
@@ -263,7 +265,14 @@ def _partitioner(cfg: Any, num_shards: int | None) -> Any:
 def _plan_model(part: Any, model: dict, datasets: list[Any]) -> ModelPlan:
     """One model's plan: limits, rows, model-token estimate, prefix share and shards."""
     from .opencompass.dataset import load_rows
-    from .opencompass.partitioner import limited_dataset, model_room, out_len, overlength_cells, token_shards
+    from .opencompass.partitioner import (
+        limited_dataset,
+        model_room,
+        out_len,
+        overlength_cells,
+        reserved_tokens,
+        token_shards,
+    )
     from .tasks import config_params
 
     tok, where, error = part.tokenizer(model)
@@ -337,6 +346,7 @@ def _plan_model(part: Any, model: dict, datasets: list[Any]) -> ModelPlan:
     return ModelPlan(
         abbr=model.get("abbr", "model"),
         max_seq_len=model_room(model, datasets[0], part.margin)[0],
+        reserve=reserved_tokens(model, part.margin),
         tokenizer=estimate,
         limit_ratio=limit_ratio,
         datasets=plans,
@@ -458,7 +468,7 @@ def format_plan(plan: RunPlan) -> str:
             if d.shortened or d.skipped:
                 lines.append(
                     f"  {d.abbr}: room {d.max_prompt_tokens:,} cl100k tokens = (max_seq_len {m.max_seq_len:,} - "
-                    f"output {d.max_out_len:,} - template margin {plan.template_margin}) / tokenizer ratio "
+                    f"output {d.max_out_len:,} - reserve {m.reserve}) / tokenizer ratio "
                     f"{d.limit_ratio:.3f}; prompts over it:"
                 )
             if d.shortened:

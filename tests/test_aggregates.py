@@ -279,3 +279,28 @@ def test_a_single_sample_gets_no_interval() -> None:
     assert all(math.isnan(x) for x in interval(resample_means([66.7], "cell")))
     lo, hi = interval(resample_means([0.0, 100.0, 100.0], "cell"))
     assert 0.0 <= lo < hi <= 100.0
+
+
+def test_dataset_numbers_skip_unscored_samples_and_count_them() -> None:
+    """OpenCompass's summary CSV reads these numbers: a failed request or a shortened prompt is never a 0."""
+    from needlebench.aggregate.metrics import summarise_details
+    from needlebench.tasks.atc_results import dataset_metrics
+
+    def rec(score: float, length: int, **extra: object) -> dict:
+        return {"score": score, "correct": score == 100, "length": length, "num_needles": 2, "error": None, **extra}
+
+    details = [
+        rec(100, 1000),
+        rec(0, 1000, error="wrong_name"),
+        rec(0, 1000, error="request_failed"),
+        rec(100, 2000, shortened_from=2000),
+        rec(0, 2000, shortened_from=2000, error="request_failed"),  # shortened first, as the tables count it
+    ]
+    out = summarise_details(details)
+    assert out["score"] == 50.0 and out["accuracy"] == 50.0 and out["length_1000"] == 50.0
+    assert "length_2000" not in out and out["needles_2"] == 50.0
+    assert (out["num_samples"], out["num_scored"], out["num_failed"], out["num_shortened"]) == (5, 2, 1, 2)
+    assert out["error_wrong_name"] == 50.0 and "error_request_failed" not in out
+    assert math.isnan(summarise_details(details[2:])["score"])
+    atc = dataset_metrics([{**d, "needle_counts": [2]} for d in details])
+    assert atc["weighted_score"] == 50.0  # the two scored N=2 samples only

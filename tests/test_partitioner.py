@@ -276,3 +276,14 @@ def test_eval_stage_groups_a_models_datasets_into_eval_workers_tasks() -> None:
     assert len(grouped) == 2 and [d for g in grouped for d in g] == datasets
     assert sorted(len(g) for g in grouped) == [2, 3]
     assert _groups(datasets, 0) == [[d] for d in datasets] == _groups(datasets, 9)
+
+
+def test_api_models_keep_the_openai_client_reserve() -> None:
+    """OpenCompass's OpenAI client trims or refuses a prompt within 100 tokens of max_seq_len - output."""
+    from needlebench.opencompass.partitioner import OPENAI_CLIENT_RESERVE, model_room
+
+    local = {"abbr": "m", "max_seq_len": 1500, "max_out_len": 16}
+    api = {**local, "openai_api_base": "http://127.0.0.1:1/v1"}
+    assert model_room(local, {}, 64) == (1500, 1500 - 16 - 64)
+    assert model_room(api, {}, 64) == (1500, 1500 - 16 - OPENAI_CLIENT_RESERVE)
+    assert model_room(api, {}, 200) == (1500, 1500 - 16 - 200)  # a larger margin still wins

@@ -22,7 +22,7 @@ def test_flaky_server_run_completes_and_marks_failed_requests(tmp_path: Path) ->
     port, log = free_port(), tmp_path / "requests.jsonl"
     server = subprocess.Popen(
         [sys.executable, str(ROOT / "tools" / "flaky_server.py"), "--port", str(port), "--log", str(log)]
-        + ["--never-every", "4", "--faults-per-prompt", "2", "--max-seconds", "600"],
+        + ["--never-every", "4", "--faults-per-prompt", "2", "--max-seconds", "600", "--echo"],
     )
     try:
         wait_healthy(port, server, 60)
@@ -49,19 +49,55 @@ def test_flaky_server_run_completes_and_marks_failed_requests(tmp_path: Path) ->
     assert len(samples) == 12
     failed = [s for s in samples if s["error"] == "request_failed"]
     assert len(failed) == len(never)
-    # every answered request is the server's real answer: no fault leaked into a prediction
-    assert all(s["prediction"] == "FLAKY_OK" for s in samples if s["error"] != "request_failed")
+    # every answered request is the server's real answer (FLAKY_OK, then the prompt): no fault leaked into it
+    answered_samples = [s for s in samples if s["error"] != "request_failed"]
+    assert all(s["prediction"].startswith("FLAKY_OK\n") and s["score"] == 100 for s in answered_samples)
     table = {
         (r["task"], r["lang"], r["length"]): r
         for r in csv.DictReader((run / "summary" / "needlebench_summary.csv").open(encoding="utf-8"))
     }
+    shortened = [s for s in samples if s.get("shortened_from") is not None]
+    assert {s["length"] for s in shortened} == {2000} and len(shortened) == 6  # every 2000-token prompt, no other
     total = sum(int(table[("S-RT", lang, "all")]["api-model failed"]) for lang in ("EN", "ZH"))
-    assert total == len(never)
+    assert total == len([s for s in failed if s not in shortened])  # a shortened prompt is counted as shortened
     assert table[("S-RT", "OVERALL", "all")]["api-model complete"] == "False"
     assert (
         "request failed"
         in table[("S-RT", "EN", "all")]["api-model note"] + table[("S-RT", "ZH", "all")]["api-model note"]
     )
+    _same_cells(run, table, samples)
+
+
+def _same_cells(run: Path, table: dict, samples: list[dict]) -> None:
+    """OpenCompass's summary CSV and needlebench_summary.csv give one number per cell, with the same counts.
+
+    A dataset's ``score`` is its language row (the pooled scored samples), ``length_<L>`` its length cell;
+    failed requests and shortened prompts are left out of both and counted in both. A cell with nothing
+    scored has no number in either file (OpenCompass writes ``nan`` or no row, ours an empty cell).
+    """
+    (oc_csv,) = (run / "summary").glob("summary_*.csv")
+    oc = {(r["dataset"], r["metric"]): r["api-model"] for r in csv.DictReader(oc_csv.open(encoding="utf-8"))}
+
+    def value(text: str | None) -> float | None:
+        return None if text in (None, "", "nan") else float(text)
+
+    numbers = 0
+    for lang in ("en", "zh"):
+        abbr, mine = f"needlebench_srt_{lang}_4k", [s for s in samples if s["lang"] == lang]
+        lang_row = table[("S-RT", lang.upper(), "all")]
+        pairs = [(oc[(abbr, "score")], lang_row["api-model"])]
+        pairs += [
+            (oc.get((abbr, f"length_{n}")), table[("S-RT", lang.upper(), str(n))]["api-model"]) for n in (1000, 2000)
+        ]
+        for theirs, ours in pairs:
+            assert (value(theirs) is None) == (value(ours) is None), (abbr, theirs, ours)
+            if value(ours) is not None:
+                assert value(theirs) == pytest.approx(value(ours), abs=0.005), (abbr, theirs, ours)
+                numbers += 1
+        for metric, column in (("num_scored", "scored"), ("num_failed", "failed"), ("num_shortened", "shortened")):
+            assert int(float(oc[(abbr, metric)])) == int(lang_row[f"api-model {column}"]), (abbr, metric)
+        assert int(float(oc[(abbr, "num_samples")])) == len(mine)
+    assert numbers  # at least one cell was scored and compared
 
 
 def _opencompass(work: Path, *extra: str) -> subprocess.Popen:

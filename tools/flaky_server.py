@@ -3,7 +3,10 @@
 Each prompt (keyed by a hash of its messages) first meets faults, then an
 answer: HTTP 500 / 503, 429 with ``Retry-After``, a response slower than the
 client's timeout, a reset connection, truncated JSON, empty content, or a
-slow trickle of a good response. Prompts whose hash falls in the
+slow trickle of a good response. With ``--echo`` the good response is
+``FLAKY_OK`` followed by the prompt's last message, which holds the needle,
+so every answered sample scores 100 and a failed request that a summary
+averaged in as 0 would show. Prompts whose hash falls in the
 ``--never-every`` class fail every time. Which prompt gets which fault is a
 pure function of the prompt, so a rerun meets the same faults. Every request
 and its fault are appended to ``--log`` (JSON lines). The server is bounded:
@@ -86,6 +89,9 @@ def make_handler(args: argparse.Namespace, state: dict[str, Any]) -> type[BaseHT
             except (ValueError, KeyError, TypeError):
                 self._send(400, b'{"error": {"message": "bad request"}}')
                 return
+            answer = ANSWER
+            if args.echo and req["messages"]:
+                answer = f"{ANSWER}\n{req['messages'][-1].get('content', '')}"
             with lock:
                 attempt = state["attempts"].get(key, 0)
                 state["attempts"][key] = attempt + 1
@@ -95,19 +101,19 @@ def make_handler(args: argparse.Namespace, state: dict[str, Any]) -> type[BaseHT
                 with open(args.log, "a", encoding="utf-8") as fh:
                     fh.write(json.dumps({"prompt": digest, "attempt": attempt, "fault": fault}) + "\n")
             if fault == "ok":
-                self._send(200, _completion(ANSWER))
+                self._send(200, _completion(answer))
             elif fault in ("http_500", "http_503"):
                 self._send(int(fault[-3:]), b'{"error": {"message": "injected server error"}}')
             elif fault == "http_429":
                 self._send(429, b'{"error": {"message": "injected rate limit"}}', {"Retry-After": "1"})
             elif fault == "timeout":
                 time.sleep(args.timeout_sleep)  # longer than the client's timeout; bounded
-                self._send(200, _completion(ANSWER))
+                self._send(200, _completion(answer))
             elif fault == "reset":
                 self.close_connection = True
                 self.connection.shutdown(2)
             elif fault == "truncated_json":
-                data = _completion(ANSWER)
+                data = _completion(answer)
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -118,7 +124,7 @@ def make_handler(args: argparse.Namespace, state: dict[str, Any]) -> type[BaseHT
             elif fault == "empty_content":
                 self._send(200, _completion("", finish="length"))
             else:  # slow_stream: the good answer, a few bytes at a time
-                data = _completion(ANSWER)
+                data = _completion(answer)
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -140,6 +146,7 @@ def main() -> None:
     parser.add_argument("--faults-per-prompt", type=int, default=2, help="faults before a prompt's first answer")
     parser.add_argument("--timeout-sleep", type=float, default=4.0, help="seconds a 'timeout' fault waits")
     parser.add_argument("--max-model-len", type=int, default=0, help="reported in /v1/models (0: not reported)")
+    parser.add_argument("--echo", action="store_true", help="answer FLAKY_OK, a newline, then the last message")
     parser.add_argument("--max-requests", type=int, default=2000)
     parser.add_argument("--max-seconds", type=float, default=900.0)
     args = parser.parse_args()

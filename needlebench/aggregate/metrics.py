@@ -1,8 +1,12 @@
 """Metrics every task shares: means that skip missing cells, per-dataset summaries, error shares.
 
 Inputs are plain numbers (percentages). Missing cells are left out of means,
-never counted as 0. A task's own numbers (the ATC weighted score, NeedleChain's
-cells) are declared with the task (``TaskSpec.results``) and added by the caller.
+never counted as 0, and so are samples that were counted but never scored (a
+failed request, a prompt shortened to fit the model): OpenCompass's
+``summary_<time>.csv`` (these numbers) and ``needlebench_summary.csv`` (the
+report's tables) must give one number per cell. A task's own numbers (the ATC
+weighted score, NeedleChain's cells) are declared with the task
+(``TaskSpec.results``) and added by the caller.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from .records import is_excluded, is_failed, is_shortened
 
 __all__ = ["mean", "summarise_details", "error_shares"]
 
@@ -30,27 +36,42 @@ def _group(details: Sequence[Mapping[str, Any]], key: str) -> dict[Any, list[flo
 
 
 def summarise_details(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """The numbers an evaluator reports for one dataset: score, failure rate, per length / needles."""
-    if not details:
-        return {"score": float("nan"), "format_failure_rate": float("nan"), "num_samples": 0}
+    """The numbers an evaluator reports for one dataset: score, failure rate, per length / needles, counts.
+
+    Every rate and mean is over the scored samples only; the samples left out are counted beside them
+    (``num_samples`` = ``num_scored`` + ``num_failed`` + ``num_shortened``), never averaged in as 0.
+
+    Args:
+        details: the dataset's per-sample records (``score``, ``correct``, ``error``, metadata).
+    """
+    scored = [d for d in details if not is_excluded(d)]
     out: dict[str, float] = {
-        "score": mean(float(d["score"]) for d in details),
-        "accuracy": 100.0 * sum(bool(d["correct"]) for d in details) / len(details),
-        "format_failure_rate": 100.0 * sum(bool(d.get("format_failure")) for d in details) / len(details),
+        "score": mean(float(d["score"]) for d in scored),
+        "accuracy": 100.0 * sum(bool(d["correct"]) for d in scored) / len(scored) if scored else float("nan"),
+        "format_failure_rate": (
+            100.0 * sum(bool(d.get("format_failure")) for d in scored) / len(scored) if scored else float("nan")
+        ),
         "num_samples": len(details),
+        "num_scored": len(scored),
+        "num_failed": sum(is_failed(d) and not is_shortened(d) for d in details),  # as the tables count them
+        "num_shortened": sum(is_shortened(d) for d in details),
     }
-    for length, vals in sorted(_group(details, "length").items()):
+    for length, vals in sorted(_group(scored, "length").items()):
         out[f"length_{length}"] = mean(vals)
-    by_needles = {n: mean(vals) for n, vals in sorted(_group(details, "num_needles").items())}
+    by_needles = {n: mean(vals) for n, vals in sorted(_group(scored, "num_needles").items())}
     for n, value in by_needles.items():
         out[f"needles_{n}"] = value
-    for kind, share in error_shares(details).items():
+    for kind, share in error_shares(scored).items():
         out[f"error_{kind}"] = share
     return out
 
 
 def error_shares(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """Percentage of all samples that failed with each error kind."""
+    """Percentage of the given samples that failed with each error kind.
+
+    Args:
+        details: per-sample records; pass the scored ones for shares of what was scored.
+    """
     counts: dict[str, int] = defaultdict(int)
     for d in details:
         if not d.get("correct") and d.get("error"):

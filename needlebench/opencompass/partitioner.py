@@ -137,17 +137,36 @@ def _read_limits(work_dir: str) -> dict | None:
         return None
 
 
+# OpenCompass's OpenAI-compatible models (``opencompass.models.OpenAI`` and its subclasses, ``OpenAISDK``
+# among them) give a prompt at most max_seq_len - max_out_len - 100 tokens: past that they trim it themselves
+# or refuse the request (``_preprocess_messages``). A prompt we fit with less reserve would arrive cut or not
+# at all (measured: a 1,402-token prompt under max_seq_len 1,500 was refused and recorded as a failed request).
+OPENAI_CLIENT_RESERVE = 100
+
+
+def reserved_tokens(model: dict, margin: int) -> int:
+    """Tokens a model's prompts must leave free beyond the output budget.
+
+    Args:
+        model: the model config; an OpenAI-style API model (``openai_api_base``) keeps OpenCompass's client
+            reserve of :data:`OPENAI_CLIENT_RESERVE` tokens at least.
+        margin: tokens kept free for the chat template.
+    """
+    return max(margin, OPENAI_CLIENT_RESERVE) if is_api_model(model) else margin
+
+
 def model_room(model: dict, dataset: dict, margin: int, logger: Any = None) -> tuple[int, int]:
     """A model's context and the room it leaves for a dataset's prompts.
 
     Args:
         model: the model config; without ``max_seq_len`` :data:`DEFAULT_MAX_SEQ_LEN` is assumed (with a warning).
         dataset: the dataset config; its inferencer's ``max_out_len`` overrides the model's.
-        margin: tokens kept free for the chat template.
+        margin: tokens kept free for the chat template (raised by :func:`reserved_tokens` where the client
+            needs more).
         logger: where the missing-``max_seq_len`` warning goes; None stays silent.
 
     Returns:
-        (max_seq_len, max_seq_len - output budget - margin), both in model tokens.
+        (max_seq_len, max_seq_len - output budget - reserve), both in model tokens.
     """
     max_seq_len = model.get("max_seq_len")
     if not max_seq_len:
@@ -157,7 +176,7 @@ def model_room(model: dict, dataset: dict, margin: int, logger: Any = None) -> t
                 f"{DEFAULT_MAX_SEQ_LEN}. Set max_seq_len so over-length prompts are handled."
             )
         max_seq_len = DEFAULT_MAX_SEQ_LEN
-    return int(max_seq_len), int(max_seq_len) - out_len(model, dataset) - margin
+    return int(max_seq_len), int(max_seq_len) - out_len(model, dataset) - reserved_tokens(model, margin)
 
 
 def _cells(metas: Any) -> dict[tuple, int]:

@@ -90,10 +90,11 @@ def dataset_metrics(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     """Weighted score, its short-context part and ENL-50 of one ATC dataset.
 
     Over every planned N (a skipped N counts as 0, never renormalised); ``planned_n_missing`` says how many.
+    A failed request or a shortened prompt is left out of its N's accuracy, as in the ATC table.
     """
     by_needles: dict[int, list[float]] = defaultdict(list)
     for d in details:
-        if d.get("num_needles") is not None:
+        if d.get("num_needles") is not None and not is_excluded(d):
             by_needles[int(d["num_needles"])].append(float(d["score"]))
     if not by_needles:
         return {}
