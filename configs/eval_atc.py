@@ -1,6 +1,6 @@
 # The Ancestral Trace Challenge: needle counts 2..512, four question types, English and Chinese.
 #   opencompass configs/eval_atc.py
-_base_ = []
+_base_ = []  # keeps mmengine in plain-Python mode: without it, calls below fail with a bare RuntimeError()
 
 from needlebench.opencompass.configs import SUMMARIZER, atc_datasets, runtime
 from needlebench.opencompass.models import load_models

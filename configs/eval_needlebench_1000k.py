@@ -3,7 +3,7 @@
 #   NEEDLEBENCH_MODELS=models/lmdeploy_qwen2_5_7b_instruct_128k.py opencompass configs/eval_needlebench_1000k.py
 # Change lengths, depths, repeats, languages or prompt options in the needlebench_datasets(...) call;
 # profile="v1" gives the 2024 buffers and 0.4/0.3/0.3 weighting.
-_base_ = []
+_base_ = []  # keeps mmengine in plain-Python mode: without it, calls below fail with a bare RuntimeError()
 
 from needlebench.opencompass.configs import SUMMARIZER, needlebench_datasets, runtime
 from needlebench.opencompass.models import load_models

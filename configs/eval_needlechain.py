@@ -2,7 +2,7 @@
 #   opencompass configs/eval_needlechain.py                 (full: k = 5..200, 200 data points)
 #   NEEDLECHAIN_QUICK=1 opencompass configs/eval_needlechain.py   (quick: k = 5, 10, 20, 10 points)
 # The paper sampled at temperature 0.6, top-p 0.95: that lives here, not in code.
-_base_ = []
+_base_ = []  # keeps mmengine in plain-Python mode: without it, calls below fail with a bare RuntimeError()
 
 import os
 

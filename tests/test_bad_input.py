@@ -210,3 +210,51 @@ def test_opencompass_against_a_dead_server_stops_before_inference(tmp_path: Path
     assert f"ConfigError: model api-model: cannot reach the server at {dead}" in out
     assert not list(tmp_path.rglob("predictions/*/*.json"))
     assert "OpenICLInfer" not in out  # no inference task was launched
+
+
+_LAZY_CONFIGS = {
+    "bad_value": ('datasets = needlebench_datasets(suite="5k")\n', ["suite", "'5k'", "_base_ = []"]),
+    "lang_for_langs": ('datasets = needlebench_datasets(suite="4k", lang=["en"])\n', ["langs=", "_base_ = []"]),
+    "good_but_lazy": ('datasets = needlebench_datasets(suite="4k", tasks=["srt"])\n', ["_base_ = []", "lazily"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_LAZY_CONFIGS))
+def test_a_config_without_base_names_the_cause(tmp_path: Path, case: str) -> None:
+    """mmengine parses a config without ``_base_`` lazily: every call fails with a bare RuntimeError().
+    Our commands name the missing line, and the ConfigError underneath when there is one."""
+    from needlebench.opencompass.configs import load_config
+
+    body, words = _LAZY_CONFIGS[case]
+    path = tmp_path / f"{case}.py"
+    path.write_text("from needlebench.opencompass.configs import needlebench_datasets\n\n" + body, encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        load_config(str(path))
+    assert all(w in str(err.value) for w in words), str(err.value)
+    fixed = tmp_path / f"{case}_fixed.py"
+    fixed.write_text("_base_ = []\n" + path.read_text(encoding="utf-8"), encoding="utf-8")
+    if case == "good_but_lazy":
+        assert load_config(str(fixed))[1]  # the same file with the line loads
+    else:
+        with pytest.raises(ConfigError) as err:
+            load_config(str(fixed))
+        assert "_base_" not in str(err.value) and words[0] in str(err.value)
+
+
+def test_needlebench_plan_prints_the_cause_of_a_lazy_config(tmp_path: Path) -> None:
+    import subprocess
+
+    from conftest import ROOT, bin_path
+
+    path = tmp_path / "mine.py"
+    path.write_text(
+        'from needlebench.opencompass.configs import needlebench_datasets\n\ndatasets = needlebench_datasets(suite="5k")\n'
+    )
+    r = subprocess.run([bin_path("needlebench"), "plan", str(path)], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode != 0 and "unknown suite '5k'" in r.stderr and "_base_ = []" in r.stderr, r.stderr
+
+
+def test_per_task_options_replace_suite_values() -> None:
+    """``mrt=dict(depths=[...])`` gives M-RT its own depth list; the other tasks keep the suite's."""
+    srt, mrt = needlebench_datasets(suite="4k", tasks=["srt", "mrt"], langs=["en"], mrt=dict(depths=[0, 100]))
+    assert mrt["depths"] == [0, 100] and srt["depths"] != [0, 100]

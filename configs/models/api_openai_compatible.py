@@ -3,7 +3,7 @@
 #   NEEDLEBENCH_MODELS=models/api_openai_compatible.py opencompass configs/eval_needlebench_32k.py
 # NEEDLEBENCH_API_TOKENIZER names the served model's tokenizer (a local folder or hub id), so prompt
 # lengths are counted in its tokens; without it OpenCompass tries to load one named like the model.
-_base_ = []
+_base_ = []  # keeps mmengine in plain-Python mode: without it, calls below fail with a bare RuntimeError()
 
 import os
 

@@ -1,5 +1,5 @@
 # Qwen2.5-7B-Instruct through HuggingFace transformers (slow for long contexts; vLLM is preferred).
-_base_ = []
+_base_ = []  # keeps mmengine in plain-Python mode: without it, calls below fail with a bare RuntimeError()
 
 from needlebench.opencompass.models import hf_model
 

@@ -1,5 +1,5 @@
 # Qwen2.5-7B-Instruct on LMDeploy TurboMind, 128k session with dynamic RoPE scaling factor 4.
-_base_ = []
+_base_ = []  # keeps mmengine in plain-Python mode: without it, calls below fail with a bare RuntimeError()
 
 from needlebench.opencompass.models import lmdeploy_model
 

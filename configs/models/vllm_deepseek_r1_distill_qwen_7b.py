@@ -1,5 +1,5 @@
 # A reasoning model: 32k output budget; <think> blocks are stripped before scoring.
-_base_ = []
+_base_ = []  # keeps mmengine in plain-Python mode: without it, calls below fail with a bare RuntimeError()
 
 from needlebench.opencompass.models import reasoning, vllm_model
 

@@ -1,5 +1,5 @@
 # Qwen2.5-7B-Instruct on vLLM, 128k context through YaRN (factor 4 over its native 32k).
-_base_ = []
+_base_ = []  # keeps mmengine in plain-Python mode: without it, calls below fail with a bare RuntimeError()
 
 from needlebench.opencompass.models import rope_scaling, vllm_model
 

@@ -1,5 +1,5 @@
 # Qwen2.5-7B-Instruct-1M on vLLM (tensor parallel 4) for the 200k / 256k / 1000k suites.
-_base_ = []
+_base_ = []  # keeps mmengine in plain-Python mode: without it, calls below fail with a bare RuntimeError()
 
 from needlebench.opencompass.models import vllm_model
 

@@ -141,7 +141,8 @@ def needlebench_datasets(
         metric: ``keyword`` or ``levenshtein`` (default: keyword for v2, levenshtein for v1).
         max_out_len: an output budget per dataset (one number or ``{task: n}``); default: the model's.
         **task_options: a task parameter for every task (e.g. ``prompt_style="clarified"``,
-            ``num_needles=[3]``) or ``srt=dict(...)``/``mrt=dict(...)``/``mrs=dict(...)`` for one task.
+            ``num_needles=[3]``) or ``srt=dict(...)``/``mrt=dict(...)``/``mrs=dict(...)`` for one task (which
+            may also replace a suite value for that task, e.g. ``mrt=dict(depths=[...])``).
 
     Raises:
         ConfigError: an unknown suite, task, language, option or parameter, naming the valid ones.
@@ -159,6 +160,9 @@ def needlebench_datasets(
     for t, opts in per_task.items():
         if not isinstance(opts, dict):
             raise ConfigError(f"{t}: per-task options must be a dict, got {type(opts).__name__}")
+    for where, opts in (("needlebench_datasets", task_options), *per_task.items()):
+        if "lang" in opts:
+            raise ConfigError(f"{where}: lang= is not an option; set languages with langs=[...] (a dataset each)")
     metric = metric or ("levenshtein" if profile == "v1" else "keyword")
     recall = (profile == "v1") if recall_step is None else bool(recall_step)
     out = []
@@ -166,7 +170,7 @@ def needlebench_datasets(
         task_spec = get_task(task)
         for lang in langs:
             defaults = task_spec.suite_defaults(suite, lang, profile)
-            params = dict(
+            params = dict(  # the suite's values; the options given for every task, then for this task, win
                 lang=lang,
                 lengths=list(lengths or spec.lengths),
                 depths=list(depths if depths is not None else spec.depths),
@@ -178,9 +182,9 @@ def needlebench_datasets(
                 recall_step=recall,
                 protocol=protocol,
                 profile=profile,
-                **task_options,
-                **per_task.get(task, {}),
             )
+            params.update(task_options)
+            params.update(per_task.get(task, {}))
             evaluator = {k: v for k, v in {"metric": metric}.items() if k in task_spec.score_options}
             out_len = _per_task(max_out_len, task, None)
             out.append(task_dataset(f"needlebench_{task}_{lang}_{suite}", task, params, out_len, evaluator))
@@ -411,9 +415,40 @@ def load_config(config_path: str) -> tuple[Any, list[Any]]:
     except ConfigError:
         raise
     except Exception as exc:
-        raise ConfigError(f"config: cannot load {config_path}: {exc}") from exc
+        raise _load_error(config_path, exc) from exc
     datasets = cfg.get("datasets", [])
     ours = [d for d in datasets if is_needlebench(d)]
     if not ours:
         raise ConfigError(f"config: {config_path} has no needlebench datasets")
     return cfg, ours
+
+
+LAZY_HINT = (
+    "mmengine parsed it lazily because it has no `_base_ = []` line, so every call in it (such as "
+    "needlebench_datasets(...)) fails, and `opencompass` stops with a bare RuntimeError(); add `_base_ = []` "
+    "near the top, as the shipped configs do"
+)
+
+
+def _load_error(config_path: str, exc: Exception) -> ConfigError:
+    """One message naming why a config failed to load, when mmengine's own says nothing useful.
+
+    mmengine parses a config that imports non-builtin modules and has no ``_base_`` lazily: imported
+    functions become placeholders whose call raises an empty ``RuntimeError``. Loading the file again
+    eagerly (mmengine's public ``lazy_import=False``) shows what it would do: if that succeeds, or fails
+    with our ``ConfigError``, the first failure was the lazy parse, and the message says so (with the
+    ``ConfigError`` underneath, if any).
+
+    Args:
+        config_path: the config file.
+        exc: what the ordinary load raised.
+    """
+    from mmengine.config import Config
+
+    try:
+        Config.fromfile(config_path, lazy_import=False)
+    except ConfigError as eager:
+        return ConfigError(f"config: {config_path}: {eager}; and {LAZY_HINT}")
+    except Exception as eager:  # broken either way: say whichever error has words
+        return ConfigError(f"config: cannot load {config_path}: {str(exc) or repr(eager)}")
+    return ConfigError(f"config: {config_path}: {LAZY_HINT}")
