@@ -304,3 +304,44 @@ def test_dataset_numbers_skip_unscored_samples_and_count_them() -> None:
     assert math.isnan(summarise_details(details[2:])["score"])
     atc = dataset_metrics([{**d, "needle_counts": [2]} for d in details])
     assert atc["weighted_score"] == 50.0  # the two scored N=2 samples only
+
+
+def test_a_language_row_over_single_sample_lengths_gets_an_interval(tmp_path: Path) -> None:
+    """M-RT's tiny-run shape: one sample per length. The language row pools three samples and resamples them
+    together; each length cell (one sample) still gets none; the task row combines its languages' draws."""
+    from needlebench.aggregate.uncertainty import interval, resample_means
+
+    rows = _sparse(
+        "mrt", "en", lambda L, d: {1000: 0.0, 2000: 50.0, 3000: 100.0}[L], lengths=(1000, 2000, 3000), depths=(0,)
+    )
+    _write(tmp_path, "m", "needlebench_mrt_en_4k", rows)
+    t, _ = _table(tmp_path)
+    assert all(math.isnan(t.loc[("M-RT", "EN", n), "m ci_low"]) for n in (1000, 2000, 3000))
+    lang = t.loc[("M-RT", "EN", "all")]
+    expected = interval(resample_means([0.0, 50.0, 100.0], "summary", "m", "mrt", "en"))
+    assert lang["m"] == pytest.approx(50.0) and (lang["m ci_low"], lang["m ci_high"]) == pytest.approx(expected)
+    assert lang["m ci_low"] < 50.0 < lang["m ci_high"]
+    task = t.loc[("M-RT", "OVERALL", "all")]  # one language: the task row is that language's
+    assert (task["m ci_low"], task["m ci_high"]) == pytest.approx(expected)
+
+
+def test_single_model_report_names_the_model_once_and_counts_positions_in_integers(tmp_path: Path) -> None:
+    import re
+
+    rows = _sparse("srt", "en", lambda L, d: 100.0)
+    mrt = _sparse("mrt", "en", lambda L, d: 50.0, recalled=[True, False, True])
+    _write(tmp_path, "only-model", "needlebench_srt_en_4k", rows)
+    _write(tmp_path, "only-model", "needlebench_mrt_en_4k", mrt)
+    page = build_report([tmp_path], tmp_path / "out").read_text(encoding="utf-8")
+    headers = re.findall(r"<th>([^<]*)</th>", page)
+    assert "only-model" in headers and "planned" in headers and "fmt_fail%" in headers
+    assert not [h for h in headers if h.startswith("only-model ")]  # never "only-model planned"
+
+    from needlebench.aggregate.plots import plt
+    from needlebench.tasks.sparse_results import mrt_position_figure
+
+    fig = mrt_position_figure([{**r, "model": "m"} for r in mrt], "t")
+    fig.canvas.draw()
+    ticks = [t for t in fig.axes[0].get_xticks() if 1 <= t <= 3]
+    assert ticks and all(float(t).is_integer() for t in ticks)  # 1st, 2nd, 3rd needle: no 1.5th
+    plt.close(fig)

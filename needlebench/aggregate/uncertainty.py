@@ -40,7 +40,7 @@ def resample_means(values: Sequence[float] | np.ndarray, *identity: object, resa
     """Means of ``resamples`` resamples (with replacement) of ``values``; NaNs with fewer than two.
 
     One sample says nothing about its own spread: its resamples would all equal it and print a
-    zero-width interval, so a cell of one sample (and every aggregate over it) gets no interval.
+    zero-width interval, so a pool of one sample (and every aggregate over it) gets no interval.
 
     Args:
         values: the cell's per-sample scores.

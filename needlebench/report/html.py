@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import html
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -172,12 +173,25 @@ def _cell(row: dict[str, Any], column: str, marks: dict[str, tuple[str, str]]) -
     return f"<td>{text}</td>"
 
 
-def _html_table(df: pd.DataFrame) -> str:
-    """An HTML table; interval and ``complete`` columns fold into the value cells they belong to."""
+def _header(column: Any, models: Sequence[str]) -> str:
+    """A column's heading: with one model, its name once (on the value column), not before every count."""
+    text = str(column)
+    if len(models) == 1 and text.startswith(f"{models[0]} "):
+        text = text[len(models[0]) + 1 :]
+    return html.escape(text)
+
+
+def _html_table(df: pd.DataFrame, models: Sequence[str] = ()) -> str:
+    """An HTML table; interval and ``complete`` columns fold into the value cells they belong to.
+
+    Args:
+        df: the table (its ``attrs["marks"]`` name each value's ``complete`` and note columns).
+        models: the report's models; with one, its name is not repeated before every column.
+    """
     marks: dict[str, tuple[str, str]] = df.attrs.get("marks", {})
     folded = {c for c in df.columns if str(c).endswith((" ci_low", " ci_high"))} | {d for d, _ in marks.values()}
     shown = [c for c in df.columns if c not in folded]
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown)
+    head = "".join(f"<th>{_header(c, models)}</th>" for c in shown)
     body = "".join(
         "<tr>" + "".join(_cell(row, c, marks) for c in shown) + "</tr>" for row in df.to_dict(orient="records")
     )
@@ -205,7 +219,7 @@ def _html(rep: Report, sources: list[str]) -> str:
             "<h2>Warnings</h2><ul>" + "".join(f"<li class='warn'>{html.escape(w)}</li>" for w in rep.warnings) + "</ul>"
         )
     for name, df in rep.tables.items():
-        parts.append(f"<h2>{html.escape(name)}</h2>{_html_table(df)}")
+        parts.append(f"<h2>{html.escape(name)}</h2>{_html_table(df, rep.models)}")
     if rep.heatmaps:
         parts.append("<h2>Heatmaps</h2>")
         parts.extend(grid_html(hm) for hm in rep.heatmaps)

@@ -114,7 +114,10 @@ class _Summary:
 
     Every row is a weighted mean of leaf-cell means (pooled over lengths for a
     language, equal over languages for a task, profile weights over tasks), so
-    the same weights give its bootstrap draws and its paired difference.
+    the same weights give its paired difference. Its bootstrap resamples what it
+    pools: a cell or a language row resamples its samples together (a language
+    row over three single-sample lengths still gets an interval), a task or the
+    suite combines its languages' draws with its weights.
     """
 
     def __init__(self, records: Sequence[dict[str, Any]], skipped: Skipped | None = None) -> None:
@@ -260,18 +263,30 @@ class _Summary:
         found = "+".join(sorted(self.profiles.get(model, set()))) or "no"
         return f"{found} run, not {spec.key[0]}"
 
-    def draws(self, model: str, leaf: Leaf) -> np.ndarray:
-        """Bootstrap means of one leaf cell's scores, computed once and reused by every row above it.
+    def _pooled_draws(self, model: str, leaves: Sequence[Leaf], identity: tuple) -> np.ndarray:
+        """Bootstrap means of the samples of ``leaves`` taken together, computed once per identity."""
+        key = (model, identity)
+        if key not in self._draws:
+            scores = [float(r["score"]) for leaf in leaves for r in self.cells[model][leaf].rows]
+            self._draws[key] = resample_means(scores, "summary", model, *identity)
+        return self._draws[key]
+
+    def draws(self, model: str, spec: _Spec, w: Mapping[Leaf, float]) -> np.ndarray:
+        """Bootstrap means of a row: its pooled samples resampled within each language, then weighted.
 
         Args:
             model: the model.
-            leaf: the (task, lang, length) cell.
+            spec: the row.
+            w: the row's leaf weights (:meth:`weights`).
         """
-        key = (model, leaf)
-        if key not in self._draws:
-            scores = [float(r["score"]) for r in self.cells[model][leaf].rows]
-            self._draws[key] = resample_means(scores, "summary", model, *leaf)
-        return self._draws[key]
+        if spec.level == "cell":
+            return self._pooled_draws(model, [spec.key], spec.key)
+        leaves: dict[tuple, list[Leaf]] = defaultdict(list)
+        share: dict[tuple, float] = defaultdict(float)
+        for leaf, v in w.items():
+            leaves[leaf[:2]].append(leaf)
+            share[leaf[:2]] += v
+        return sum(share[lang] * self._pooled_draws(model, found, lang) for lang, found in leaves.items())
 
     def row(self, model: str, spec: _Spec) -> dict[str, Any]:
         """One model's value, interval, format-failure rate and completeness for a row.
@@ -287,7 +302,7 @@ class _Summary:
         _ci(out, model, None)
         if w is not None:
             out[model] = sum(v * float(np.mean([float(r["score"]) for r in mine[leaf].rows])) for leaf, v in w.items())
-            _ci(out, model, sum(v * self.draws(model, leaf) for leaf, v in w.items()))
+            _ci(out, model, self.draws(model, spec, w))
         cells = [mine[leaf] for leaf in self.leaves(spec) if leaf in mine]
         planned = sum(c.planned for c in cells)
         shortened = sum(c.shortened for c in cells)

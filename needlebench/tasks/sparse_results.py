@@ -10,12 +10,14 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from matplotlib.ticker import MaxNLocator
+
 from ..aggregate.metrics import mean
 from ..aggregate.plots import percent_axes, plt, png
 from ..aggregate.records import is_excluded
 from ..taskspec import ReportParts, Skipped, TaskResults
 
-__all__ = ["SINGLE", "MULTI", "REASONING", "depth_points", "needle_points", "mrt_position_png"]
+__all__ = ["SINGLE", "MULTI", "REASONING", "depth_points", "needle_points", "mrt_position_figure", "mrt_position_png"]
 
 
 def depth_points(record: Mapping[str, Any]) -> Iterable[tuple[float, float]]:
@@ -33,15 +35,12 @@ def needle_points(record: Mapping[str, Any]) -> Iterable[tuple[float, float]]:
         yield from depth_points(record)
 
 
-def mrt_position_png(records: Sequence[dict[str, Any]], title: str) -> bytes:
+def mrt_position_figure(records: Sequence[dict[str, Any]], title: str) -> plt.Figure:
     """M-RT recall by needle position (1st, 2nd, ... in document order), one line per model.
 
     Args:
         records: scored M-RT records (with ``model`` and ``recalled``).
         title: the figure's title.
-
-    Returns:
-        The figure as PNG bytes.
     """
     fig, ax = plt.subplots(figsize=(6, 3.2))
     by_model: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -52,7 +51,18 @@ def mrt_position_png(records: Sequence[dict[str, Any]], title: str) -> bytes:
         xs = sorted(pos)
         ax.plot(xs, [mean(pos[x]) for x in xs], marker="o", label=model)
     percent_axes(ax, "needle position in the document", "recall (%)", title)
-    return png(fig)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # positions are 1st, 2nd, ...: no 1.5th needle
+    return fig
+
+
+def mrt_position_png(records: Sequence[dict[str, Any]], title: str) -> bytes:
+    """:func:`mrt_position_figure` as PNG bytes.
+
+    Args:
+        records: scored M-RT records (with ``model`` and ``recalled``).
+        title: the figure's title.
+    """
+    return png(mrt_position_figure(records, title))
 
 
 def _mrt_report(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Skipped) -> ReportParts:
