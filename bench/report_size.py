@@ -31,8 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     from needlebench.evaluation import grade_rows, write_results
     from needlebench.grading.graders import ScoreOptions
     from needlebench.opencompass.configs import needlebench_datasets
-    from needlebench.opencompass.dataset import load_rows
     from needlebench.report import build
+    from needlebench.rows import load_rows
     from needlebench.seeding import stable_hash
     from needlebench.tasks import config_params, get_task
 

@@ -100,6 +100,7 @@ _ROW_SOURCES = (
     "taskspec.py",
     "store.py",
     "arrow_rows.py",
+    "rows.py",
     "errors.py",
     "context/*.py",
     "tasks/*.py",

@@ -234,48 +234,48 @@ def _prefix_tokens(prompts: list[np.ndarray], tokens: list[int]) -> int:
 
 
 def _model_ratio(tokenizer: Any, rows: Any) -> tuple[float, int, int]:
-    """(model tokens per cl100k token, prompts sampled, cl100k tokens sampled) on evenly spaced prompt slices."""
-    from .context.tokenizer import get_encoding
+    """(model tokens per cl100k token, prompts sampled, cl100k tokens sampled) on evenly spaced prompt slices.
+
+    The pooled ratio: an estimate of what the model is sent, where the room uses the worst prompt's.
+    """
+    from .planning import token_counts
 
     n = len(rows)
     if n == 0:
         return 1.0, 0, 0
     picks = sorted({int(i) for i in np.linspace(0, n - 1, min(SAMPLE_PROMPTS, n))})
-    enc = get_encoding()
-    ours = theirs = 0
-    for i in picks:
-        text = rows[i]["prompt"][:SAMPLE_CHARS]
-        ours += len(enc.encode_ordinary(text))
-        theirs += len(tokenizer(text, add_special_tokens=False)["input_ids"])
+    pairs = token_counts(tokenizer, [rows[i]["prompt"][:SAMPLE_CHARS] for i in picks])
+    theirs, ours = sum(m for m, _ in pairs), sum(o for _, o in pairs)
     return (theirs / ours if ours else 1.0), len(picks), ours
 
 
-def _partitioner(cfg: Any, num_shards: int | None) -> Any:
-    """The config's infer partitioner as the run would build it (our class, infer stage), never writing."""
-    from .opencompass.partitioner import NeedleBenchPartitioner
+def _settings(cfg: Any, num_shards: int | None) -> Any:
+    """The config's infer partitioner settings as the run would use them (checked; nothing is written)."""
+    from .planning import PartitionSettings
 
     settings = dict((cfg.get("infer") or {}).get("partitioner") or {})
     keep = ("num_shards", "overlength", "template_margin", "measure_with_model_tokenizer")
     kwargs = {k: settings[k] for k in keep if k in settings}
     if num_shards is not None:
         kwargs["num_shards"] = num_shards
-    return NeedleBenchPartitioner(out_dir="", stage="infer", **kwargs)
+    return PartitionSettings(**kwargs)
 
 
-def _plan_model(part: Any, model: dict, datasets: list[Any]) -> ModelPlan:
+def _plan_model(settings: Any, limits: Any, model: dict, datasets: list[Any]) -> ModelPlan:
     """One model's plan: limits, rows, model-token estimate, prefix share and shards."""
-    from .opencompass.dataset import load_rows
-    from .opencompass.partitioner import (
+    from .planning import (
         limited_dataset,
         model_room,
         out_len,
         overlength_cells,
         reserved_tokens,
+        shard_runs,
         token_shards,
     )
+    from .rows import load_rows
     from .tasks import config_params
 
-    tok, where, error = part.tokenizer(model)
+    tok, where, error = limits.tokenizer(model)
     path = str(model.get("tokenizer_path") or model.get("path") or "")
     if tok is not None:
         estimate = TokenizerEstimate(where, True, "")
@@ -287,9 +287,9 @@ def _plan_model(part: Any, model: dict, datasets: list[Any]) -> ModelPlan:
     limit_ratio = 1.0
     sampled_model = sampled_ours = sampled_prompts = 0
     for d in datasets:
-        entry = part.decide(model, d)
+        entry = limits.decide(model, d)
         limit_ratio = max(limit_ratio, float(entry["tokenizer_ratio"]))
-        lim = limited_dataset(d, entry, part.overlength)
+        lim = limited_dataset(d, entry, settings.overlength)
         cells = overlength_cells(d, lim, entry["tokenizer_ratio"]) or {}
         rows = load_rows(lim["task"], **config_params(lim))
         tokens = [int(json.loads(m)["prompt_tokens"]) for m in rows["meta"]]
@@ -330,23 +330,17 @@ def _plan_model(part: Any, model: dict, datasets: list[Any]) -> ModelPlan:
             f"estimate: cl100k tokens x the ratio on {sampled_prompts} sampled prompt slices "
             f"({sampled_ours:,} cl100k tokens)"
         )
-    stream, costs, ranges = token_shards(model, list(enumerate(limited)), part.num_shards)
+    stream, costs, ranges = token_shards(model, list(enumerate(limited)), settings.num_shards)
     shards = []
     for index, (a, b) in enumerate(ranges):
         ptok = sum(prompt_tokens[di][ri] for di, ri in stream[a:b])
-        parts, i = [], a
-        while i < b:  # contiguous runs of one dataset inside the shard
-            j = i
-            while j < b and stream[j][0] == stream[i][0]:
-                j += 1
-            parts.append(f"{plans[stream[i][0]].abbr}[{stream[i][1]}:{stream[j - 1][1] + 1}]")
-            i = j
+        parts = [f"{plans[di].abbr}[{start}:{end}]" for di, start, end in shard_runs(stream, a, b)]
         shards.append(ShardPlan(index, b - a, ptok, sum(costs[a:b]) - ptok, parts))
     total_prompt = sum(p.prompt_tokens for p in plans)
     return ModelPlan(
         abbr=model.get("abbr", "model"),
-        max_seq_len=model_room(model, datasets[0], part.margin)[0],
-        reserve=reserved_tokens(model, part.margin),
+        max_seq_len=model_room(model, datasets[0], settings.template_margin)[0],
+        reserve=reserved_tokens(model, settings.template_margin),
         tokenizer=estimate,
         limit_ratio=limit_ratio,
         datasets=plans,
@@ -384,8 +378,8 @@ def plan_config(config_path: str, num_shards: int | None = None) -> RunPlan:
     models = [m.to_dict() if hasattr(m, "to_dict") else dict(m) for m in cfg.get("models", [])]
     if not models:
         raise ConfigError(f"config: {config_path} defines no models")
-    part = _partitioner(cfg, num_shards)
-    part.logger.setLevel("ERROR")  # its tokenizer warnings are in the plan itself
+    settings = _settings(cfg, num_shards)
+    limits = settings.limits()  # silent: a tokenizer that fails to load is reported in the plan itself
     datasets = [d.to_dict() if hasattr(d, "to_dict") else dict(d) for d in ours]
     try:
         materialize_many([(d["task"], config_params(d)) for d in datasets])
@@ -393,10 +387,10 @@ def plan_config(config_path: str, num_shards: int | None = None) -> RunPlan:
         pass  # an unwritable cache: load_rows builds the rows in memory
     return RunPlan(
         config=str(config_path),
-        num_shards=part.num_shards,
-        overlength=part.overlength,
-        template_margin=part.margin,
-        models=[_plan_model(part, m, datasets) for m in models],
+        num_shards=settings.num_shards,
+        overlength=settings.overlength,
+        template_margin=settings.template_margin,
+        models=[_plan_model(settings, limits, m, datasets) for m in models],
         other_datasets=[str(d.get("abbr")) for d in cfg.get("datasets", []) if not is_needlebench(d)],
         notes=list(NOTES),
     )

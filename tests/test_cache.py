@@ -18,7 +18,7 @@ import pytest
 from needlebench import store
 from needlebench.context import haystack
 from needlebench.opencompass import dataset as oc_dataset
-from needlebench.opencompass.dataset import load_rows
+from needlebench.rows import load_rows
 from needlebench.seeding import canonical, content_digest, rng, stable_hash
 from needlebench.tasks import config_params
 from needlebench.tasks.sparse import SparseParams, generate_srt

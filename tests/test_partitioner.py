@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from needlebench.opencompass.configs import needlebench_datasets
-from needlebench.opencompass.dataset import load_rows
 from needlebench.opencompass.partitioner import NeedleBenchPartitioner
 from needlebench.report.html import build_report
+from needlebench.rows import load_rows
 from needlebench.sharding import shard_ranges
 from needlebench.tasks import config_params
 
@@ -195,12 +195,12 @@ class _DoubleTokenizer:
 def test_eval_stage_uses_the_infer_decision_instead_of_measuring_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from needlebench.opencompass import partitioner
+    from needlebench import planning
 
     model = _broken_tokenizer_model(tmp_path)
     infer, _ = _stage(tmp_path, model, "infer")
     # the tokenizer loads by eval time (or behaves differently there): the decision must not change
-    monkeypatch.setattr(partitioner, "_load_tokenizer", lambda m: (_DoubleTokenizer(), m["path"], None))
+    monkeypatch.setattr(planning, "load_tokenizer", lambda m: (_DoubleTokenizer(), m["path"], None))
     evals, messages = _stage(tmp_path, model, "eval")
     assert evals[0]["datasets"][0][0]["max_prompt_tokens"] == infer[0]["datasets"][0][0]["max_prompt_tokens"]
     assert not messages
@@ -280,7 +280,7 @@ def test_eval_stage_groups_a_models_datasets_into_eval_workers_tasks() -> None:
 
 def test_api_models_keep_the_openai_client_reserve() -> None:
     """OpenCompass's OpenAI client trims or refuses a prompt within 100 tokens of max_seq_len - output."""
-    from needlebench.opencompass.partitioner import OPENAI_CLIENT_RESERVE, model_room
+    from needlebench.planning import OPENAI_CLIENT_RESERVE, model_room
 
     local = {"abbr": "m", "max_seq_len": 1500, "max_out_len": 16}
     api = {**local, "openai_api_base": "http://127.0.0.1:1/v1"}

@@ -134,3 +134,27 @@ def test_local_tokenizer_estimates_model_tokens() -> None:
     for d in m.datasets:
         by_lang[d.lang].append(d.model_tokens / d.prompt_tokens)
     assert min(by_lang["en"]) > 0.8
+
+
+def test_planning_layer_imports_no_opencompass() -> None:
+    """Room, limits, over-length cells and shards are decided without OpenCompass (the partitioner and
+    ``needlebench plan`` share them): a fresh process plans one dataset and never imports it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from needlebench.planning import PartitionSettings, limited_dataset, overlength_cells, token_shards\n"
+        "model = {'abbr': 'm', 'max_seq_len': 400, 'max_out_len': 16}\n"
+        "d = {'abbr': 'd', 'type': 'needlebench.opencompass.dataset.NeedleBenchDataset', 'task': 'srt',"
+        " 'lang': 'en', 'lengths': [1000], 'depths': [50], 'repeats': 2}\n"
+        "limits = PartitionSettings(num_shards=2).limits()\n"
+        "lim = limited_dataset(d, limits.decide(model, d), 'shorten')\n"
+        "cells = overlength_cells(d, lim)\n"
+        "stream, costs, ranges = token_shards(model, [(0, lim)], 2)\n"
+        "assert cells['num_shortened'] == 2 and len(ranges) == 2, (cells, ranges)\n"
+        "print(sorted({n.split('.')[0] for n in sys.modules} & {'opencompass', 'mmengine'}))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip().splitlines()[-1] == "[]"

@@ -17,78 +17,17 @@ the rest of the contract (``k``/``n`` repeats, the reader and its
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from datasets import Dataset, Features, Value, concatenate_datasets
 from datasets.table import InMemoryTable, concat_tables
 from opencompass.datasets.base import BaseDataset
 
-from ..arrow_rows import ARROW_SCHEMA, materialize_file
-from ..store import sample_to_row
-from ..tasks import get_task, make_params
+from ..rows import load_rows
 
-__all__ = ["NeedleBenchDataset", "materialize", "load_rows", "with_reader_columns"]
-
-FEATURES = Features.from_arrow_schema(ARROW_SCHEMA)  # the cache files' features, for in-memory rows too
+__all__ = ["NeedleBenchDataset", "with_reader_columns"]
 # the columns OpenCompass's BaseDataset adds, with the types its ``.map`` gives them
 READER_FEATURES = Features({"subdivision": Value("string"), "idx": Value("int64")})
-
-
-def materialize(task: str, **params: Any) -> Dataset:
-    """The task's rows, written to the cache once and memory-mapped; in memory if uncacheable.
-
-    Concurrent processes asking for the same dataset build it once (file
-    lock); the file is checked against its sidecar before use (its size, and
-    its checksum whenever it was written since), so a truncated or corrupt
-    file is rebuilt, never read.
-
-    Args:
-        task: registry name of the task.
-        params: the task's parameters, as in a dataset config.
-    """
-    try:
-        path, count = materialize_file(task, **params)
-    except OSError:
-        p = make_params(task, **params)
-        return Dataset.from_list([sample_to_row(x) for x in get_task(task).generate(p)], features=FEATURES)
-    ds = Dataset.from_file(str(path))
-    if len(ds) != count:  # checksum matched, so only a writer bug gets here
-        raise RuntimeError(f"{path}: {len(ds)} rows, its sidecar says {count}")
-    return ds
-
-
-def _budgets_fit(ds: Dataset, max_prompt_tokens: int) -> bool:
-    """Whether every sample's token budget already fits: the limit would change no row."""
-    return all(json.loads(m)["budget_tokens"] <= max_prompt_tokens for m in ds["meta"])
-
-
-def load_rows(task: str, max_prompt_tokens: int = 0, overlength: str = "shorten", **params: Any) -> Dataset:
-    """The rows a model actually gets, after its context limit is applied.
-
-    Sparse tasks shorten the haystack (or skip the sample) at generation;
-    dense tasks cannot be shortened, so their over-length samples are skipped.
-    The partitioner injects ``max_prompt_tokens`` and ``overlength`` per model
-    into both the infer and the eval config, so both see the same rows. A
-    limit every sample fits in reads the unlimited file: one file per dataset
-    however many models share it.
-
-    Args:
-        task: registry name of the task.
-        max_prompt_tokens: the model's room in cl100k tokens (0: no limit).
-        overlength: ``shorten`` or ``skip`` a sparse sample over the room.
-        params: the task's parameters, as in a dataset config.
-    """
-    spec = get_task(task)
-    ds = materialize(task, **params)
-    if spec.family == "sparse" and max_prompt_tokens and not _budgets_fit(ds, int(max_prompt_tokens)):
-        # a limit decides only over-length samples: where none is, the unlimited file is the same rows
-        ds = materialize(task, **params, max_prompt_tokens=int(max_prompt_tokens), overlength=overlength)
-    if spec.family != "sparse" and max_prompt_tokens:
-        keep = [i for i, m in enumerate(ds["meta"]) if json.loads(m)["prompt_tokens"] <= max_prompt_tokens]
-        if len(keep) < len(ds):
-            ds = ds.select(keep)
-    return ds
 
 
 def with_reader_columns(ds: Dataset, abbr: str) -> Dataset:

@@ -18,6 +18,7 @@ from typing import Any
 from mmengine.config import Config
 
 from ..errors import ConfigError
+from ..planning import DEFAULT_MAX_SEQ_LEN
 from ..tasks import type_name
 
 __all__ = [
@@ -379,7 +380,6 @@ _REQUIRED = {
     LMDEPLOY: ("path", "max_out_len", "batch_size", "engine_config", "gen_config"),
     API: ("path", "openai_api_base", "max_out_len"),
 }
-DEFAULT_MAX_SEQ_LEN = 32768
 
 
 def check_model(cfg: dict[str, Any]) -> list[str]:

@@ -30,10 +30,8 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 import os.path as osp
 from collections import defaultdict
-from typing import Any
 
 from mmengine.config import Config, ConfigDict
 from opencompass.partitioners.base import BasePartitioner
@@ -41,70 +39,24 @@ from opencompass.utils import get_infer_output_path
 
 from ..arrow_rows import materialize_many
 from ..errors import ConfigError
+from ..planning import (
+    LIMITS_FILE,
+    PartitionSettings,
+    is_api_model,
+    limited_dataset,
+    overlength_cells,
+    shard_runs,
+    token_shards,
+)
 from ..sharding import shard_ranges
 from ..tasks import config_params, is_needlebench
-from ..tasks.sparse import OVERLENGTH_POLICIES
-from .dataset import load_rows
-from .models import DEFAULT_MAX_SEQ_LEN
-from .preflight import check_api_server, is_api_model
+from .preflight import check_api_server
 from .slurm_preflight import check_slurm, is_slurm_runner
 
-__all__ = [
-    "NeedleBenchPartitioner",
-    "model_room",
-    "is_needlebench",
-    "out_len",
-    "limited_dataset",
-    "overlength_cells",
-    "token_shards",
-]
+__all__ = ["NeedleBenchPartitioner", "OVERLENGTH_FILE"]
 
 
-def out_len(model: dict, dataset: dict) -> int:
-    """The output budget of a (model, dataset): the dataset's inferencer ``max_out_len``, else the model's.
-
-    Args:
-        model: the model config.
-        dataset: the dataset config.
-    """
-    inferencer = (dataset.get("infer_cfg") or {}).get("inferencer") or {}
-    return int(inferencer.get("max_out_len") or model.get("max_out_len") or 0)
-
-
-LIMITS_FILE = "needlebench_limits.json"
 OVERLENGTH_FILE = "needlebench_overlength.json"
-
-
-def _load_tokenizer(model: dict) -> tuple[Any, str | None, str | None]:
-    """(tokenizer or None, its path or None, load error or None) for a model config.
-
-    No local folder named is not an error (API models, hub names): the ratio is 1.
-    A folder whose tokenizer fails to load is, and the caller reports it.
-    """
-    path = model.get("tokenizer_path") or model.get("path")
-    if not path or not osp.isdir(str(path)):
-        return None, None, None
-    try:
-        from transformers import AutoTokenizer
-
-        kwargs = dict(model.get("tokenizer_kwargs") or {})
-        kwargs.pop("padding_side", None)
-        return AutoTokenizer.from_pretrained(str(path), local_files_only=True, **kwargs), str(path), None
-    except Exception as exc:  # transformers raises many types for a broken folder; all are reported
-        return None, str(path), f"{type(exc).__name__}: {exc}"
-
-
-def _tokenizer_ratio(tokenizer: Any, prompts: list[str]) -> float:
-    """Model tokens per cl100k token on a few prompts (at least 1: never grant more room)."""
-    from ..context.tokenizer import get_encoding
-
-    if tokenizer is None or not prompts:
-        return 1.0
-    enc = get_encoding()
-    ratios = [
-        len(tokenizer(p, add_special_tokens=False)["input_ids"]) / max(1, len(enc.encode_ordinary(p))) for p in prompts
-    ]
-    return max(1.0, max(ratios))
 
 
 def _store_entry(path: str, model_abbr: str, dataset_abbr: str, entry: dict) -> None:
@@ -135,129 +87,6 @@ def _read_limits(work_dir: str) -> dict | None:
             return json.load(fh)
     except (OSError, ValueError):
         return None
-
-
-# OpenCompass's OpenAI-compatible models (``opencompass.models.OpenAI`` and its subclasses, ``OpenAISDK``
-# among them) give a prompt at most max_seq_len - max_out_len - 100 tokens: past that they trim it themselves
-# or refuse the request (``_preprocess_messages``). A prompt we fit with less reserve would arrive cut or not
-# at all (measured: a 1,402-token prompt under max_seq_len 1,500 was refused and recorded as a failed request).
-OPENAI_CLIENT_RESERVE = 100
-
-
-def reserved_tokens(model: dict, margin: int) -> int:
-    """Tokens a model's prompts must leave free beyond the output budget.
-
-    Args:
-        model: the model config; an OpenAI-style API model (``openai_api_base``) keeps OpenCompass's client
-            reserve of :data:`OPENAI_CLIENT_RESERVE` tokens at least.
-        margin: tokens kept free for the chat template.
-    """
-    return max(margin, OPENAI_CLIENT_RESERVE) if is_api_model(model) else margin
-
-
-def model_room(model: dict, dataset: dict, margin: int, logger: Any = None) -> tuple[int, int]:
-    """A model's context and the room it leaves for a dataset's prompts.
-
-    Args:
-        model: the model config; without ``max_seq_len`` :data:`DEFAULT_MAX_SEQ_LEN` is assumed (with a warning).
-        dataset: the dataset config; its inferencer's ``max_out_len`` overrides the model's.
-        margin: tokens kept free for the chat template (raised by :func:`reserved_tokens` where the client
-            needs more).
-        logger: where the missing-``max_seq_len`` warning goes; None stays silent.
-
-    Returns:
-        (max_seq_len, max_seq_len - output budget - reserve), both in model tokens.
-    """
-    max_seq_len = model.get("max_seq_len")
-    if not max_seq_len:
-        if logger:
-            logger.warning(
-                f"model {model.get('abbr')}: no max_seq_len in its config; assuming "
-                f"{DEFAULT_MAX_SEQ_LEN}. Set max_seq_len so over-length prompts are handled."
-            )
-        max_seq_len = DEFAULT_MAX_SEQ_LEN
-    return int(max_seq_len), int(max_seq_len) - out_len(model, dataset) - reserved_tokens(model, margin)
-
-
-def _cells(metas: Any) -> dict[tuple, int]:
-    """Sample counts per (length or needle count, depth) cell."""
-    counts: dict[tuple, int] = defaultdict(int)
-    for m in metas:
-        counts[(m.get("length", m.get("num_needles", m.get("k"))), m.get("depth"))] += 1
-    return counts
-
-
-def overlength_cells(original: dict, limited: dict, ratio: float = 1.0) -> dict | None:
-    """Which cells of a dataset a model's limit shortens or skips (the ``needlebench_overlength.json`` entry).
-
-    Args:
-        original: the dataset config as written.
-        limited: the same config with the model's ``max_prompt_tokens`` and ``overlength`` (:func:`limited_dataset`).
-        ratio: the model tokenizer's tokens per cl100k token the limit was scaled by (recorded only).
-
-    Returns:
-        None when every prompt fits (or the dataset is not ours); else the task, language, policy, limit,
-        ``shortened`` and ``skipped`` as ``[length, depth, count]`` lists, and their totals.
-    """
-    if not is_needlebench(original):
-        return None
-    full = load_rows(original["task"], **config_params(original))
-    limit = limited["max_prompt_tokens"]
-    if all(json.loads(m)["prompt_tokens"] <= limit for m in full["meta"]):
-        return None
-    kept = load_rows(limited["task"], **config_params(limited))
-    kept_meta = [json.loads(m) for m in kept["meta"]]
-    shortened = _cells(m for m in kept_meta if "shortened_from" in m)
-    full_cells, kept_cells = _cells(json.loads(m) for m in full["meta"]), _cells(kept_meta)
-    skipped = {c: n - kept_cells.get(c, 0) for c, n in full_cells.items() if n > kept_cells.get(c, 0)}
-    return {
-        "task": original["task"],
-        "lang": original.get("lang", "en"),
-        "policy": limited["overlength"],
-        "max_prompt_tokens": limit,
-        "tokenizer_ratio": ratio,
-        "shortened": [[c[0], c[1], n] for c, n in sorted(shortened.items(), key=str)],
-        "skipped": [[c[0], c[1], n] for c, n in sorted(skipped.items(), key=str)],
-        "num_shortened": sum(shortened.values()),
-        "num_skipped": sum(skipped.values()),
-    }
-
-
-def limited_dataset(dataset: dict, entry: dict, policy: str) -> dict:
-    """A copy of a dataset config with a model's limit decision injected.
-
-    Args:
-        dataset: the dataset config.
-        entry: the decision (:meth:`NeedleBenchPartitioner.decide` or the recorded one).
-        policy: the overlength policy used where the decision records none.
-    """
-    out = copy.deepcopy(dataset)
-    out["max_prompt_tokens"] = int(entry["max_prompt_tokens"])
-    out["overlength"] = entry.get("policy", policy)
-    return out
-
-
-def token_shards(
-    model: dict, datasets: list[tuple[int, dict]], num_shards: int
-) -> tuple[list[tuple[int, int]], list[int], list[tuple[int, int]]]:
-    """Cut a model's samples into contiguous runs of about equal cost (prompt tokens plus output budget).
-
-    Args:
-        model: the model config (its ``max_out_len`` is the output budget where a dataset sets none).
-        datasets: (index, needlebench dataset config with the model's limit) pairs, in run order.
-        num_shards: runs wanted; fewer come back when there are fewer samples.
-
-    Returns:
-        (the stream of (dataset index, row index), each sample's cost, the (start, end) ranges over the stream).
-    """
-    stream: list[tuple[int, int]] = []
-    costs: list[int] = []
-    for di, d in datasets:
-        rows = load_rows(d["task"], **config_params(d))
-        for ri, meta in enumerate(rows["meta"]):
-            stream.append((di, ri))
-            costs.append(int(json.loads(meta)["prompt_tokens"]) + out_len(model, d))
-    return stream, costs, (shard_ranges(costs, num_shards) if stream else [])
 
 
 def _groups(datasets: list[dict], count: int) -> list[list[dict]]:
@@ -303,70 +132,16 @@ class NeedleBenchPartitioner(BasePartitioner):
         super().__init__(out_dir=out_dir, keep_keys=keep_keys)
         if stage not in ("infer", "eval"):
             raise ConfigError(f"partitioner stage: {stage!r}; choose from ('infer', 'eval')")
-        if overlength not in OVERLENGTH_POLICIES:
-            raise ConfigError(f"partitioner overlength: {overlength!r}; choose from {OVERLENGTH_POLICIES}")
-        if num_shards < 1:
-            raise ConfigError(f"partitioner num_shards: {num_shards} must be at least 1")
         if eval_tasks < 0:
             raise ConfigError(f"partitioner eval_tasks: {eval_tasks} must not be negative")
+        settings = PartitionSettings(num_shards, overlength, template_margin, measure_with_model_tokenizer)
         self.num_shards = num_shards
         self.eval_tasks = eval_tasks
         self.stage = stage
         self.overlength = overlength
-        self.margin = template_margin
-        self.measure = measure_with_model_tokenizer
-        self._tokenizers: dict[str, tuple] = {}  # path -> _load_tokenizer(...), one load and warning each
+        self.limits = settings.limits(self.logger)
 
     # -- over-length ---------------------------------------------------------------------------
-    def tokenizer(self, model: dict) -> tuple[Any, str | None, str | None]:
-        """A model's local tokenizer, loaded once per path; a folder that fails to load is warned about once.
-
-        Args:
-            model: the model config (``tokenizer_path`` or ``path``, ``tokenizer_kwargs``).
-
-        Returns:
-            (tokenizer or None, its folder or None, the load error or None).
-        """
-        path = str(model.get("tokenizer_path") or model.get("path") or "")
-        if path not in self._tokenizers:
-            self._tokenizers[path] = _load_tokenizer(model)
-            tok, where, error = self._tokenizers[path]
-            if error:
-                self.logger.warning(
-                    f"model {model.get('abbr')}: tokenizer at {where} failed to load ({error}); "
-                    f"over-length limits assume 1 model token per cl100k token (see {LIMITS_FILE})"
-                )
-        return self._tokenizers[path]
-
-    def decide(self, model: dict, dataset: dict) -> dict:
-        """Measure a (model, dataset) limit: the decision the infer stage makes and records.
-
-        Args:
-            model: the model config (``max_seq_len``, ``max_out_len``, a local tokenizer if any).
-            dataset: a needlebench dataset config.
-
-        Returns:
-            ``max_seq_len``, ``room``, ``policy``, ``tokenizer`` (path or None), ``tokenizer_ratio``,
-            ``tokenizer_error`` and ``max_prompt_tokens`` (the room in cl100k tokens).
-        """
-        max_seq_len, room = model_room(model, dataset, self.margin, self.logger)
-        entry: dict[str, Any] = {
-            "max_seq_len": max_seq_len,
-            "room": room,
-            "policy": self.overlength,
-            "tokenizer": None,
-            "tokenizer_ratio": 1.0,
-            "tokenizer_error": None,
-        }
-        if self.measure:
-            tok, entry["tokenizer"], entry["tokenizer_error"] = self.tokenizer(model)
-            if tok is not None:
-                rows = load_rows(dataset["task"], **config_params(dataset))
-                prompts = [rows[i]["prompt"] for i in range(0, len(rows), max(1, len(rows) // 3))][:3]
-                entry["tokenizer_ratio"] = _tokenizer_ratio(tok, prompts)
-        entry["max_prompt_tokens"] = max(1, math.floor(room / entry["tokenizer_ratio"]))
-        return entry
-
     def _limit(self, model: dict, dataset: dict, work_dir: str, recorded: dict | None) -> tuple[dict, dict | None]:
         """(the dataset config with the model's limit injected, the decision) for one pair.
 
@@ -384,7 +159,7 @@ class NeedleBenchPartitioner(BasePartitioner):
                     f"{m_abbr} / {d_abbr}: no over-length decision in {osp.join(work_dir, LIMITS_FILE)} "
                     "from the infer stage; measuring it now, which may differ from what inference used"
                 )
-            entry = self.decide(model, dataset)
+            entry = self.limits.decide(model, dataset)
             _store_entry(osp.join(work_dir, LIMITS_FILE), m_abbr, d_abbr, entry)
         elif entry.get("policy") != self.overlength:
             self.logger.warning(
@@ -434,7 +209,6 @@ class NeedleBenchPartitioner(BasePartitioner):
         """
         add_cfg = add_cfg or {}
         tasks: list[ConfigDict] = []
-        self._tokenizers = {}
         recorded = _read_limits(work_dir) if self.stage == "eval" else None
         if self.stage == "infer":
             # every dataset of the run built once, on all cores, before any task starts: the tasks
@@ -491,14 +265,8 @@ class NeedleBenchPartitioner(BasePartitioner):
         # per dataset: the row ranges of each shard, so split datasets get numbered parts
         per_dataset: dict[int, list[tuple[int, int, int]]] = defaultdict(list)  # di -> (shard, start, end)
         for shard, (a, b) in enumerate(ranges):
-            i = a
-            while i < b:
-                di = stream[i][0]
-                j = i
-                while j < b and stream[j][0] == di:
-                    j += 1
-                per_dataset[di].append((shard, stream[i][1], stream[j - 1][1] + 1))
-                i = j
+            for di, start, end in shard_runs(stream, a, b):
+                per_dataset[di].append((shard, start, end))
         shard_chunks: dict[int, list[dict]] = defaultdict(list)
         for di, pieces in per_dataset.items():
             if di in done:

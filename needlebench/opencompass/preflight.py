@@ -18,12 +18,7 @@ from typing import Any
 
 from ..errors import ConfigError
 
-__all__ = ["is_api_model", "check_api_server"]
-
-
-def is_api_model(model: Mapping[str, Any]) -> bool:
-    """Whether a model config talks to a server (OpenCompass's OpenAI-style API models)."""
-    return bool(model.get("openai_api_base"))
+__all__ = ["check_api_server"]
 
 
 def _bases(model: Mapping[str, Any]) -> list[str]:

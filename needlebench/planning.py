@@ -1,0 +1,359 @@
+"""How a run is cut for each model, with no OpenCompass: room, limits, over-length cells and shards.
+
+The partitioner (OpenCompass's infer and eval stages) and ``needlebench plan``
+both call these, so the plan a user reads before the run is the plan the run
+executes. A model's room is ``max_seq_len`` - output budget - a reserve (the
+chat template's margin; an OpenAI-compatible client's own reserve), in cl100k
+tokens, scaled by the model tokenizer's measured ratio where the model config
+names a local tokenizer. Shards are contiguous runs of the generation order,
+cut to about equal prompt tokens plus output budget.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .rows import load_rows
+from .sharding import shard_ranges
+from .tasks import config_params, is_needlebench
+from .tasks.sparse import OVERLENGTH_POLICIES
+
+__all__ = [
+    "DEFAULT_MAX_SEQ_LEN",
+    "LIMITS_FILE",
+    "OPENAI_CLIENT_RESERVE",
+    "Limits",
+    "PartitionSettings",
+    "is_api_model",
+    "limit_ratio",
+    "limited_dataset",
+    "load_tokenizer",
+    "model_room",
+    "out_len",
+    "overlength_cells",
+    "reserved_tokens",
+    "shard_runs",
+    "token_counts",
+    "token_shards",
+]
+
+DEFAULT_MAX_SEQ_LEN = 32768  # assumed (with a warning) for a model config without max_seq_len
+LIMITS_FILE = "needlebench_limits.json"  # the infer stage's decisions, read back by the eval stage
+
+
+def is_api_model(model: Mapping[str, Any]) -> bool:
+    """Whether a model config talks to a server (OpenCompass's OpenAI-style API models).
+
+    Args:
+        model: the model config.
+    """
+    return bool(model.get("openai_api_base"))
+
+
+def out_len(model: dict, dataset: dict) -> int:
+    """The output budget of a (model, dataset): the dataset's inferencer ``max_out_len``, else the model's.
+
+    Args:
+        model: the model config.
+        dataset: the dataset config.
+    """
+    inferencer = (dataset.get("infer_cfg") or {}).get("inferencer") or {}
+    return int(inferencer.get("max_out_len") or model.get("max_out_len") or 0)
+
+
+# OpenCompass's OpenAI-compatible models (``opencompass.models.OpenAI`` and its subclasses, ``OpenAISDK``
+# among them) give a prompt at most max_seq_len - max_out_len - 100 tokens: past that they trim it themselves
+# or refuse the request (``_preprocess_messages``). A prompt we fit with less reserve would arrive cut or not
+# at all (measured: a 1,402-token prompt under max_seq_len 1,500 was refused and recorded as a failed request).
+OPENAI_CLIENT_RESERVE = 100
+
+
+def reserved_tokens(model: dict, margin: int) -> int:
+    """Tokens a model's prompts must leave free beyond the output budget.
+
+    Args:
+        model: the model config; an OpenAI-style API model (``openai_api_base``) keeps OpenCompass's client
+            reserve of :data:`OPENAI_CLIENT_RESERVE` tokens at least.
+        margin: tokens kept free for the chat template.
+    """
+    return max(margin, OPENAI_CLIENT_RESERVE) if is_api_model(model) else margin
+
+
+def model_room(model: dict, dataset: dict, margin: int, logger: Any = None) -> tuple[int, int]:
+    """A model's context and the room it leaves for a dataset's prompts.
+
+    Args:
+        model: the model config; without ``max_seq_len`` :data:`DEFAULT_MAX_SEQ_LEN` is assumed (with a warning).
+        dataset: the dataset config; its inferencer's ``max_out_len`` overrides the model's.
+        margin: tokens kept free for the chat template (raised by :func:`reserved_tokens` where the client
+            needs more).
+        logger: where the missing-``max_seq_len`` warning goes; None stays silent.
+
+    Returns:
+        (max_seq_len, max_seq_len - output budget - reserve), both in model tokens.
+    """
+    max_seq_len = model.get("max_seq_len")
+    if not max_seq_len:
+        if logger:
+            logger.warning(
+                f"model {model.get('abbr')}: no max_seq_len in its config; assuming "
+                f"{DEFAULT_MAX_SEQ_LEN}. Set max_seq_len so over-length prompts are handled."
+            )
+        max_seq_len = DEFAULT_MAX_SEQ_LEN
+    return int(max_seq_len), int(max_seq_len) - out_len(model, dataset) - reserved_tokens(model, margin)
+
+
+def load_tokenizer(model: dict) -> tuple[Any, str | None, str | None]:
+    """(tokenizer or None, its path or None, load error or None) for a model config.
+
+    No local folder named is not an error (API models, hub names): the ratio is 1.
+    A folder whose tokenizer fails to load is, and the caller reports it.
+    """
+    path = model.get("tokenizer_path") or model.get("path")
+    if not path or not Path(str(path)).is_dir():
+        return None, None, None
+    try:
+        from transformers import AutoTokenizer
+
+        kwargs = dict(model.get("tokenizer_kwargs") or {})
+        kwargs.pop("padding_side", None)
+        return AutoTokenizer.from_pretrained(str(path), local_files_only=True, **kwargs), str(path), None
+    except Exception as exc:  # transformers raises many types for a broken folder; all are reported
+        return None, str(path), f"{type(exc).__name__}: {exc}"
+
+
+def token_counts(tokenizer: Any, texts: Sequence[str]) -> list[tuple[int, int]]:
+    """(model tokens, cl100k tokens) of each text: the one place a model tokenizer is measured against ours.
+
+    Args:
+        tokenizer: a transformers tokenizer.
+        texts: the texts (prompts, or slices of them).
+    """
+    from .context.tokenizer import get_encoding
+
+    enc = get_encoding()
+    return [(len(tokenizer(t, add_special_tokens=False)["input_ids"]), len(enc.encode_ordinary(t))) for t in texts]
+
+
+def limit_ratio(tokenizer: Any, prompts: list[str]) -> float:
+    """The ratio a model's room is scaled by: its worst prompt's model tokens per cl100k token, at least 1.
+
+    The worst, not the average: a room computed from the average would let the prompts that tokenise
+    worse than average overflow the model. At least 1: never grant more room than cl100k counts.
+
+    Args:
+        tokenizer: the model's tokenizer (None: no local tokenizer, ratio 1).
+        prompts: a few of the dataset's prompts.
+    """
+    if tokenizer is None or not prompts:
+        return 1.0
+    return max(1.0, max(model / max(1, ours) for model, ours in token_counts(tokenizer, prompts)))
+
+
+@dataclass(frozen=True)
+class PartitionSettings:
+    """How a run is cut, as the config's infer partitioner sets it; checked when made.
+
+    Args:
+        num_shards: infer tasks per model, of about equal prompt tokens.
+        overlength: ``"shorten"`` or ``"skip"`` a sparse prompt over the model's room.
+        template_margin: tokens kept free for the chat template.
+        measure_with_model_tokenizer: scale the room by the model tokenizer's tokens per cl100k token.
+
+    Raises:
+        ConfigError: an unknown policy, or fewer than one shard.
+    """
+
+    num_shards: int = 1
+    overlength: str = "shorten"
+    template_margin: int = 64
+    measure_with_model_tokenizer: bool = True
+
+    def __post_init__(self) -> None:
+        if self.overlength not in OVERLENGTH_POLICIES:
+            raise ConfigError(f"partitioner overlength: {self.overlength!r}; choose from {OVERLENGTH_POLICIES}")
+        if self.num_shards < 1:
+            raise ConfigError(f"partitioner num_shards: {self.num_shards} must be at least 1")
+
+    def limits(self, logger: Any = None) -> Limits:
+        """The limit decisions these settings make.
+
+        Args:
+            logger: where a tokenizer that fails to load is warned about; None stays silent.
+        """
+        return Limits(self.overlength, self.template_margin, self.measure_with_model_tokenizer, logger)
+
+
+class Limits:
+    """Each (model, dataset)'s room and over-length policy: the decision the infer stage records.
+
+    Args:
+        overlength: ``"shorten"`` or ``"skip"`` a sparse prompt over the model's room.
+        margin: tokens kept free for the chat template.
+        measure: scale the room by the model tokenizer's tokens per cl100k token.
+        logger: where a tokenizer that fails to load is warned about (once per path); None stays silent.
+    """
+
+    def __init__(self, overlength: str = "shorten", margin: int = 64, measure: bool = True, logger: Any = None):
+        self.overlength = overlength
+        self.margin = margin
+        self.measure = measure
+        self.logger = logger
+        self._tokenizers: dict[str, tuple] = {}  # path -> load_tokenizer(...), one load and warning each
+
+    def tokenizer(self, model: dict) -> tuple[Any, str | None, str | None]:
+        """A model's local tokenizer, loaded once per path; a folder that fails to load is warned about once.
+
+        Args:
+            model: the model config (``tokenizer_path`` or ``path``, ``tokenizer_kwargs``).
+
+        Returns:
+            (tokenizer or None, its folder or None, the load error or None).
+        """
+        path = str(model.get("tokenizer_path") or model.get("path") or "")
+        if path not in self._tokenizers:
+            self._tokenizers[path] = load_tokenizer(model)
+            tok, where, error = self._tokenizers[path]
+            if error and self.logger:
+                self.logger.warning(
+                    f"model {model.get('abbr')}: tokenizer at {where} failed to load ({error}); "
+                    f"over-length limits assume 1 model token per cl100k token (see {LIMITS_FILE})"
+                )
+        return self._tokenizers[path]
+
+    def decide(self, model: dict, dataset: dict) -> dict:
+        """Measure a (model, dataset) limit.
+
+        Args:
+            model: the model config (``max_seq_len``, ``max_out_len``, a local tokenizer if any).
+            dataset: a needlebench dataset config.
+
+        Returns:
+            ``max_seq_len``, ``room``, ``policy``, ``tokenizer`` (path or None), ``tokenizer_ratio``,
+            ``tokenizer_error`` and ``max_prompt_tokens`` (the room in cl100k tokens).
+        """
+        max_seq_len, room = model_room(model, dataset, self.margin, self.logger)
+        entry: dict[str, Any] = {
+            "max_seq_len": max_seq_len,
+            "room": room,
+            "policy": self.overlength,
+            "tokenizer": None,
+            "tokenizer_ratio": 1.0,
+            "tokenizer_error": None,
+        }
+        if self.measure:
+            tok, entry["tokenizer"], entry["tokenizer_error"] = self.tokenizer(model)
+            if tok is not None:
+                rows = load_rows(dataset["task"], **config_params(dataset))
+                prompts = [rows[i]["prompt"] for i in range(0, len(rows), max(1, len(rows) // 3))][:3]
+                entry["tokenizer_ratio"] = limit_ratio(tok, prompts)
+        entry["max_prompt_tokens"] = max(1, math.floor(room / entry["tokenizer_ratio"]))
+        return entry
+
+
+def _cells(metas: Any) -> dict[tuple, int]:
+    """Sample counts per (length or needle count, depth) cell."""
+    counts: dict[tuple, int] = defaultdict(int)
+    for m in metas:
+        counts[(m.get("length", m.get("num_needles", m.get("k"))), m.get("depth"))] += 1
+    return counts
+
+
+def overlength_cells(original: dict, limited: dict, ratio: float = 1.0) -> dict | None:
+    """Which cells of a dataset a model's limit shortens or skips (the ``needlebench_overlength.json`` entry).
+
+    Args:
+        original: the dataset config as written.
+        limited: the same config with the model's ``max_prompt_tokens`` and ``overlength`` (:func:`limited_dataset`).
+        ratio: the model tokenizer's tokens per cl100k token the limit was scaled by (recorded only).
+
+    Returns:
+        None when every prompt fits (or the dataset is not ours); else the task, language, policy, limit,
+        ``shortened`` and ``skipped`` as ``[length, depth, count]`` lists, and their totals.
+    """
+    if not is_needlebench(original):
+        return None
+    full = load_rows(original["task"], **config_params(original))
+    limit = limited["max_prompt_tokens"]
+    if all(json.loads(m)["prompt_tokens"] <= limit for m in full["meta"]):
+        return None
+    kept = load_rows(limited["task"], **config_params(limited))
+    kept_meta = [json.loads(m) for m in kept["meta"]]
+    shortened = _cells(m for m in kept_meta if "shortened_from" in m)
+    full_cells, kept_cells = _cells(json.loads(m) for m in full["meta"]), _cells(kept_meta)
+    skipped = {c: n - kept_cells.get(c, 0) for c, n in full_cells.items() if n > kept_cells.get(c, 0)}
+    return {
+        "task": original["task"],
+        "lang": original.get("lang", "en"),
+        "policy": limited["overlength"],
+        "max_prompt_tokens": limit,
+        "tokenizer_ratio": ratio,
+        "shortened": [[c[0], c[1], n] for c, n in sorted(shortened.items(), key=str)],
+        "skipped": [[c[0], c[1], n] for c, n in sorted(skipped.items(), key=str)],
+        "num_shortened": sum(shortened.values()),
+        "num_skipped": sum(skipped.values()),
+    }
+
+
+def limited_dataset(dataset: dict, entry: dict, policy: str) -> dict:
+    """A copy of a dataset config with a model's limit decision injected.
+
+    Args:
+        dataset: the dataset config.
+        entry: the decision (:meth:`NeedleBenchPartitioner.decide` or the recorded one).
+        policy: the overlength policy used where the decision records none.
+    """
+    out = copy.deepcopy(dataset)
+    out["max_prompt_tokens"] = int(entry["max_prompt_tokens"])
+    out["overlength"] = entry.get("policy", policy)
+    return out
+
+
+def token_shards(
+    model: dict, datasets: list[tuple[int, dict]], num_shards: int
+) -> tuple[list[tuple[int, int]], list[int], list[tuple[int, int]]]:
+    """Cut a model's samples into contiguous runs of about equal cost (prompt tokens plus output budget).
+
+    Args:
+        model: the model config (its ``max_out_len`` is the output budget where a dataset sets none).
+        datasets: (index, needlebench dataset config with the model's limit) pairs, in run order.
+        num_shards: runs wanted; fewer come back when there are fewer samples.
+
+    Returns:
+        (the stream of (dataset index, row index), each sample's cost, the (start, end) ranges over the stream).
+    """
+    stream: list[tuple[int, int]] = []
+    costs: list[int] = []
+    for di, d in datasets:
+        rows = load_rows(d["task"], **config_params(d))
+        for ri, meta in enumerate(rows["meta"]):
+            stream.append((di, ri))
+            costs.append(int(json.loads(meta)["prompt_tokens"]) + out_len(model, d))
+    return stream, costs, (shard_ranges(costs, num_shards) if stream else [])
+
+
+def shard_runs(stream: Sequence[tuple[int, int]], start: int, end: int) -> list[tuple[int, int, int]]:
+    """The contiguous runs of one dataset inside a shard: ``(dataset index, first row, row after the last)``.
+
+    Args:
+        stream: the model's samples as (dataset index, row index), in run order (:func:`token_shards`).
+        start: the shard's first position in the stream.
+        end: the position after its last.
+    """
+    runs = []
+    i = start
+    while i < end:
+        j = i
+        while j < end and stream[j][0] == stream[i][0]:
+            j += 1
+        runs.append((stream[i][0], stream[i][1], stream[j - 1][1] + 1))
+        i = j
+    return runs
