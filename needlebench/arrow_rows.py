@@ -27,7 +27,7 @@ from typing import Any
 import pyarrow as pa
 
 from .context.corpora import corpus_digest
-from .errors import ConfigError
+from .errors import ConfigError, OutOfSpace
 from .sample import DATASET_VERSION
 from .seeding import files_digest, stable_hash
 from .store import ROW_COLUMNS, cache_dir, cached_file, code_digest, sample_values, verified
@@ -203,6 +203,7 @@ def materialize_many(jobs: Sequence[tuple[str, Mapping[str, Any]]], workers: int
     Raises:
         OSError: the cache folder cannot be written (each task then builds its rows in memory).
         ConfigError: a parameter value is wrong (the worker's message).
+        OutOfSpace: the cache's file system filled up (the worker's message).
         RuntimeError: a worker failed otherwise; its last output is in the message.
     """
     folder = cache_dir() / "datasets"
@@ -232,8 +233,8 @@ def materialize_many(jobs: Sequence[tuple[str, Mapping[str, Any]]], workers: int
     for proc in procs:
         err = proc.stderr.read().decode("utf-8", errors="replace")  # type: ignore[union-attr]
         code = proc.wait()
-        if code == _CONFIG_ERROR:  # a bad value: the worker's one-line message, as if raised here
-            raise ConfigError(err.strip().splitlines()[-1])
+        if code in _EXIT_ERRORS:  # a bad value or a full disk: the worker's one-line message, as if raised here
+            raise _EXIT_ERRORS[code](err.strip().splitlines()[-1])
         if code != 0:
             failures.append(err[-3000:])
     if failures:
@@ -241,12 +242,12 @@ def materialize_many(jobs: Sequence[tuple[str, Mapping[str, Any]]], workers: int
     return paths
 
 
-_CONFIG_ERROR = 3
+_EXIT_ERRORS: dict[int, type[Exception]] = {3: ConfigError, 4: OutOfSpace}  # a worker's exit code -> its error
 
 
 if __name__ == "__main__":
     try:
         _claim_and_build(pickle.load(sys.stdin.buffer))
-    except ConfigError as exc:
+    except (ConfigError, OutOfSpace) as exc:
         print(exc, file=sys.stderr)
-        sys.exit(_CONFIG_ERROR)
+        sys.exit(next(code for code, kind in _EXIT_ERRORS.items() if isinstance(exc, kind)))

@@ -5,11 +5,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["ConfigError", "check_choices", "check_at_least"]
+__all__ = ["ConfigError", "OutOfSpace", "check_choices", "check_at_least"]
 
 
 class ConfigError(ValueError):
     """A config value, file or input is wrong; the message names what and where."""
+
+
+class OutOfSpace(RuntimeError):
+    """A file system filled up while a file was written; the message names the file and the space.
+
+    Not an ``OSError``: callers that fall back to memory when a cache folder is unwritable must not
+    do so here (a 1000k suite does not fit in memory), and the run must stop with this message.
+    """
 
 
 def check_choices(field: str, values: Iterable[Any], allowed: Iterable[Any]) -> None:

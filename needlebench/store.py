@@ -17,15 +17,18 @@ never read as data.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import functools
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from .errors import OutOfSpace
 from .sample import Sample
 from .seeding import files_digest
 
@@ -101,10 +104,27 @@ def atomic_write(target: Path | str, suffix: str = ".tmp") -> Iterator[Path]:
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a shared cache must stay readable
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
+        written = tmp.stat().st_size if tmp.exists() else 0
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno in _FULL:
+            raise _out_of_space(target, written) from exc
         raise
     _fsync_dir(target.parent)
+
+
+_FULL = (errno.ENOSPC, errno.EDQUOT)  # no space left; disk quota exceeded
+
+
+def _out_of_space(target: Path, written: int) -> OutOfSpace:
+    """The message for a write that filled its file system: the file, how far it got, what is free."""
+    free = shutil.disk_usage(target.parent).free
+    got = f"it filled up after {written:,} bytes" if written else "nothing could be written"
+    return OutOfSpace(
+        f"{target}: no space left on its file system ({got}; {free:,} bytes free; no partial file is kept). "
+        "Free space there, or point $NEEDLEBENCH_CACHE or the work dir (-w) elsewhere, then resume "
+        "(`opencompass CONFIG -r`): finished files are kept"
+    )
 
 
 @contextlib.contextmanager
@@ -176,6 +196,7 @@ def cached_file(path: Path, build: Callable[[Path], dict[str, Any]]) -> dict[str
 
     Raises:
         OSError: the cache folder is not writable (callers fall back to memory).
+        OutOfSpace: its file system filled up while the file was written (nothing half-written is kept).
     """
     info = verified(path)
     if info is not None:

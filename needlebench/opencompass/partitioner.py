@@ -51,6 +51,7 @@ from ..planning import (
 from ..sharding import shard_ranges
 from ..tasks import config_params, is_needlebench
 from .preflight import check_api_server
+from .resume import repair_predictions
 from .slurm_preflight import check_slurm, is_slurm_runner
 
 __all__ = ["NeedleBenchPartitioner", "OVERLENGTH_FILE"]
@@ -245,6 +246,9 @@ class NeedleBenchPartitioner(BasePartitioner):
         return tasks
 
     def _shards(self, model: dict, datasets: list[dict], out_dir: str, work_dir: str, add_cfg: dict) -> list[Config]:
+        if datasets:  # a file a full disk or a kill cut short is never taken as done (resume.py)
+            for note in repair_predictions(osp.dirname(get_infer_output_path(model, datasets[0], out_dir))):
+                self.logger.warning(note)
         ours: list[tuple[int, dict]] = []
         foreign: list[dict] = []
         done: set[int] = set()  # datasets already predicted whole; still in the plan so a resume cuts alike

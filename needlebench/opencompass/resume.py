@@ -1,0 +1,73 @@
+"""Prediction files that a full disk or a kill cut short, made safe before a resume.
+
+OpenCompass's inferencer appends finished predictions to ``tmp_<abbr>.jsonl`` and then writes
+``<abbr>.json`` with a plain ``json.dump``. When the disk fills up (or the process dies) during
+either write, a resume goes wrong in two ways:
+
+* a final file that does not parse counts as done: its infer task is skipped (by OpenCompass and by
+  our partitioner), and evaluation then fails on it;
+* a ``tmp_`` file whose last line was cut off does not load, and OpenCompass moves it aside whole,
+  so every prediction in it is computed again.
+
+Before the infer stage hands out its shards, :func:`repair_predictions` removes the first and cuts
+the second back to its last complete line, so a resume redoes only what was lost.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from ..store import atomic_write
+
+__all__ = ["repair_predictions"]
+
+log = logging.getLogger(__name__)
+
+
+def _complete_prefix(data: bytes) -> int:
+    """Bytes of ``data`` up to the end of its last line that is whole JSON (a line after a bad one is dropped)."""
+    end = 0
+    for line in data.splitlines(keepends=True):
+        if not line.endswith(b"\n"):
+            break
+        try:
+            json.loads(line)
+        except ValueError:
+            break
+        end += len(line)
+    return end
+
+
+def repair_predictions(folder: Path | str) -> list[str]:
+    """Make one model's prediction folder safe to resume from; say what was changed.
+
+    Args:
+        folder: ``<work_dir>/predictions/<model>``; a missing folder is left alone.
+
+    Returns:
+        One line per file removed or cut, for the run's log.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    notes = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            with path.open(encoding="utf-8") as fh:
+                json.load(fh)
+        except (ValueError, UnicodeDecodeError):
+            path.unlink()
+            notes.append(f"{path}: not whole JSON (cut short by a full disk or a kill); removed, its task runs again")
+    for path in sorted(folder.glob("tmp_*.jsonl")):
+        data = path.read_bytes()
+        keep = _complete_prefix(data)
+        if keep < len(data):
+            with atomic_write(path, suffix=".jsonl") as tmp:
+                tmp.write_bytes(data[:keep])
+            kept = data[:keep].count(b"\n")
+            notes.append(f"{path}: cut back to its {kept} complete predictions ({len(data) - keep:,} bytes dropped)")
+    for note in notes:
+        log.warning(note)
+    return notes
