@@ -138,7 +138,8 @@ def needlebench_datasets(
         corpus: ``packaged``, ``opencompass`` or ``auto`` (haystack text source).
         question_position: ``end`` or ``start``.
         recall_step: ask the model to recall the relevant sentence first (default: on for v1).
-        metric: ``keyword`` or ``levenshtein`` (default: keyword for v2, levenshtein for v1).
+        metric: ``keyword`` or ``levenshtein`` (default: keyword, but levenshtein for v1 S-RT, as
+            OpenCompass v1 scores it).
         max_out_len: an output budget per dataset (one number or ``{task: n}``); default: the model's.
         **task_options: a task parameter for every task (e.g. ``prompt_style="clarified"``,
             ``num_needles=[3]``) or ``srt=dict(...)``/``mrt=dict(...)``/``mrs=dict(...)`` for one task.
@@ -159,7 +160,9 @@ def needlebench_datasets(
     for t, opts in per_task.items():
         if not isinstance(opts, dict):
             raise ConfigError(f"{t}: per-task options must be a dict, got {type(opts).__name__}")
-    metric = metric or ("levenshtein" if profile == "v1" else "keyword")
+    # OpenCompass v1 gives Levenshtein partial credit to S-RT only (NeedleBenchOriginEvaluator); its M-RT
+    # (NeedleBenchParallelEvaluator) and M-RS (NeedleBenchMultiEvaluator) are keyword-only
+    v1_metric = {"srt": "levenshtein"} if profile == "v1" and metric is None else {}
     recall = (profile == "v1") if recall_step is None else bool(recall_step)
     out = []
     for task in tasks:
@@ -181,7 +184,8 @@ def needlebench_datasets(
                 **task_options,
                 **per_task.get(task, {}),
             )
-            evaluator = {k: v for k, v in {"metric": metric}.items() if k in task_spec.score_options}
+            chosen = v1_metric.get(task, metric or "keyword")
+            evaluator = {k: v for k, v in {"metric": chosen}.items() if k in task_spec.score_options}
             out_len = _per_task(max_out_len, task, None)
             out.append(task_dataset(f"needlebench_{task}_{lang}_{suite}", task, params, out_len, evaluator))
     return out

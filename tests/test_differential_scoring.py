@@ -1,0 +1,293 @@
+"""Differential scoring: every generated output gets OpenCompass 0.5.4's per-sample score under reference.
+
+For each task family, golds come from our own generators (small parameters) and at least
+``PER_FAMILY`` outputs are generated around them (``prediction_variants``: right answers, near
+misses, formatting variants, think blocks, chat tokens, truncations, hostile texts). Each output is
+scored twice: by OpenCompass's evaluator and post-processor, imported from the installed package
+and configured as its NeedleBench configs configure them, and by our grader with the sample's
+reference gold. A disagreement fails the test unless it is a listed exception
+(``EXCEPTIONS``: none today); the counts per family and per exception are printed.
+
+Which OpenCompass code scores which family (the configs under ``configs/datasets/needlebench_v2``
+and ``configs/datasets/needlebench``):
+
+* v2 S-RT: ``NeedleBenchOriginEvaluator`` (keyword substring), no post-processing.
+* v2 M-RT: ``NeedleBenchParallelEvaluator`` (share of keywords found).
+* v2 M-RS and ATC: ``needlebench_atc_postprocess_v2`` then ``NeedleBenchATCEvaluator``.
+* v1 S-RT: v1 ``NeedleBenchOriginEvaluator`` (Levenshtein partial credit, ``use_trim=False``).
+* v1 M-RT: v1 ``NeedleBenchParallelEvaluator`` (keyword only).
+* v1 M-RS: ``NeedleBenchMultiEvaluator`` (share of the answer's lowercased words).
+* v1 ATC multiple choice: ``first_option_postprocess(options="ABCD")`` then ``CircularEvaluator``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import Levenshtein
+import pytest
+
+pytest.importorskip("opencompass")
+
+from opencompass.datasets.needlebench import multi as oc_v1_multi  # noqa: E402
+from opencompass.datasets.needlebench import origin as oc_v1_origin  # noqa: E402
+from opencompass.datasets.needlebench import parallel as oc_v1_parallel  # noqa: E402
+from opencompass.datasets.needlebench_v2 import origin as oc_origin  # noqa: E402
+from opencompass.datasets.needlebench_v2 import parallel as oc_parallel  # noqa: E402
+from opencompass.datasets.needlebench_v2.atc import (  # noqa: E402
+    NeedleBenchATCEvaluator,
+    needlebench_atc_postprocess_v2,
+)
+from opencompass.openicl.icl_evaluator import CircularEvaluator  # noqa: E402
+from opencompass.utils.text_postprocessors import first_option_postprocess  # noqa: E402
+from prediction_variants import boxed_outputs, keyword_outputs, letter_outputs  # noqa: E402
+
+from needlebench.grading.graders import ScoreOptions, grade_mrt, grade_srt  # noqa: E402
+from needlebench.tasks.atc import AtcParams, generate_atc  # noqa: E402
+from needlebench.tasks.atc_mc import AtcMcParams, generate_atc_mc, grade_atc_mc  # noqa: E402
+from needlebench.tasks.reasoning import generate_mrs, grade_mrs  # noqa: E402
+from needlebench.tasks.sparse import SparseParams, generate_mrt, generate_srt  # noqa: E402
+
+PER_FAMILY = 10_000
+# (family, why) -> a predicate over (prediction, gold) that says the disagreement is that exception.
+EXCEPTIONS: dict[tuple[str, str], Callable[[str, dict], bool]] = {}
+REFERENCE = ScoreOptions()  # the evaluator's defaults; the golds carry the reference rules
+
+
+class _Quiet(io.TextIOBase):
+    """A stdout that drops everything: OpenCompass's parallel evaluators print every prediction."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+
+def _spread(golds: list[dict], n: int) -> list[tuple[int, int]]:
+    """(gold index, seed) pairs: ``n`` outputs shared evenly over the golds."""
+    return [(i % len(golds), i // len(golds)) for i in range(n)]
+
+
+def _compare(family: str, rows: list[tuple[str, dict, float, float]]) -> Counter:
+    """Count agreements, listed exceptions and unlisted disagreements; print them; return the counter."""
+    counts: Counter = Counter()
+    unlisted = []
+    for pred, gold, ours, theirs in rows:
+        if ours == theirs:
+            counts["identical"] += 1
+            continue
+        why = next((w for (f, w), test in EXCEPTIONS.items() if f == family and test(pred, gold)), None)
+        if why is None:
+            unlisted.append((pred[:300], gold, ours, theirs))
+        counts[why or "UNLISTED"] += 1
+    print(f"{family}: {len(rows)} predictions, {dict(counts)}", file=sys.stderr)
+    assert not unlisted, f"{family}: {len(unlisted)} unlisted disagreements, e.g. {unlisted[:3]}"
+    return counts
+
+
+def _sparse(lang: str, repeats: int = 2, **kw: object) -> SparseParams:
+    return SparseParams(lang=lang, lengths=(600,), depths=(0, 50, 100), repeats=repeats, buffer=100, **kw)
+
+
+@pytest.fixture(scope="module")
+def golds() -> dict[str, list[dict]]:
+    """Reference golds made by our generators, both languages."""
+    out: dict[str, list[dict]] = {}
+    out["srt"] = [s.gold for lang in ("en", "zh") for s in generate_srt(_sparse(lang))]
+    out["mrt"] = [s.gold for lang in ("en", "zh") for s in generate_mrt(_sparse(lang))]
+    out["mrs"] = [s.gold for lang in ("en", "zh") for s in generate_mrs(_sparse(lang, num_needles=(2, 3, 5)))]
+    out["atc"] = [
+        s.gold for lang in ("en", "zh") for s in generate_atc(AtcParams(lang=lang, needle_counts=(2, 8), repeats=3))
+    ]
+    return out
+
+
+def _others_keywords(golds: list[dict]) -> list[str]:
+    return sorted({k for g in golds for k in (g.get("keywords") or [k for n in g["needles"] for k in n["keywords"]])})
+
+
+def test_srt_v2_matches_origin_evaluator(golds: dict[str, list[dict]]) -> None:
+    srt = golds["srt"]
+    assert all(g["match"] == "exact" for g in srt)
+    others = _others_keywords(srt)
+    preds, refs, gs = [], [], []
+    for i, seed in _spread(srt, PER_FAMILY):
+        g = srt[i]
+        (pred,) = keyword_outputs(g["keywords"], others, 1, seed * 1000 + i, long_every=1 if seed % 97 == 5 else 0)
+        preds.append(pred)
+        refs.append(f"{g['needle']}*{g['keywords'][0]}")
+        gs.append(g)
+    theirs = [d["score"] for d in oc_origin.NeedleBenchOriginEvaluator().score(preds, refs)["details"]]
+    rows = [(p, g, grade_srt(p, g, REFERENCE).score, float(t)) for p, g, t in zip(preds, gs, theirs, strict=True)]
+    counts = _compare("S-RT v2", rows)
+    assert counts["identical"] >= PER_FAMILY
+    assert any(len(p) > 200_000 and t == 100 for p, _, _, t in rows)  # a keyword after 200,000 characters
+
+
+def test_mrt_matches_parallel_evaluators(golds: dict[str, list[dict]]) -> None:
+    mrt = golds["mrt"]
+    others = _others_keywords(mrt)
+    rows_v2, rows_v1 = [], []
+    evaluators = (oc_parallel.NeedleBenchParallelEvaluator(), oc_v1_parallel.NeedleBenchParallelEvaluator())
+    for i, seed in _spread(mrt, PER_FAMILY):
+        g = mrt[i]
+        keywords = [n["keywords"][0] for n in g["needles"]]
+        (pred,) = keyword_outputs(keywords, others, 1, seed * 1000 + i, long_every=0)
+        ref = "*".join(keywords) + "#" + "*".join(str(d) for d in range(len(keywords)))  # distinct depths
+        with redirect_stdout(_Quiet()):
+            v2, v1 = (float(e.score([pred], [ref])["average_score"]) for e in evaluators)
+        ours = grade_mrt(pred, g, REFERENCE).score
+        rows_v2.append((pred, g, ours, v2))
+        rows_v1.append((pred, g, ours, v1))
+    assert _compare("M-RT v2", rows_v2)["identical"] >= PER_FAMILY
+    assert _compare("M-RT v1", rows_v1)["identical"] >= PER_FAMILY
+    assert {r[3] for r in rows_v2} > {0.0, 100.0}  # partial recall happens
+
+
+def _atc_rows(family: str, golds: list[dict], seed0: int) -> Counter:
+    preds, refs, gs = [], [], []
+    for i, seed in _spread(golds, PER_FAMILY):
+        g = golds[i]
+        others = [n for n in g["chain_names"] if n != g["answer"]]
+        (pred,) = boxed_outputs(str(g["answer"]), others, 1, seed0 + seed * 1000 + i)
+        preds.append(pred)
+        refs.append(str(g["answer"]))
+        gs.append(g)
+    details = NeedleBenchATCEvaluator().score([needlebench_atc_postprocess_v2(p) for p in preds], refs)["details"]
+    grade = grade_mrs if family.startswith("M-RS") else _grade_atc
+    rows = [
+        (p, g, grade(p, g, REFERENCE).score, 100.0 if d["correct"] else 0.0)
+        for p, g, d in zip(preds, gs, details, strict=True)
+    ]
+    counts = _compare(family, rows)
+    right = sum(r[3] == 100.0 for r in rows)
+    assert 0.1 * len(rows) < right < 0.9 * len(rows)  # the variants are neither all right nor all wrong
+    return counts
+
+
+def _grade_atc(pred: str, gold: dict, options: ScoreOptions) -> object:
+    from needlebench.tasks.registry import get_task
+
+    return get_task("atc").grade(pred, gold, options)
+
+
+def test_mrs_v2_matches_atc_evaluator(golds: dict[str, list[dict]]) -> None:
+    mrs = golds["mrs"]
+    assert all(g["match"] == "exact" for g in mrs)
+    assert _atc_rows("M-RS v2", mrs, 1)["identical"] >= PER_FAMILY
+
+
+def test_atc_v2_matches_atc_evaluator(golds: dict[str, list[dict]]) -> None:
+    atc = golds["atc"]
+    assert all(g["match"] == "exact" for g in atc)
+    assert _atc_rows("ATC v2", atc, 2)["identical"] >= PER_FAMILY
+
+
+def test_issue_examples_score_as_opencompass() -> None:
+    """The cases issue 22 lists, scored as OpenCompass scores them (reference) and ours (clarified)."""
+    gold = {"answer": "Jasmine Lane", "kind": "name", "subject": "Kai", "chain_names": ["Jasmine Lane", "Kai"]}
+    oc_right = ["\\boxed{Jasmine~Lane}", "\\boxed{Jasmine\\ Lane}", "\\boxed{Jasmine  Lane}", "\\boxed{{Jasmine Lane}}"]
+    oc_wrong = [
+        "\\boxed{Jasmine Lane (great-grandmother)}",
+        "\\boxed{Jasmine Lanes}",
+        "\\boxed {Jasmine Lane}",
+        "\\fbox{Jasmine Lane}",
+        "\\boxed{Jasmine Lane} then \\boxed{Jasmine",
+        "\\boxed{Jasmine Lane}. I used \\boxed as told.",
+    ]
+    for pred in oc_right + oc_wrong:
+        theirs = NeedleBenchATCEvaluator().score([needlebench_atc_postprocess_v2(pred)], ["Jasmine Lane"])["score"]
+        assert grade_mrs(pred, {**gold, "match": "exact"}, REFERENCE).score == theirs == (100 * (pred in oc_right))
+    clarified = [grade_mrs(p, {**gold, "match": "normalised"}, REFERENCE).correct for p in oc_wrong]
+    assert clarified == [False, False, True, True, True, True]
+    keyword = {"keywords": ["Pothgon spyglass"], "needle": "The treasure is the Pothgon spyglass."}
+    assert grade_srt("x" * 250_000 + "Pothgon spyglass", {**keyword, "match": "exact"}, REFERENCE).correct
+    assert not grade_srt("Pothgon<|im_end|> spyglass", {**keyword, "match": "exact"}, REFERENCE).correct
+    assert grade_srt("Pothgon<|im_end|> spyglass", {**keyword, "match": "normalised"}, REFERENCE).correct
+
+
+def test_srt_v1_matches_levenshtein_origin_evaluator(golds: dict[str, list[dict]]) -> None:
+    """OpenCompass's pure-Python edit distance is checked on 300 outputs; the rest use the same distance in C."""
+    srt = golds["srt"]
+    others = _others_keywords(srt)
+    preds, refs, gs = [], [], []
+    for i, seed in _spread(srt, PER_FAMILY):
+        g = srt[i]
+        (pred,) = keyword_outputs(g["keywords"], others, 1, 7 + seed * 1000 + i, long_every=0)
+        preds.append(pred[:3000])  # the pure-Python distance is quadratic
+        refs.append(f"{g['needle']}*{g['keywords'][0]}")
+        gs.append(g)
+    evaluator = oc_v1_origin.NeedleBenchOriginEvaluator()
+    with redirect_stdout(_Quiet()):
+        pure = evaluator.score(preds[:300], refs[:300])["details"]
+        evaluator.levenshtein_distance = Levenshtein.distance  # type: ignore[method-assign]
+        fast = evaluator.score(preds, refs)["details"]
+    assert [d["score"] for d in pure] == [d["score"] for d in fast[:300]]
+    lev = ScoreOptions(metric="levenshtein")
+    rows = [(p, g, grade_srt(p, g, lev).score, float(d["score"])) for p, g, d in zip(preds, gs, fast, strict=True)]
+    counts = _compare("S-RT v1 (Levenshtein)", rows)
+    assert counts["identical"] >= PER_FAMILY
+    assert any(0 < r[3] < 20 for r in rows)  # partial credit happens
+
+
+def test_mrs_v1_matches_multi_evaluator(tmp_path: Path) -> None:
+    """The 2024 multi-hop form, from a stand-in ``multi_needle_reasoning_en.json``: per-word credit."""
+    answers = ["Jasmine Lane", "the Pothgon spyglass", "Ryker", "Mount Everest Base Camp", "北京"]
+    records = [
+        {"derivation_count": c, "derivations": [f"Fact {j} of {a}." for j in range(c)], "question": "Who?", "answer": a}
+        for a in answers
+        for c in (2, 3)
+    ]
+    path = tmp_path / "multi_needle_reasoning_en.json"
+    path.write_text(json.dumps(records), encoding="utf-8")
+    p = _sparse("en", repeats=8, needle_file=str(path), num_needles=(2, 3), profile="v1")
+    mrs = [s.gold for s in generate_mrs(p)]
+    assert all(g["form"] == "multihop" and g["match"] == "exact" for g in mrs)
+    preds, refs, gs = [], [], []
+    for i, seed in _spread(mrs, PER_FAMILY):
+        g = mrs[i]
+        words = g["keywords"][0].split()
+        (pred,) = keyword_outputs(words, answers, 1, 11 + seed * 1000 + i, long_every=0)
+        preds.append(pred)
+        refs.append(f"{g['keywords'][0]}*{g['keywords'][0]}")
+        gs.append(g)
+    details = oc_v1_multi.NeedleBenchMultiEvaluator().score(preds, refs)["details"]
+    rows = [(p, g, grade_mrs(p, g, REFERENCE).score, float(d["score"])) for p, g, d in zip(preds, gs, details)]
+    counts = _compare("M-RS v1 (words)", rows)
+    assert counts["identical"] >= PER_FAMILY
+    assert any(0 < r[3] < 100 for r in rows)  # per-word credit happens
+
+
+def test_atc_mc_v1_matches_circular_evaluator() -> None:
+    """Every rotation's letter as ``first_option_postprocess`` reads it; every question as ``CircularEvaluator``."""
+    samples = [
+        s
+        for lang in ("en", "zh")
+        for s in generate_atc_mc(AtcMcParams(lang=lang, steps=(2, 5), repeats=2, style="direct", shots=1))
+    ]
+    groups: dict[str, list] = {}
+    for s in samples:
+        groups.setdefault(s.meta["circular_group"], []).append(s)
+    rows, agree_circular, n = [], 0, 0
+    t0 = time.perf_counter()
+    group_list = list(groups.values())
+    for q in range(PER_FAMILY // 4):
+        group = group_list[q % len(group_list)]
+        preds = [letter_outputs(s.gold["answer"], 1, q * 10 + j)[0] for j, s in enumerate(group)]
+        letters = [first_option_postprocess(p, "ABCD") for p in preds]
+        ours = [grade_atc_mc(p, s.gold, REFERENCE) for p, s in zip(preds, group, strict=True)]
+        for p, s, o, letter in zip(preds, group, ours, letters, strict=True):
+            rows.append((p, s.gold, o.score, 100.0 if letter == s.gold["answer"] else 0.0))
+        refs = [f"{q}--{s.gold['answer']}--{s.meta['circular_pattern']}" for s in group]
+        theirs = CircularEvaluator().score(letters, refs)
+        n += 1
+        agree_circular += (theirs["perf_4"] == 100.0) == all(o.correct for o in ours)
+    counts = _compare("ATC multiple choice v1 (per rotation)", rows)
+    print(f"ATC multiple choice v1 (circular): {n} questions, {agree_circular} identical", file=sys.stderr)
+    assert counts["identical"] >= PER_FAMILY and agree_circular == n
+    assert time.perf_counter() - t0 < 60
