@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 
 from needlebench.grading.matching import hostile_outputs
 
-__all__ = ["answer_forms", "keyword_outputs", "boxed_outputs", "letter_outputs"]
+__all__ = ["answer_forms", "keyword_outputs", "boxed_outputs", "letter_outputs", "chain_outputs"]
 
 _FULLWIDTH = {c: c + 0xFEE0 for c in range(0x21, 0x7F)}
 _CHAT_TOKENS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "</s>", "<|im_start|>assistant\n")
@@ -193,3 +194,100 @@ def letter_outputs(letter: str, n: int, seed: int) -> list[str]:
         body = rng.choice(forms).format(chosen)
         out.append(_frame(body, rng, rng.choice("ABCD")))
     return out
+
+
+def chain_outputs(value: str, names: Sequence[str], n: int, seed: int, paper_styles: bool = False) -> list[str]:
+    """``n`` NeedleChain responses: an explanation naming some of the chain, then the value stated some way.
+
+    Args:
+        value: the gold value as the gold writes it ("3200", "12.5").
+        names: the chain's names (reasoning order); some are left out of the explanation.
+        n: how many responses.
+        seed: the seed.
+        paper_styles: only the answer lines the paper's Appendix B shows models writing ("## Answer: $200",
+            "## Answer: 1600 $", "## Answer: $12.50", "## Answer: 4x", no value), right or wrong by a factor
+            of two; otherwise every variant below, near misses, frames and hostile text included.
+    """
+    rng = random.Random(seed)
+    exact = Fraction(value)
+    out = []
+    for _ in range(n):
+        kept = [x for x in names if rng.random() < 0.9]
+        explanation = "; ".join(f"{x} earns some amount" for x in kept) + "."
+        if paper_styles:
+            stated = rng.choice([exact] * 4 + [exact * 2, exact / 2])
+            answer = rng.choice(_PAPER_FORMS).format(_decimal(stated))
+            out.append(f"{explanation}\n{answer}")
+            continue
+        stated = rng.choice(
+            [exact] * 6 + [exact * 2, exact / 2, exact + 1, Fraction(int(exact)), exact + Fraction(1, 2), 0]
+        )
+        number = rng.choice(_NUMBER_FORMS)(stated)
+        answer = rng.choice(_ANSWER_FORMS).format(n=number, v=value, w=names[-1] if names else "X")
+        out.append(_frame(f"{explanation}\n{answer}", rng, names[0] if names else "X"))
+    return out
+
+
+_PAPER_FORMS = (
+    "## Answer: ${}",
+    "## Answer: ${}",
+    "## Answer: {} $",
+    "## Answer: {}",
+    "## Answer: ${}0",
+    "## Answer: 4x",
+    "## Answer: Amount undetermined under the facts given.",
+)
+
+
+def _decimal(value: Fraction) -> str:
+    """An exact decimal rendering where one exists (``12.5``), else a fraction (``1/3``)."""
+    whole, rest = divmod(value.numerator, value.denominator)
+    if rest == 0:
+        return str(whole)
+    digits, scale = value, 0
+    while digits.denominator != 1 and scale < 30:
+        digits, scale = digits * 10, scale + 1
+    if digits.denominator != 1:
+        return f"{value.numerator}/{value.denominator}"
+    text = str(digits.numerator).rjust(scale + 1, "0")
+    return f"{text[:-scale]}.{text[-scale:]}"
+
+
+_NUMBER_FORMS: tuple[Callable[[Fraction], str], ...] = (
+    _decimal,
+    _decimal,
+    _decimal,
+    lambda v: f"${_decimal(v)}",
+    lambda v: f"$ {_decimal(v)}",
+    lambda v: f"{int(v):,}",
+    lambda v: f"${int(v):,}.00",
+    lambda v: f"{_decimal(v)}.0" if v.denominator == 1 else _decimal(v),
+    lambda v: f"{int(v)}",
+    lambda v: f"{v.numerator}/{v.denominator}",
+    lambda v: f"{_decimal(v)} dollars",
+    lambda v: f"{_decimal(v)}x",
+    lambda v: f"{_decimal(v)}%",
+    lambda v: f"-{_decimal(v)}",
+    lambda v: "9" * 5000,  # past Python's int() digit limit
+)
+_ANSWER_FORMS = (
+    "## Answer: {n}",
+    "## Answer: {n}",
+    "## Answer: {n}",
+    "## Answer:{n}",
+    "## answer: {n}",
+    "##Answer: {n}",
+    "so {n}.\n## Answer: {n}",
+    "## Answer: {n} ({w} = 2 x 1600)",
+    "## Answer: {n}\n## Answer: 7",
+    "## Answer: 7\n## Answer: {n}",
+    "{w} gets {n}",
+    "{w} gets {n} in total",
+    "The final value is {n}, not 1600.",
+    "## Answer: **{n}**",
+    "## Answer: \\boxed{{{n}}}",
+    "## Answer: {w} earns {n}",
+    "## Answer:\n{n}",
+    "## Answer: approximately {n}",
+    "## Answer: 2x, i.e. {n}",
+)

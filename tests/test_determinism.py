@@ -28,7 +28,7 @@ NEEDLEBENCH = str(Path(sys.executable).parent / "needlebench")
 DATASET_VERSION = "2.2"
 GOLDEN = {
     "tests/configs/golden_atc.py": "8dfca695bd7b45f059e4835fe578dc222448a8919cc698aecb8c15ffb263edc6",
-    "tests/configs/golden_chain.py": "fa74735887b823c6964788cd7f01105aca2c48fc7b74019fad3b1dda53fb030f",
+    "tests/configs/golden_chain.py": "5287ea2849e43d1c9978de243062e03b659c22b82d5c7e19bd09939b0208bba8",
     "tests/configs/golden_sparse.py": "0e049918025908865b4e79942a20b07e2f9fa9f579bb6921047b1d07d0f5825c",
 }
 

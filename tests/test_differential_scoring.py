@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable
 from contextlib import redirect_stdout
+from fractions import Fraction
 from pathlib import Path
 
 import Levenshtein
@@ -47,11 +49,17 @@ from opencompass.datasets.needlebench_v2.atc import (  # noqa: E402
 )
 from opencompass.openicl.icl_evaluator import CircularEvaluator  # noqa: E402
 from opencompass.utils.text_postprocessors import first_option_postprocess  # noqa: E402
-from prediction_variants import boxed_outputs, keyword_outputs, letter_outputs  # noqa: E402
+from prediction_variants import boxed_outputs, chain_outputs, keyword_outputs, letter_outputs  # noqa: E402
 
 from needlebench.grading.graders import ScoreOptions, grade_mrt, grade_srt  # noqa: E402
 from needlebench.tasks.atc import AtcParams, generate_atc  # noqa: E402
 from needlebench.tasks.atc_mc import AtcMcParams, generate_atc_mc, grade_atc_mc  # noqa: E402
+from needlebench.tasks.needlechain import (  # noqa: E402
+    INT_DIGIT_LIMIT,
+    ChainParams,
+    generate_needlechain,
+    grade_needlechain,
+)
 from needlebench.tasks.reasoning import generate_mrs, grade_mrs  # noqa: E402
 from needlebench.tasks.sparse import SparseParams, generate_mrt, generate_srt  # noqa: E402
 
@@ -126,6 +134,8 @@ def test_srt_v2_matches_origin_evaluator(golds: dict[str, list[dict]]) -> None:
     rows = [(p, g, grade_srt(p, g, REFERENCE).score, float(t)) for p, g, t in zip(preds, gs, theirs, strict=True)]
     counts = _compare("S-RT v2", rows)
     assert counts["identical"] >= PER_FAMILY
+    clarified = [grade_srt(p, {**g, "match": "normalised"}, REFERENCE).score for p, g, _, _ in rows]
+    assert sum(c != r[3] for c, r in zip(clarified, rows, strict=True)) > 500  # the corpus tells the rules apart
     assert any(len(p) > 200_000 and t == 100 for p, _, _, t in rows)  # a keyword after 200,000 characters
 
 
@@ -165,6 +175,8 @@ def _atc_rows(family: str, golds: list[dict], seed0: int) -> Counter:
         for p, g, d in zip(preds, gs, details, strict=True)
     ]
     counts = _compare(family, rows)
+    clarified = [grade(p, {**g, "match": "normalised"}, REFERENCE).score for p, g, _, _ in rows]
+    assert sum(c != r[3] for c, r in zip(clarified, rows, strict=True)) > 500  # the corpus tells the rules apart
     right = sum(r[3] == 100.0 for r in rows)
     assert 0.1 * len(rows) < right < 0.9 * len(rows)  # the variants are neither all right nor all wrong
     return counts
@@ -291,3 +303,111 @@ def test_atc_mc_v1_matches_circular_evaluator() -> None:
     print(f"ATC multiple choice v1 (circular): {n} questions, {agree_circular} identical", file=sys.stderr)
     assert counts["identical"] >= PER_FAMILY and agree_circular == n
     assert time.perf_counter() - t0 < 60
+
+
+# ---- NeedleChain against the released scorer (evaluate.py of the authors' repository) ----
+
+_RELEASED_INTEGERS = re.compile(r"\b(?:\d{1,3}(?:,\d{3})+|\d+)\b")
+
+
+def released_correct(generated: str, target: str) -> bool:
+    """The released ``evaluate.py``'s verdict on one response, as its ``main`` loop computes it.
+
+    After the last ``## Answer:`` (the whole response without one), spaces and newlines removed, every
+    word-bounded integer is converted and the first compared, after ``int()``, with ``int(float(target))``;
+    any exception (no integer; one longer than Python's int() digit limit) is a wrong answer.
+    """
+    hyp = generated.split("## Answer:")[-1].replace("\n", "").replace(" ", "")
+    try:
+        numbers = [int(m.replace(",", "")) for m in _RELEASED_INTEGERS.findall(hyp)]
+        return int(float(target)) == int(numbers[0])
+    except Exception:  # the released scorer's bare except
+        return False
+
+
+def _truncation_fix(pred: str, gold: dict) -> bool:
+    """The listed fix: the released scorer truncates the gold and the stated value to integers, we do not.
+
+    True when the gold is fractional or the integer the released scorer reads has decimals right after
+    it (``$20,000.5`` states 20000.5; the released scorer compares 20000).
+    """
+    hyp = pred.split("## Answer:")[-1].replace("\n", "").replace(" ", "")
+    first = _RELEASED_INTEGERS.search(hyp)
+    decimals = first is not None and re.match(r"\.\d", hyp[first.end() :]) is not None
+    return Fraction(gold["value"]).denominator > 1 or decimals
+
+
+def _digit_limit(pred: str, gold: dict) -> bool:
+    """Released measurement bug: a later integer past Python's int() limit raises, and the answer counts as wrong."""
+    hyp = pred.split("## Answer:")[-1].replace("\n", "").replace(" ", "")
+    return any(len(m.replace(",", "")) > INT_DIGIT_LIMIT for m in _RELEASED_INTEGERS.findall(hyp))
+
+
+for _family in ("NeedleChain", "NeedleChain (paper-style answers)"):
+    EXCEPTIONS[(_family, "int() truncation of gold and answer (our listed fix)")] = _truncation_fix
+    EXCEPTIONS[(_family, "released int() digit limit raises (measurement bug)")] = _digit_limit
+
+
+def _chain_rows(paper_styles: bool, seed0: int) -> list[tuple[str, dict, float, float]]:
+    """Reference NeedleChain golds (the released generator's values, fractional totals included) x responses."""
+    golds = [
+        s.gold
+        for s in generate_needlechain(ChainParams(k_values=(5, 10, 20, 50), points=6, questions=("single", "total")))
+    ]
+    assert all(g["scoring"] == "released" for g in golds)
+    assert any(Fraction(g["value"]).denominator > 1 for g in golds)  # fractional golds are in the corpus
+    rows = []
+    for i, seed in _spread(golds, PER_FAMILY):
+        g = golds[i]
+        (pred,) = chain_outputs(g["value"], g["names"], 1, seed0 + seed * 1000 + i, paper_styles)
+        theirs = 100.0 if released_correct(pred, g["value"]) else 0.0
+        rows.append((pred, g, grade_needlechain(pred, g, REFERENCE).score, theirs))
+    return rows
+
+
+def _agreement(rows: list[tuple[str, dict, float, float]], label: str) -> tuple[float, float]:
+    """(share of our right answers the released scorer also marks right, and the other way round), printed."""
+    both = sum(r[2] == r[3] == 100.0 for r in rows)
+    ours, theirs = both / sum(r[2] == 100.0 for r in rows), both / sum(r[3] == 100.0 for r in rows)
+    print(
+        f"{label}: {ours:.4f} of ours-right released-right, {theirs:.4f} of released-right ours-right", file=sys.stderr
+    )
+    return ours, theirs
+
+
+def test_needlechain_reference_scoring_matches_released_scorer() -> None:
+    """Every variant (near misses, half-off values, decimals, frames, hostile text): only listed disagreements."""
+    rows = _chain_rows(paper_styles=False, seed0=13)
+    counts = _compare("NeedleChain", rows)
+    assert counts["identical"] >= 0.9 * PER_FAMILY and counts["int() truncation of gold and answer (our listed fix)"]
+    _agreement(rows, "NeedleChain agreement (all variants)")
+
+
+def test_needlechain_agrees_with_released_scorer_on_paper_style_answers() -> None:
+    """Answers written as the paper shows models writing them: >= 99.6% agreement both ways."""
+    rows = _chain_rows(paper_styles=True, seed0=17)
+    _compare("NeedleChain (paper-style answers)", rows)
+    ours, theirs = _agreement(rows, "NeedleChain agreement (paper-style answers)")
+    assert ours >= 0.996 and theirs >= 0.996
+
+
+def test_needlechain_issue_examples() -> None:
+    """The responses issue 22 lists, read as the released scorer reads them; strict omission as an option."""
+    names = ["Cairo", "Ramon", "Nala", "Kase", "Ryker"]
+    gold = {"value": "3200", "names": names, "variant": "forward", "question": "single", "asked": "Ryker"}
+    released = {**gold, "scoring": "released"}
+    for pred in ("...so 3200.\n## Answer: $3200", "## Answer: $3200 (Ryker = 2 x 1600)", "Ryker gets $3200"):
+        assert released_correct(pred, "3200")
+        assert grade_needlechain(pred, released, REFERENCE).correct, pred
+    omitted = grade_needlechain("## Answer: 3200", released, REFERENCE)
+    assert omitted.correct and omitted.extras["plain_correct"] and not omitted.extras["strict_correct"]
+    strict = grade_needlechain("## Answer: 3200", {**gold, "scoring": "strict"}, REFERENCE)
+    assert not strict.correct and strict.error == "needle_omission"
+    fractional = {**released, "value": "12.5"}
+    assert (
+        released_correct("## Answer: 12", "12.5")
+        and not grade_needlechain("## Answer: 12", fractional, REFERENCE).correct
+    )
+    assert grade_needlechain("## Answer: $12.50", fractional, REFERENCE).correct
+    late = "## Answer: 3200 (ref: " + "9" * 5000 + ")"
+    assert not released_correct(late, "3200") and grade_needlechain(late, released, REFERENCE).correct

@@ -64,7 +64,7 @@ class ScoreOptions:
             clarified rules only, as OpenCompass's evaluators read the whole output (an OpenCompass
             model config that strips thinking itself corresponds to ``True``).
         alpha: the weight of the Levenshtein partial credit.
-        lenient: NeedleChain's plain reading, no omission rule (see ``needlechain.py``).
+        lenient: score NeedleChain the ``released`` way whatever the sample says (see ``needlechain.py``).
     """
 
     metric: str = "keyword"

@@ -199,7 +199,7 @@ def atc_datasets(
     few_shot: bool = True,
     seed: int = 0,
     max_out_len: int | None = None,
-    strip_think: bool = True,
+    strip_think: bool | None = None,
     protocol: str = "reference",
     profile: str = "v2",
     **options: Any,
@@ -216,7 +216,8 @@ def atc_datasets(
         few_shot: our worked examples (clarified prompt style only; OpenCompass's prompts carry their own).
         seed: every random choice derives from it and the sample's coordinates.
         max_out_len: an output budget for these datasets; default: the model's.
-        strip_think: drop ``<think>`` blocks before grading.
+        strip_think: drop ``<think>`` blocks before grading; None (default): only under clarified scoring
+            (OpenCompass's evaluators read the whole output).
         protocol: ``reference`` or ``clarified``.
         profile: ``v2`` (this task) or ``v1`` (the multiple-choice ATC; only langs, repeats, seed and
             max_out_len carry over).
@@ -246,7 +247,8 @@ def atc_datasets(
             protocol=protocol,
             **options,
         )
-        out.append(task_dataset(f"needlebench_atc_{lang}", "atc", params, max_out_len, {"strip_think": strip_think}))
+        evaluator = {} if strip_think is None else {"strip_think": strip_think}
+        out.append(task_dataset(f"needlebench_atc_{lang}", "atc", params, max_out_len, evaluator))
     return out
 
 
@@ -298,7 +300,7 @@ def needlechain_datasets(
     seed: int = 0,
     max_out_len: int | None = None,
     lenient: bool = False,
-    strip_think: bool = True,
+    strip_think: bool | None = None,
     protocol: str = "reference",
     **options: Any,
 ) -> list[dict[str, Any]]:
@@ -312,10 +314,12 @@ def needlechain_datasets(
         questions: single and/or total.
         seed: every random choice derives from it and the data point's coordinates.
         max_out_len: an output budget; default: the model's.
-        lenient: plain value match (no needle-omission rule) and the released scorer's reading.
-        strip_think: drop ``<think>`` blocks before grading.
+        lenient: score the ``released`` way (the released scorer's reading, no needle-omission rule)
+            whatever ``scoring`` says.
+        strip_think: drop ``<think>`` blocks before grading; None (default): only under clarified scoring
+            (OpenCompass's evaluators read the whole output).
         protocol: ``reference`` (the paper's prompt, roster, names and values) or ``clarified``.
-        **options: named protocol options (``prompt_style``, ``roster``, ``names``, ``values``).
+        **options: named protocol options (``prompt_style``, ``roster``, ``names``, ``values``, ``scoring``).
 
     Sampling: the paper sampled at temperature 0.6, top-p 0.95; apply it to the models with
     ``needlebench.opencompass.models.with_sampling``.
@@ -332,11 +336,10 @@ def needlechain_datasets(
         **options,
     )
     abbr = "needlechain_quick" if quick else "needlechain"
-    return [
-        task_dataset(
-            abbr, "needlechain", params, max_out_len, {"lenient": lenient, "strip_think": strip_think}, system=True
-        )
-    ]
+    evaluator: dict[str, Any] = (
+        {"lenient": lenient} if strip_think is None else {"lenient": lenient, "strip_think": strip_think}
+    )
+    return [task_dataset(abbr, "needlechain", params, max_out_len, evaluator, system=True)]
 
 
 def runtime(
