@@ -411,3 +411,32 @@ def test_needlechain_issue_examples() -> None:
     assert grade_needlechain("## Answer: $12.50", fractional, REFERENCE).correct
     late = "## Answer: 3200 (ref: " + "9" * 5000 + ")"
     assert not released_correct(late, "3200") and grade_needlechain(late, released, REFERENCE).correct
+
+
+def test_v1_suites_score_each_task_as_opencompass_v1_configs_do() -> None:
+    """OpenCompass v1: Levenshtein credit for S-RT (``NeedleBenchOriginEvaluator``), keywords only for M-RT."""
+    from needlebench.opencompass.configs import needlebench_datasets
+
+    metrics = {d["abbr"]: d["eval_cfg"]["evaluator"].get("metric") for d in needlebench_datasets("4k", profile="v1")}
+    assert {a: m for a, m in metrics.items() if a.startswith("needlebench_srt")} == {
+        "needlebench_srt_en_4k": "levenshtein",
+        "needlebench_srt_zh_4k": "levenshtein",
+    }
+    assert {m for a, m in metrics.items() if a.startswith("needlebench_mrt")} == {"keyword"}
+    v2 = needlebench_datasets("4k", profile="v2")
+    assert {d["eval_cfg"]["evaluator"].get("metric") for d in v2 if "_mrs_" not in d["abbr"]} == {"keyword"}
+
+
+def test_box_extraction_and_cleaning_equal_opencompass_on_random_latex() -> None:
+    """The extracted, cleaned answer itself (not only the verdict) equals ``needlebench_atc_postprocess_v2``'s."""
+    import random
+
+    from needlebench.grading.graders import reference_clean
+    from needlebench.grading.matching import reference_boxed
+
+    pieces = ("\\boxed", "\\fbox", "\\boxed ", "{", "}", "{{", "}}", "\n", "Ann", " ", "~", "'", '"', "\\text{", "\\")
+    rng = random.Random(5)
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 16)))
+        boxed = reference_boxed(text)
+        assert (reference_clean(boxed) if boxed else "None") == needlebench_atc_postprocess_v2(text), repr(text)
