@@ -50,22 +50,27 @@ def grading_cases() -> list[tuple[str, str, dict, ScoreOptions]]:
     atc_mc = next(g for g in _golds("atc_mc", lang="en", steps=[3], repeats=1, style="direct") if g["answer"] == "D")
     name = next(g for g in atc if g["kind"] == "name")
     distance = next(g for g in atc if g["kind"] == "int")
-    multihop = {"form": "multihop", "keywords": srt["keywords"], "needle": srt["needle"]}
+    multihop = {"form": "multihop", "keywords": srt["keywords"], "needle": srt["needle"], "match": "exact"}
     lev = ScoreOptions(metric="levenshtein")
     return [
         ("srt/keyword-exact", "srt", srt, ScoreOptions()),
         ("srt/keyword-normalised", "srt", {**srt, "match": "normalised"}, ScoreOptions()),
         ("srt/levenshtein", "srt", srt, lev),
         ("srt/no-strip-think", "srt", srt, ScoreOptions(strip_think=False)),
+        ("srt/strip-think", "srt", srt, ScoreOptions(strip_think=True)),
         ("mrt/keyword", "mrt", mrt, ScoreOptions()),
         ("mrt/levenshtein-normalised", "mrt", {**mrt, "match": "normalised"}, lev),
         ("mrs/kinship", "mrs", mrs, ScoreOptions()),
-        ("mrs/multihop", "mrs", multihop, ScoreOptions()),
+        ("mrs/kinship-normalised", "mrs", {**mrs, "match": "normalised"}, ScoreOptions()),
+        ("mrs/kinship-contains", "mrs", {**mrs, "match": "contains"}, ScoreOptions()),
+        ("mrs/multihop-words", "mrs", multihop, ScoreOptions()),
+        ("mrs/multihop-normalised", "mrs", {**multihop, "match": "normalised"}, ScoreOptions()),
         ("atc/name-exact", "atc", name, ScoreOptions()),
         ("atc/name-normalised", "atc", {**name, "match": "normalised"}, ScoreOptions()),
         ("atc/distance", "atc", distance, ScoreOptions()),
         ("atc/distance-normalised", "atc", {**distance, "match": "normalised"}, ScoreOptions()),
-        ("needlechain/strict", "needlechain", chain, ScoreOptions()),
+        ("needlechain/released", "needlechain", chain, ScoreOptions()),
+        ("needlechain/strict", "needlechain", {**chain, "scoring": "strict"}, ScoreOptions()),
         ("needlechain/lenient", "needlechain", chain, ScoreOptions(lenient=True)),
         ("atc_mc", "atc_mc", atc_mc, ScoreOptions()),
     ]

@@ -25,11 +25,11 @@ ROOT = Path(__file__).resolve().parents[1]
 NEEDLEBENCH = str(Path(sys.executable).parent / "needlebench")
 
 # sha256 of `needlebench export CONFIG` for DATASET_VERSION below
-DATASET_VERSION = "2.1"
+DATASET_VERSION = "2.2"
 GOLDEN = {
-    "tests/configs/golden_atc.py": "55bb49250b9c2a44d7b2275c9991b41b002eca354515810e5b4936accfa29242",
-    "tests/configs/golden_chain.py": "0f12d978c96a90269ba11d5120bc17d56a1138dcec3a15af936460c2a7b08645",
-    "tests/configs/golden_sparse.py": "f37cc5bc7e0c4a22e30040b1da740038510476226eb764a87415d93d71172a10",
+    "tests/configs/golden_atc.py": "8dfca695bd7b45f059e4835fe578dc222448a8919cc698aecb8c15ffb263edc6",
+    "tests/configs/golden_chain.py": "5287ea2849e43d1c9978de243062e03b659c22b82d5c7e19bd09939b0208bba8",
+    "tests/configs/golden_sparse.py": "0e049918025908865b4e79942a20b07e2f9fa9f579bb6921047b1d07d0f5825c",
 }
 
 

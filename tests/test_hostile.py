@@ -27,10 +27,11 @@ from needlebench.grading.matching import (  # noqa: E402
     last_boxed,
     levenshtein_score,
     normalise_answer,
+    reference_boxed,
     strip_thinking,
 )
 from needlebench.tasks import get_task  # noqa: E402
-from needlebench.tasks.needlechain import _lenient, mentioned_positions, parse_answer  # noqa: E402
+from needlebench.tasks.needlechain import mentioned_positions, parse_answer, released_value  # noqa: E402
 
 OUTPUTS = hostile_outputs()
 # Generous bounds that only a super-linear parser misses (the former versions took from several seconds to a
@@ -91,6 +92,30 @@ def test_last_boxed_keeps_its_meaning() -> None:
     assert last_boxed("no box") is None
 
 
+def test_reference_boxed_is_linear_on_runs_of_boxes_and_braces() -> None:
+    for text, expected in (
+        ("\\boxed{" * 70_000, None),
+        ("\\boxed{" * 70_000 + "x" + "}" * 70_000, "x"),
+        ("\\boxed" + "{" * 1_000_000, None),
+        ("\\boxed" + "{" * 500_000 + "}" * 500_000, "{" * 499_998 + "}" * 499_998),
+    ):
+        result, spent = _timed(reference_boxed, text)
+        assert result == expected and spent < FAST_S
+
+
+def test_released_value_is_linear_on_digit_runs_and_markers() -> None:
+    for text, expected in (
+        ("$" + "9" * 1_000_000 + "x", None),  # the letter touches the digits: no integer on word boundaries
+        ("$" + "9" * 1_000_000, None),  # longer than any value
+        ("1," * 500_000, 1),
+        ("1,000" * 200_000, 1),  # "1,0001": the group needs a boundary after it
+        ("## Answer:" * 100_000, None),
+        ("." * 1_000_000, None),
+    ):
+        result, spent = _timed(released_value, text)
+        assert result[0] == expected and spent < FAST_S, text[:20]
+
+
 def test_normalise_answer_is_linear_on_nested_wrappers() -> None:
     # the former version peeled one level per regex pass over the whole text
     nested = "\\text{" * 70_000 + "Ann Lee" + "}" * 70_000
@@ -120,8 +145,8 @@ def test_number_readers_survive_a_megabyte_of_digits() -> None:
     digits = "7" * 1_000_000
     # int() of 1 MB of digits raised ValueError; float() of it is inf, and int(inf) raised
     assert _timed(parse_int, digits)[0] is None
-    assert _timed(_lenient, digits)[0] is None
-    assert _lenient("I got 1,600.9 then 12") == 12
+    assert _timed(released_value, digits)[0] == (None, "no_number")
+    assert released_value("## Answer: $1,600.5 (x 2)") == (Fraction(3201, 2), None)
     assert parse_int("5 generations") == 5 and parse_int("five") == 5
     result, spent = _timed(parse_answer, "## Answer: " + digits)
     assert result == (None, "no_number") and spent < FAST_S

@@ -125,6 +125,7 @@ def test_independent_solver_matches_gold_everywhere(chain_export: list[dict]) ->
             "roster": "paper",
             "names": "single",
             "values": "released",
+            "scoring": "released",
         }
 
 
@@ -144,10 +145,11 @@ def test_protocol_and_options_are_recorded_and_overridable() -> None:
         "roster": "shuffled",
         "names": "single",
         "values": "released",
+        "scoring": "released",
     }
     assert resolve_options("clarified") == CLARIFIED
     assert resolve_options("clarified", names="single") == CLARIFIED.__class__(
-        "clarified", "shuffled", "single", "bounded"
+        "clarified", "shuffled", "single", "bounded", "strict"
     )
     assert resolve_options("reference", values="") == REFERENCE
 
@@ -450,10 +452,12 @@ def test_fractional_gold_compares_exactly() -> None:
     assert parse_answer("## Answer: 0.048828125")[0] == Fraction(25, 512)
 
 
-def test_lenient_mode_mimics_released_scorer() -> None:
-    gold = {**GOLD, "value": "12.5"}
+def test_lenient_mode_scores_the_released_way() -> None:
+    gold = {**GOLD, "value": "12.5"}  # strict gold: lenient overrides it
     lenient = ScoreOptions(lenient=True)
-    assert grade_needlechain(f"{ALL} so about 12", gold, lenient).correct  # integer part, no marker needed
+    assert grade_needlechain("so about $12.5", gold, lenient).correct  # no marker needed, no omission rule
+    assert not grade_needlechain("so about 12.5", gold, lenient).correct  # "about12" holds no integer
+    assert not grade_needlechain(f"{ALL} ## Answer: 12", gold, lenient).correct  # the gold is not truncated
     assert not grade_needlechain(f"{ALL} ## Answer: 12", gold, ScoreOptions()).correct
 
 

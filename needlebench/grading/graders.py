@@ -1,7 +1,12 @@
 """Task-level graders: a prediction and a structured gold in, a ``SampleScore`` out.
 
-Every grader is linear in the prediction (which ``clean_prediction`` caps at
-``MAX_PREDICTION_CHARS``) and never raises on what a model returned.
+Every grader is linear in the prediction and never raises on what a model returned.
+A gold's ``match`` says which rule scores it: the reference rules (``"exact"``) read the
+text as OpenCompass 0.5.4's evaluators do (as returned, nothing dropped, the same answer
+extraction and comparison), so the same output gets OpenCompass's per-sample score
+(``tests/test_differential_scoring.py``); the clarified rules (``"normalised"``) read
+``clean_prediction``'s text (chat tokens and control characters dropped, capped at
+``MAX_PREDICTION_CHARS``) and compare leniently.
 """
 
 from __future__ import annotations
@@ -10,7 +15,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .matching import KeywordMatcher, clean_prediction, last_boxed, levenshtein_score, normalise_answer, strip_thinking
+from .matching import (
+    KeywordMatcher,
+    as_text,
+    clean_prediction,
+    last_boxed,
+    levenshtein_score,
+    normalise_answer,
+    reference_boxed,
+    strip_thinking,
+)
 
 __all__ = [
     "SampleScore",
@@ -18,6 +32,7 @@ __all__ = [
     "grade_srt",
     "grade_mrt",
     "grade_boxed",
+    "grade_words",
     "parse_int",
     "is_repetitive",
     "METRICS",
@@ -41,10 +56,19 @@ def request_failure(prediction: object) -> str | None:
 
 @dataclass(frozen=True)
 class ScoreOptions:
-    """Evaluator settings users choose in the config."""
+    """Evaluator settings users choose in the config.
+
+    Args:
+        metric: ``"keyword"`` or ``"levenshtein"`` (sparse tasks).
+        strip_think: drop ``<think>`` blocks before grading; None (the default) drops them under the
+            clarified rules only, as OpenCompass's evaluators read the whole output (an OpenCompass
+            model config that strips thinking itself corresponds to ``True``).
+        alpha: the weight of the Levenshtein partial credit.
+        lenient: score NeedleChain the ``released`` way whatever the sample says (see ``needlechain.py``).
+    """
 
     metric: str = "keyword"
-    strip_think: bool = True
+    strip_think: bool | None = None
     alpha: float = 0.2
     lenient: bool = False
 
@@ -61,21 +85,26 @@ class SampleScore:
     extras: dict[str, Any] = field(default_factory=dict)
 
 
-def prepare(prediction: object, options: ScoreOptions) -> str:
-    """The text a grader reads: bounded and printable, thinking dropped unless disabled.
+def prepare(prediction: object, options: ScoreOptions, clean: bool = True) -> str:
+    """The text a grader reads.
 
     Args:
         prediction: whatever the model returned.
-        options: evaluator settings (``strip_think``).
+        options: evaluator settings (``strip_think``: None strips only when ``clean``).
+        clean: the clarified reading (bounded, printable, no chat tokens); False reads the output as
+            OpenCompass's evaluators do, unchanged.
     """
-    text = clean_prediction(prediction)
-    return strip_thinking(text) if options.strip_think else text
+    text = clean_prediction(prediction) if clean else as_text(prediction)
+    strip = clean if options.strip_think is None else options.strip_think
+    return strip_thinking(text) if strip else text
 
 
 def _needle_score(text: str, matcher: KeywordMatcher, needle: dict, options: ScoreOptions) -> float:
     """One needle's score: 100 on a keyword hit, else 0 (keyword) or edit-distance credit (levenshtein)."""
     if options.metric == "levenshtein":
-        return levenshtein_score(text, needle["needle"], needle["keywords"], options.alpha, matcher=matcher)
+        return levenshtein_score(
+            text, needle["needle"], needle["keywords"], options.alpha, match=matcher.match, matcher=matcher
+        )
     return 100.0 if matcher.hit(needle["keywords"]) else 0.0
 
 
@@ -87,8 +116,9 @@ def grade_srt(prediction: object, gold: dict, options: ScoreOptions) -> SampleSc
         gold: ``{"keywords": [...], "needle": sentence, "match": "exact" | "normalised"}``.
         options: evaluator settings (metric, alpha, strip_think).
     """
-    text = prepare(prediction, options)
-    score = _needle_score(text, KeywordMatcher(text, gold.get("match", "normalised")), gold, options)
+    match = gold.get("match", "normalised")
+    text = prepare(prediction, options, clean=match != "exact")
+    score = _needle_score(text, KeywordMatcher(text, match), gold, options)
     correct = score == 100.0
     return SampleScore(score, correct, error=None if correct else ("empty" if not text.strip() else "missed"))
 
@@ -101,8 +131,9 @@ def grade_mrt(prediction: object, gold: dict, options: ScoreOptions) -> SampleSc
         gold: ``{"needles": [{"keywords", "needle", "depth"}, ...], "match": ...}``.
         options: evaluator settings (metric, alpha, strip_think).
     """
-    text = prepare(prediction, options)
-    matcher = KeywordMatcher(text, gold.get("match", "normalised"))  # one normalisation for every needle
+    match = gold.get("match", "normalised")
+    text = prepare(prediction, options, clean=match != "exact")
+    matcher = KeywordMatcher(text, match)  # one normalisation for every needle
     partial = [_needle_score(text, matcher, needle, options) for needle in gold["needles"]]
     found = [x == 100.0 for x in partial]
     score = sum(partial) / len(partial) if partial else 0.0
@@ -180,7 +211,7 @@ _GRAM_CHUNK = 8192
 
 
 def grade_boxed(prediction: object, gold: dict, options: ScoreOptions) -> SampleScore:
-    """ATC and M-RS: last balanced \\boxed{} against a name or an integer, with an error kind.
+    """ATC and M-RS: the boxed answer against a name or an integer, with an error kind.
 
     Error kinds: ``no_boxed_answer`` (instruction following), ``repetition`` (looping output),
     ``stopped_early`` (a chain name between the asked person and the answer),
@@ -190,25 +221,23 @@ def grade_boxed(prediction: object, gold: dict, options: ScoreOptions) -> Sample
     Args:
         prediction: the model's response (``<think>`` stripped per ``options``).
         gold: the sample's gold (``answer``, ``kind`` "name" or "int", ``subject``, ``chain_names``,
-            ``match``: ``"normalised"``, or the reference rules ``"exact"`` (ATC) and ``"contains"`` (M-RS)).
+            ``match``: ``"exact"``, OpenCompass's ATC postprocessor and evaluator (its box extraction,
+            its cleaning, then equality); ``"normalised"``, the last balanced ``\\boxed{}`` or ``\\fbox{}``
+            of the clarified text, names ignoring case and punctuation, integers as numbers;
+            ``"contains"``, that box holding the gold name anywhere).
         options: scoring settings.
     """
-    text = prepare(prediction, options)
-    boxed = last_boxed(text)
+    match = gold.get("match", "normalised")
+    text = prepare(prediction, options, clean=match != "exact")
+    boxed = reference_boxed(text) if match == "exact" else last_boxed(text)
     if boxed is None:
         kind = "repetition" if is_repetitive(text) else "no_boxed_answer"
         return SampleScore(0.0, False, format_failure=True, error=kind)
-    match = gold.get("match", "normalised")
-    if match != "normalised" and _reference_match(boxed, str(gold["answer"]), match):
+    if _boxed_right(boxed, gold, match):
         return SampleScore(100.0, True, extracted=boxed)
     answer = normalise_answer(boxed)
     if gold["kind"] == "int":
-        value = parse_int(answer)
-        if match == "normalised" and value is not None and value == int(gold["answer"]):
-            return SampleScore(100.0, True, extracted=boxed)
         return SampleScore(0.0, False, extracted=boxed, error="wrong_distance")
-    if match == "normalised" and answer == normalise_answer(gold["answer"]):
-        return SampleScore(100.0, True, extracted=boxed)
     chain = [normalise_answer(x) for x in gold.get("chain_names", [])]
     if answer in chain:
         subject = normalise_answer(gold.get("subject", ""))
@@ -219,6 +248,44 @@ def grade_boxed(prediction: object, gold: dict, options: ScoreOptions) -> Sample
     else:
         kind = "repetition" if is_repetitive(text) else "hallucination"
     return SampleScore(0.0, False, extracted=boxed, error=kind)
+
+
+def _boxed_right(boxed: str, gold: dict, match: str) -> bool:
+    """Whether a boxed answer is right under the gold's rule (see ``grade_boxed``)."""
+    expected = str(gold["answer"])
+    if match == "exact":  # needlebench_atc_postprocess_v2 ('None' for an empty box), then NeedleBenchATCEvaluator
+        return (reference_clean(boxed) if boxed else "None").strip() == expected.strip()
+    if match == "contains":
+        return bool(expected) and expected in boxed
+    answer = normalise_answer(boxed)
+    if gold["kind"] == "int":
+        value = parse_int(answer)
+        return value is not None and value == int(expected)
+    return answer == normalise_answer(expected)
+
+
+def grade_words(prediction: object, gold: dict, options: ScoreOptions) -> SampleScore:
+    """The 2024 multi-hop M-RS form: a share of the answer's words, as OpenCompass v1 scores it.
+
+    ``NeedleBenchMultiEvaluator`` lowercases the answer and the prediction, splits the answer on
+    whitespace and gives each word found in the prediction (as a substring) an equal share of 100.
+    Under the clarified rule (``match`` "normalised") the whole answer must appear, ignoring case,
+    width and whitespace, as for S-RT.
+
+    Args:
+        prediction: the model output.
+        gold: ``{"keywords": [answer], "needle": answer, "match": ...}``.
+        options: evaluator settings (strip_think).
+    """
+    if gold.get("match", "normalised") != "exact":
+        return grade_srt(prediction, gold, options)
+    text = prepare(prediction, options, clean=False).lower()
+    words = str(gold["keywords"][0]).lower().split()
+    found = [w in text for w in words]
+    score = sum(found) * (100 / len(words)) if words else 0
+    correct = bool(words) and all(found)
+    error = None if correct else ("empty" if not text.strip() else "missed")
+    return SampleScore(float(score), correct, error=error, extras={"recalled": found})
 
 
 _LATEX_TEXT = re.compile(r"\\text\{([^}]+)\}")
@@ -248,15 +315,3 @@ def reference_clean(answer: str) -> str:
     answer = re.sub(r"\\[\[\]]", "", answer).replace("\\", "")
     answer = re.sub(r"\s+", " ", answer).strip()
     return answer.replace('"', "").replace("'", "").replace("~", " ")
-
-
-def _reference_match(boxed: str, gold: str, match: str) -> bool:
-    """Reference scoring of a boxed answer.
-
-    ``exact`` (ATC): the cleaned answer equals the gold, as OpenCompass's ATC evaluator compares.
-    ``contains`` (M-RS): the gold name appears inside the box, the 2025 paper's Eq. 1 applied to
-    the boxed content.
-    """
-    if match == "contains":
-        return bool(gold) and gold in boxed
-    return reference_clean(boxed).strip() == gold.strip()

@@ -17,12 +17,14 @@ from collections.abc import Sequence
 import Levenshtein
 
 __all__ = [
+    "as_text",
     "clean_prediction",
     "strip_thinking",
     "keyword_hit",
     "keyword_score",
     "levenshtein_score",
     "last_boxed",
+    "reference_boxed",
     "normalise_answer",
     "KeywordMatcher",
     "MAX_PREDICTION_CHARS",
@@ -36,16 +38,30 @@ _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd\ud800-\udfff]")
 _SPECIAL_TOKENS = re.compile(r"<\|(?:im_end|im_start|endoftext|eot_id|end)\|>|</s>")
 
 
-def clean_prediction(prediction: object) -> str:
-    """Turn any model output into bounded, printable text."""
+def as_text(prediction: object) -> str:
+    """Any model output as a string, unchanged otherwise (what OpenCompass's evaluators read).
+
+    ``None`` is empty, bytes are decoded (bad bytes become U+FFFD), a list or tuple is its first item.
+
+    Args:
+        prediction: whatever the model returned.
+    """
+    while isinstance(prediction, (list, tuple)):
+        prediction = prediction[0] if prediction else ""
     if prediction is None:
         return ""
     if isinstance(prediction, bytes):
-        prediction = prediction.decode("utf-8", errors="replace")
-    if isinstance(prediction, (list, tuple)):
-        prediction = prediction[0] if prediction else ""
-        return clean_prediction(prediction)
-    text = str(prediction)
+        return prediction.decode("utf-8", errors="replace")
+    return str(prediction)
+
+
+def clean_prediction(prediction: object) -> str:
+    """Turn any model output into bounded, printable text without chat-template tokens (clarified scoring).
+
+    Args:
+        prediction: whatever the model returned.
+    """
+    text = as_text(prediction)
     if len(text) > MAX_PREDICTION_CHARS:
         text = text[:MAX_PREDICTION_CHARS]
     text = _SPECIAL_TOKENS.sub("", text)
@@ -155,28 +171,27 @@ def levenshtein_score(
     """2024 metric: 100 on a keyword hit, else partial credit by edit distance.
 
     score = 100 * alpha * (1 - d(P, R) / max(|P|, |R|)), with whitespace removed.
-    The distance is exact and bounded: P is at most ``MAX_PREDICTION_CHARS`` long and the
-    library's bit-parallel algorithm costs O(|P| * ceil(|R| / 64)), about 6 ms for a
-    200k-character prediction against a needle.
+    The distance is exact and linear in P: the library's bit-parallel algorithm costs
+    O(|P| * ceil(|R| / 64)), about 6 ms for a 200k-character prediction against a needle.
 
     Args:
-        prediction: the model's answer (cleaned here).
+        prediction: the model's answer (read here as ``match`` says).
         reference: the needle sentence.
         keywords: the needle's core keywords (a hit scores 100).
         alpha: the weight of partial credit.
-        match: keyword matching, as for ``keyword_hit``.
+        match: keyword matching, as for ``keyword_hit``; ``"exact"`` also reads the prediction unchanged
+            (OpenCompass v1's ``NeedleBenchOriginEvaluator``), the other rules read ``clean_prediction``'s text.
         matcher: the prediction already prepared for keyword look-ups (reused across needles).
     """
-    prediction = clean_prediction(prediction)
+    prediction = as_text(prediction) if match == "exact" else clean_prediction(prediction)
     hit = matcher.hit(keywords) if matcher is not None else keyword_hit(prediction, keywords, match)
     if hit:
         return 100.0
     p = _WHITESPACE.sub("", prediction)
     r = _WHITESPACE.sub("", reference)
     longest = max(len(p), len(r))
-    if longest == 0:
-        return 0.0
-    return 100.0 * alpha * (1.0 - Levenshtein.distance(p, r) / longest)
+    similarity = 100 * (1 - Levenshtein.distance(p, r) / longest) if longest else 100.0
+    return alpha * similarity  # OpenCompass's order of operations: the same float
 
 
 _BOX_START = re.compile(r"\\(?:boxed|fbox)\s*\{")
@@ -216,6 +231,44 @@ def last_boxed(text: str) -> str | None:
             return text[start:end]
         stop = start
     return None
+
+
+def reference_boxed(text: str) -> str | None:
+    """The boxed answer exactly as OpenCompass's ``extract_boxed_answer(text, strip_double_curly_brace=True)`` reads it.
+
+    OpenCompass takes the *last* ``\\boxed`` in the text (a bare mention counts; ``\\fbox`` only when
+    there is no ``\\boxed`` at all), follows its braces to the ``}`` that brings the count back to 0,
+    and keeps the content only if the box reads exactly ``\\boxed{...}``: ``\\boxed {x}``, ``\\fbox{x}``,
+    an unterminated last box and ``\\boxed`` without a brace give None, even when an earlier box
+    closes. ``{{x}}`` loses one pair of braces when the inside holds no newline (its ``^\\{(.*)\\}$``).
+    One left-to-right pass from the last ``\\boxed``; no regex that can backtrack.
+
+    Args:
+        text: the prediction as the evaluator sees it.
+    """
+    start = text.rfind("\\boxed")
+    if start < 0:
+        start = text.rfind("\\fbox")
+        if start < 0:
+            return None
+    if text.find("}", start) < 0:
+        return None  # a run of unclosed boxes costs one C-speed scan
+    depth, end = 0, -1
+    for m in _BRACE.finditer(text, start):
+        if m.group() == "{":
+            depth += 1
+            continue
+        depth -= 1
+        if depth == 0:
+            end = m.start()
+            break
+    if end < 0 or not text.startswith("\\boxed{", start):
+        return None
+    answer = text[start + len("\\boxed{") : end]
+    body = answer[:-1] if answer.endswith("\n") else answer
+    if len(body) >= 2 and body[0] == "{" and body[-1] == "}" and "\n" not in body:
+        answer = body[1:-1]
+    return answer
 
 
 _WRAPPER = re.compile(r"\\(?:text|textbf|mathrm|mbox|emph)\s*\{|[{}]")

@@ -138,7 +138,8 @@ def needlebench_datasets(
         corpus: ``packaged``, ``opencompass`` or ``auto`` (haystack text source).
         question_position: ``end`` or ``start``.
         recall_step: ask the model to recall the relevant sentence first (default: on for v1).
-        metric: ``keyword`` or ``levenshtein`` (default: keyword for v2, levenshtein for v1).
+        metric: ``keyword`` or ``levenshtein`` (default: keyword, but levenshtein for v1 S-RT, as
+            OpenCompass v1 scores it).
         max_out_len: an output budget per dataset (one number or ``{task: n}``); default: the model's.
         **task_options: a task parameter for every task (e.g. ``prompt_style="clarified"``,
             ``num_needles=[3]``) or ``srt=dict(...)``/``mrt=dict(...)``/``mrs=dict(...)`` for one task (which
@@ -163,7 +164,9 @@ def needlebench_datasets(
     for where, opts in (("needlebench_datasets", task_options), *per_task.items()):
         if "lang" in opts:
             raise ConfigError(f"{where}: lang= is not an option; set languages with langs=[...] (a dataset each)")
-    metric = metric or ("levenshtein" if profile == "v1" else "keyword")
+    # OpenCompass v1 gives Levenshtein partial credit to S-RT only (NeedleBenchOriginEvaluator); its M-RT
+    # (NeedleBenchParallelEvaluator) and M-RS (NeedleBenchMultiEvaluator) are keyword-only
+    v1_metric = {"srt": "levenshtein"} if profile == "v1" and metric is None else {}
     recall = (profile == "v1") if recall_step is None else bool(recall_step)
     out = []
     for task in tasks:
@@ -185,7 +188,8 @@ def needlebench_datasets(
             )
             params.update(task_options)
             params.update(per_task.get(task, {}))
-            evaluator = {k: v for k, v in {"metric": metric}.items() if k in task_spec.score_options}
+            chosen = v1_metric.get(task, metric or "keyword")
+            evaluator = {k: v for k, v in {"metric": chosen}.items() if k in task_spec.score_options}
             out_len = _per_task(max_out_len, task, None)
             out.append(task_dataset(f"needlebench_{task}_{lang}_{suite}", task, params, out_len, evaluator))
     return out
@@ -199,7 +203,7 @@ def atc_datasets(
     few_shot: bool = True,
     seed: int = 0,
     max_out_len: int | None = None,
-    strip_think: bool = True,
+    strip_think: bool | None = None,
     protocol: str = "reference",
     profile: str = "v2",
     **options: Any,
@@ -216,7 +220,8 @@ def atc_datasets(
         few_shot: our worked examples (clarified prompt style only; OpenCompass's prompts carry their own).
         seed: every random choice derives from it and the sample's coordinates.
         max_out_len: an output budget for these datasets; default: the model's.
-        strip_think: drop ``<think>`` blocks before grading.
+        strip_think: drop ``<think>`` blocks before grading; None (default): only under clarified scoring
+            (OpenCompass's evaluators read the whole output).
         protocol: ``reference`` or ``clarified``.
         profile: ``v2`` (this task) or ``v1`` (the multiple-choice ATC; only langs, repeats, seed and
             max_out_len carry over).
@@ -246,7 +251,8 @@ def atc_datasets(
             protocol=protocol,
             **options,
         )
-        out.append(task_dataset(f"needlebench_atc_{lang}", "atc", params, max_out_len, {"strip_think": strip_think}))
+        evaluator = {} if strip_think is None else {"strip_think": strip_think}
+        out.append(task_dataset(f"needlebench_atc_{lang}", "atc", params, max_out_len, evaluator))
     return out
 
 
@@ -298,7 +304,7 @@ def needlechain_datasets(
     seed: int = 0,
     max_out_len: int | None = None,
     lenient: bool = False,
-    strip_think: bool = True,
+    strip_think: bool | None = None,
     protocol: str = "reference",
     **options: Any,
 ) -> list[dict[str, Any]]:
@@ -312,10 +318,12 @@ def needlechain_datasets(
         questions: single and/or total.
         seed: every random choice derives from it and the data point's coordinates.
         max_out_len: an output budget; default: the model's.
-        lenient: plain value match (no needle-omission rule) and the released scorer's reading.
-        strip_think: drop ``<think>`` blocks before grading.
+        lenient: score the ``released`` way (the released scorer's reading, no needle-omission rule)
+            whatever ``scoring`` says.
+        strip_think: drop ``<think>`` blocks before grading; None (default): only under clarified scoring
+            (OpenCompass's evaluators read the whole output).
         protocol: ``reference`` (the paper's prompt, roster, names and values) or ``clarified``.
-        **options: named protocol options (``prompt_style``, ``roster``, ``names``, ``values``).
+        **options: named protocol options (``prompt_style``, ``roster``, ``names``, ``values``, ``scoring``).
 
     Sampling: the paper sampled at temperature 0.6, top-p 0.95; apply it to the models with
     ``needlebench.opencompass.models.with_sampling``.
@@ -332,11 +340,10 @@ def needlechain_datasets(
         **options,
     )
     abbr = "needlechain_quick" if quick else "needlechain"
-    return [
-        task_dataset(
-            abbr, "needlechain", params, max_out_len, {"lenient": lenient, "strip_think": strip_think}, system=True
-        )
-    ]
+    evaluator: dict[str, Any] = (
+        {"lenient": lenient} if strip_think is None else {"lenient": lenient, "strip_think": strip_think}
+    )
+    return [task_dataset(abbr, "needlechain", params, max_out_len, evaluator, system=True)]
 
 
 def runtime(

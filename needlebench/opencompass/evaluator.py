@@ -24,9 +24,10 @@ class NeedleBenchEvaluator(BaseEvaluator):
 
     Args:
         metric: ``"keyword"`` (the 2025 metric) or ``"levenshtein"`` (the 2024 partial credit).
-        strip_think: drop ``<think>`` blocks before grading.
+        strip_think: drop ``<think>`` blocks before grading; None (default): only where a sample's gold
+            asks for the clarified reading (OpenCompass's own evaluators read the whole output).
         alpha: the weight of the Levenshtein partial credit.
-        lenient: NeedleChain's lenient reading (the released scorer's: last number, no omission rule).
+        lenient: score NeedleChain the ``released`` way whatever the sample's ``scoring`` option says.
         pred_postprocessor: OpenCompass's prediction postprocessor, if any.
 
     Raises:
@@ -36,7 +37,7 @@ class NeedleBenchEvaluator(BaseEvaluator):
     def __init__(
         self,
         metric: str = "keyword",
-        strip_think: bool = True,
+        strip_think: bool | None = None,
         alpha: float = 0.2,
         lenient: bool = False,
         pred_postprocessor: dict | None = None,

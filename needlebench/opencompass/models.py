@@ -314,7 +314,10 @@ def _check_extra(kind: str, extra: dict[str, Any]) -> None:
 
 
 def reasoning(model: dict[str, Any], max_out_len: int = 32768) -> dict[str, Any]:
-    """A copy of ``model`` set up as a reasoning model: a large output budget; our graders strip <think> first.
+    """A copy of ``model`` set up as a reasoning model: a large output budget.
+
+    ``<think>`` blocks are dropped before grading under clarified scoring; under reference the whole output
+    is scored, as OpenCompass's evaluators score it, unless the dataset builders get ``strip_think=True``.
 
     Args:
         model: a model config from one of this module's builders.

@@ -36,9 +36,10 @@ the bottom row is the mean of each length; click a cell to list its samples (ans
 haystack around each needle). Grey cells marked "-" were not run: they are missing, not zero.
 <i>fmt_fail%</i> is the share of answers with no parsable final answer (for example no <code>\\boxed{}</code>).
 ATC: accuracy per needle count N; <i>weighted</i> = sum(P_N * N) / sum(N); <i>weighted_short</i> uses N &lt;= 64;
-ENL-50 is the largest N with accuracy of at least 50. NeedleChain: strict accuracy per chain variant, k and
-question (a right value reached the wrong way scores 0) beside <i>plain</i> accuracy (the value alone), with each
-wrong answer classified as instruction not followed, needle omission or calculation error.
+ENL-50 is the largest N with accuracy of at least 50. NeedleChain: the graded accuracy per chain variant, k and
+question (the paper's value match under reference, strict under <code>scoring="strict"</code>) beside <i>plain</i>
+accuracy (the value alone) and <i>strict</i> accuracy (a right value whose explanation omits a chain name scores 0),
+with each wrong answer classified as instruction not followed, needle omission or calculation error.
 Overall (v2) is the mean of S-RT, M-RT and M-RS; overall (v1), shown for v1 runs only, weights them 0.4 / 0.3 / 0.3.</p>
 <p><b>Intervals and completeness.</b> The bracket under a score is its 95% bootstrap interval (1000 resamples of
 the samples, seeded, so a rebuilt report shows the same). <span class='flag'>&dagger;</span> marks an incomplete

@@ -116,7 +116,8 @@ def kinship_gold(chain: KinshipChain, question: KinshipQuestion, match: str = "n
     Args:
         chain: the chain asked about (its names go into the gold, eldest first).
         question: the question, with its answer and answer kind.
-        match: ``"exact"`` or ``"normalised"`` (names compared ignoring case).
+        match: ``"exact"`` (OpenCompass's ATC evaluator), ``"normalised"`` (names compared ignoring case)
+            or ``"contains"`` (M-RS: the name anywhere inside the box); see ``grade_boxed``.
     """
     return {
         "answer": question.answer,

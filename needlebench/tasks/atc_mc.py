@@ -427,13 +427,14 @@ def grade_atc_mc(prediction: object, gold: dict, options: ScoreOptions) -> Sampl
     """One rotation: correct iff the extracted letter is the gold letter.
 
     Args:
-        prediction: the model output (thinking stripped per ``options``; bounded by ``prepare``).
+        prediction: the model output, read as OpenCompass reads it (unchanged; thinking stripped only when
+            ``options.strip_think`` is True).
         gold: ``{"answer": letter, "options": [...], "answer_text": name}``.
         options: evaluator settings; only ``strip_think`` matters here.
 
     No letter is a format failure (``no_option``); a wrong letter is ``wrong_option``.
     """
-    letter = first_option(prepare(prediction, options))
+    letter = first_option(prepare(prediction, options, clean=False))
     if not letter:
         return SampleScore(0.0, False, format_failure=True, error="no_option")
     chosen = gold["options"][LETTERS.index(letter)] if len(gold.get("options", ())) == 4 else None

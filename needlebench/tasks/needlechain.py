@@ -11,15 +11,19 @@ single first names, base salary 1600 with uniform relations and chains
 whose final value leaves [1600/64, 1600*64] redrawn, and NeedleStack values
 drawn on their own. ``clarified`` is this project's reading of the paper: a
 neutral prompt, a shuffled roster that leaks no order, full names, and a
-bounded walk from a varied base so no chain is ever redrawn. Each of the
-four options can also be set on its own.
+bounded walk from a varied base so no chain is ever redrawn. Scoring: the
+reference reads the stated value as the released ``evaluate.py`` does and
+compares it exactly with the exact gold (the released scorer compares
+``int()`` of both: our one listed fix), with needle omission only a class of
+wrong answers, as the paper counts it; ``scoring="strict"`` (clarified) also
+marks a right value wrong when its explanation omits a chain name. Each of
+the five options can also be set on its own.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
-import math
 import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -91,6 +95,10 @@ CHAIN_OPTIONS: dict[str, Option] = {
     "names": Option("single", "full"),
     # base 1600, uniform relations, redraw out-of-bounds chains, own NeedleStack values / bounded walk
     "values": Option("released", "bounded"),
+    # released: the value the answer states, read as the released evaluate.py reads it, compared exactly
+    # (the paper's accuracy; needle omission only classifies wrong answers) / strict: our marker parsing,
+    # and a right value whose explanation omits a chain name is wrong (lucky guesses excluded)
+    "scoring": Option("released", "strict"),
 }
 OPTION_CHOICES: dict[str, tuple[str, ...]] = {name: opt.choices for name, opt in CHAIN_OPTIONS.items()}
 
@@ -123,6 +131,7 @@ class ChainOptions:
     roster: str = "paper"
     names: str = "single"
     values: str = "released"
+    scoring: str = "released"
 
 
 REFERENCE = ChainOptions(**{name: opt.reference for name, opt in CHAIN_OPTIONS.items()})
@@ -160,11 +169,17 @@ class ChainParams:
     roster: str = ""
     names: str = ""
     values: str = ""
+    scoring: str = ""
 
     def options(self) -> ChainOptions:
         """The protocol's options with this config's overrides (raises ConfigError on bad values)."""
         return resolve_options(
-            self.protocol, prompt_style=self.prompt_style, roster=self.roster, names=self.names, values=self.values
+            self.protocol,
+            prompt_style=self.prompt_style,
+            roster=self.roster,
+            names=self.names,
+            values=self.values,
+            scoring=self.scoring,
         )
 
 
@@ -439,6 +454,7 @@ def generate_needlechain(p: ChainParams) -> Iterator[Sample]:
                             "variant": variant,
                             "question": question,
                             "asked": target,
+                            "scoring": options.scoring,
                         },
                         meta=meta,
                     )
@@ -500,20 +516,44 @@ def parse_answer(text: str) -> tuple[Fraction | None, str | None]:
         return None, "no_number"
 
 
-_LENIENT_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+RELEASED_MARKER = "## Answer:"
+# The released scorer's integer: a run of digits, or 1-3 digits with ",ddd" groups, on word boundaries.
+_RELEASED_INTEGER = re.compile(r"\b(?:\d{1,3}(?:,\d{3})+|\d+)\b")
+_DECIMALS = re.compile(r"\.(\d+)")
+INT_DIGIT_LIMIT = 4300  # Python's int() refuses longer digit strings (sys.int_info.default_max_str_digits)
 
 
-def _lenient(text: str) -> Fraction | None:
-    """The released scorer's reading: the last number anywhere in the response, integer part.
+def released_value(text: str) -> tuple[Fraction | None, str | None]:
+    """The value the answer states, found where the released ``evaluate.py`` finds it, or (None, why not).
 
-    As the released scorer reads it, through a float: a number too large for one is no value.
+    The released scorer keeps what follows the last ``## Answer:`` (the whole response without one),
+    removes spaces and newlines, and takes the first integer on word boundaries (``1,600`` is 1600;
+    ``x1600`` and ``1600x`` hold none, as the letters touch the digits). It then truncates both that
+    integer and the gold with ``int()``; we keep the decimals the answer writes right after the
+    integer (``$12.5`` states 12.5) and compare exactly, so a fractional gold is neither given away to
+    ``12`` nor unreachable. Linear in the text.
+
+    Args:
+        text: the response as read for scoring.
+
+    Returns:
+        ``(value, None)``, or ``(None, "no_number")`` when no integer is found (or it is longer than
+        ``MAX_NUMBER_CHARS``).
     """
-    last = last_match(_LENIENT_NUMBER, text)
-    if last is None:
-        return None
-    raw = last.group().replace(",", "")
-    value = float(raw) if len(raw) <= MAX_NUMBER_CHARS else math.inf
-    return Fraction(int(value)) if math.isfinite(value) else None
+    at = text.rfind(RELEASED_MARKER)
+    tail = text[at + len(RELEASED_MARKER) :] if at >= 0 else text
+    tail = tail.replace("\n", "").replace(" ", "")
+    m = _RELEASED_INTEGER.search(tail)
+    if m is None:
+        return None, "no_number"
+    digits = m.group().replace(",", "")
+    decimals = _DECIMALS.match(tail, m.end())
+    if len(digits) + (len(decimals.group(1)) if decimals else 0) > MAX_NUMBER_CHARS:
+        return None, "no_number"
+    value = Fraction(int(digits))
+    if decimals:
+        value += Fraction(int(decimals.group(1)), 10 ** len(decimals.group(1)))
+    return value, None
 
 
 # Words and single punctuation marks: a name matches only as whole tokens, so "Arianna" is not
@@ -567,37 +607,40 @@ def needed_positions(gold: dict) -> list[int]:
 
 
 def grade_needlechain(prediction: object, gold: dict, options: ScoreOptions) -> SampleScore:
-    """Exact value match, strict about omissions (the paper's Appendix B) unless ``options.lenient``.
+    """The stated value against the exact gold, under the gold's ``scoring`` rule.
 
-    Strict: a right value whose explanation omits a needed name is a lucky
-    guess, scored 0 and classed ``needle_omission``. ``extras["plain_correct"]``
-    always says whether the value alone matched, so strict and plain
-    accuracy can be shown side by side. Lenient: the released scorer's
-    reading (last number, integer part) and no omission rule.
+    ``released`` (reference): the value as ``released_value`` reads it from the response as returned,
+    right iff it equals the gold; needle omission only classifies wrong answers (the paper's
+    accuracy). ``strict`` (clarified): the first number after the last ``## Answer:`` marker (any case
+    and spacing; fractions, ``$``; "4x" is no value) of the cleaned response, and a right value whose
+    explanation omits a needed name is a lucky guess, scored 0 and classed ``needle_omission``.
+    Either way ``extras`` report ``plain_correct`` (the value alone) and ``strict_correct`` (the value
+    and every needed name), so both accuracies are shown side by side.
 
     Args:
         prediction: the model's response (``<think>`` stripped per ``options``).
-        gold: the sample's gold (``value``, ``names``, ``variant``, ``question``, ``asked``).
-        options: scoring settings; ``lenient`` picks the released scorer's reading.
+        gold: the sample's gold (``value``, ``names``, ``variant``, ``question``, ``asked``, ``scoring``;
+            golds without ``scoring`` are from before 2.2 and strict).
+        options: scoring settings; ``lenient`` scores every gold the ``released`` way.
 
     Returns:
-        100 for a right answer, else 0 with the error kind: ``instruction_not_followed`` (no value after
-        the marker), ``needle_omission`` or ``calculation_error``.
+        100 for a right answer, else 0 with the error kind: ``instruction_not_followed`` (no value),
+        ``needle_omission`` or ``calculation_error``.
     """
-    text = prepare(prediction, options)
+    strict = gold.get("scoring", "strict") == "strict" and not options.lenient
+    text = prepare(prediction, options, clean=strict)
     target = Fraction(gold["value"])
-    names = gold["names"]
-    mentioned = mentioned_positions(text, names)
-    if options.lenient:
-        value, reason = _lenient(text), None
-        plain = value is not None and value == Fraction(int(target))
-    else:
-        value, reason = parse_answer(text)
-        plain = value is not None and value == target
-    extras: dict[str, object] = {"mentioned": mentioned, "plain_correct": plain}
-    extracted = None if value is None else format_value(value) if _finite(value) else str(value)
+    mentioned = mentioned_positions(text, gold["names"])
+    value, reason = parse_answer(text) if strict else released_value(text)
+    plain = value is not None and value == target
     missing = [i + 1 for i in needed_positions(gold) if not mentioned[i]]
-    if plain and (options.lenient or not missing):
+    extras: dict[str, object] = {
+        "mentioned": mentioned,
+        "plain_correct": plain,
+        "strict_correct": plain and not missing,
+    }
+    extracted = None if value is None else format_value(value) if _finite(value) else str(value)
+    if plain and (not strict or not missing):
         return SampleScore(100.0, True, extracted=extracted, extras=extras)
     if value is None:
         return SampleScore(

@@ -22,20 +22,30 @@ __all__ = ["RESULTS", "chain_cells", "position_profile", "chain_table", "chain_k
 
 
 def chain_cells(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """NeedleChain strict (and, where graded, plain) accuracy per (variant, k, question); error shares per (variant, k)."""
+    """NeedleChain graded, plain and strict accuracy per (variant, k, question); error shares per (variant, k).
+
+    ``acc_*`` is the graded score (the sample's ``scoring`` rule); ``plain_*`` counts the value alone and
+    ``strict_*`` the value with every needed name mentioned, where the grader reports them.
+    """
     out: dict[str, float] = {}
     cells: dict[tuple[str, int, str], list[float]] = defaultdict(list)
-    plain: dict[tuple[str, int, str], list[float]] = defaultdict(list)
+    shown: dict[str, dict[tuple[str, int, str], list[float]]] = {
+        "plain": defaultdict(list),
+        "strict": defaultdict(list),
+    }
     groups: dict[tuple[str, int], list[Mapping[str, Any]]] = defaultdict(list)
     for d in details:
-        cells[(d["variant"], d["k"], d["question"])].append(float(d["score"]))
-        if d.get("plain_correct") is not None:
-            plain[(d["variant"], d["k"], d["question"])].append(100.0 * bool(d["plain_correct"]))
+        cell = (d["variant"], d["k"], d["question"])
+        cells[cell].append(float(d["score"]))
+        for name, values in shown.items():
+            if d.get(f"{name}_correct") is not None:
+                values[cell].append(100.0 * bool(d[f"{name}_correct"]))
         groups[(d["variant"], d["k"])].append(d)
     for (variant, k, question), vals in sorted(cells.items()):
         out[f"acc_{variant}_k{k}_{question}"] = mean(vals)
-    for (variant, k, question), vals in sorted(plain.items()):
-        out[f"plain_{variant}_k{k}_{question}"] = mean(vals)
+    for name, values in shown.items():
+        for (variant, k, question), vals in sorted(values.items()):
+            out[f"{name}_{variant}_k{k}_{question}"] = mean(vals)
     for (variant, k), rows in sorted(groups.items()):
         for kind, share in error_shares(rows).items():
             out[f"err_{variant}_k{k}_{kind}"] = share
@@ -92,11 +102,13 @@ def sidecars(details: Sequence[Mapping[str, Any]]) -> dict[str, str]:
 def chain_table(
     records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Skipped | None = None
 ) -> pd.DataFrame:
-    """Strict and plain accuracy per (variant, k, question) per model, with error-type shares.
+    """Graded, plain and strict accuracy per (variant, k, question) per model, with error-type shares.
 
-    Strict is the graded score; plain is the share of answers whose value alone
-    matched (``plain_correct``, where the grader reports it), so lucky guesses
-    show as plain-but-not-strict. A k with skipped (over-length) samples is flagged.
+    The model's column is the graded score (the samples' ``scoring`` rule: the paper's value match
+    under reference); plain is the share of answers whose value alone matched (``plain_correct``) and
+    strict the share whose value matched with every needed name mentioned (``strict_correct``), where
+    the grader reports them, so lucky guesses show as plain-but-not-strict. A k with skipped
+    (over-length) samples is flagged.
 
     Args:
         records: NeedleChain records (with ``model``).
@@ -126,9 +138,11 @@ def chain_table(
         row: dict[str, Any] = {"variant": variant, "k": k, "question": question}
         for m in models:
             cell = cells.get((variant, k, question, m), [])
-            strict = [float(c["score"]) for c in cell]
+            graded = [float(c["score"]) for c in cell]
             plain = [100.0 * bool(c["plain_correct"]) for c in cell if c.get("plain_correct") is not None]
-            for column, values, name in ((m, strict, "strict"), (f"{m} plain", plain, "plain")):
+            strict = [100.0 * bool(c["strict_correct"]) for c in cell if c.get("strict_correct") is not None]
+            columns = ((m, graded, "graded"), (f"{m} plain", plain, "plain"), (f"{m} strict", strict, "strict"))
+            for column, values, name in columns:
                 row[column] = float(np.mean(values)) if values else NAN
                 put_interval(
                     row, column, resample_means(values, "chain", name, m, variant, k, question) if values else None
@@ -144,7 +158,9 @@ def chain_table(
             row[f"{m} note"] = "; ".join(notes)
         rows.append(row)
     df = pd.DataFrame(rows)
-    df.attrs["marks"] = {col: (f"{m} complete", f"{m} note") for m in models for col in (m, f"{m} plain")}
+    df.attrs["marks"] = {
+        col: (f"{m} complete", f"{m} note") for m in models for col in (m, f"{m} plain", f"{m} strict")
+    }
     return df
 
 

@@ -9,7 +9,7 @@ bug we do not copy. The clarified placement spreads the needles over the
 roomier side of the document.
 2024: records of OpenCompass's ``multi_needle_reasoning_{en,zh}.json``
 layout (``derivation_count``, ``derivations``, ``question``, ``answer``),
-scored by keyword.
+scored by the answer's words (OpenCompass v1) or, clarified, the whole answer.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..context.haystack import Haystack
 from ..errors import ConfigError
-from ..grading.graders import SampleScore, ScoreOptions, grade_boxed, grade_srt
+from ..grading.graders import SampleScore, ScoreOptions, grade_boxed, grade_words
 from ..sample import Sample
 from ..seeding import rng
 from .atc import kinship_gold, kinship_meta, oracle_boxed
@@ -118,7 +118,7 @@ def _kinship_samples(p: SparseParams, qtypes: tuple[str, ...]) -> Iterator[Sampl
             "question_types: OpenCompass's M-RS asks only eldest_ancestor; "
             "use prompt_style='clarified' for the other question types"
         )
-    match = "contains" if opts["keyword_match"] == "exact" else "normalised"
+    match = opts["answer_match"]
     for hay, length, depth, count, repeat in _cells(p, counts):
         coords = ("mrs", p.lang, length, count, depth, repeat, p.seed)
         qtype = rng("mrs-question", *coords).choice(qtypes)
@@ -178,7 +178,12 @@ def _multihop_samples(p: SparseParams) -> Iterator[Sample]:
         pool = [r for r in records if r["count"] == count]
         record = rng("mrs-record", p.lang, length, count, repeat, p.seed).choice(pool)
         parts = sparse_prompt(p.lang, [record["question"]], [""], p.question_position, p.recall_step)
-        gold = {"form": "multihop", "keywords": [record["answer"]], "needle": record["answer"]}
+        gold = {
+            "form": "multihop",
+            "keywords": [record["answer"]],
+            "needle": record["answer"],
+            "match": p.options()["keyword_match"],
+        }
         yield from _sample(p, (hay, length, depth, count, repeat), parts, record["needles"], gold, num_needles=count)
 
 
@@ -204,7 +209,10 @@ def generate_mrs(p: SparseParams) -> Iterator[Sample]:
 
 
 def grade_mrs(prediction: object, gold: dict, options: ScoreOptions) -> SampleScore:
-    """Grade an M-RS answer: by keyword for the 2024 form, by the boxed answer for kinship chains.
+    """Grade an M-RS answer: by the answer's words for the 2024 form, by the boxed answer for kinship chains.
+
+    OpenCompass scores the kinship form with its ATC evaluator (``answer_match``) and the 2024 form
+    with ``NeedleBenchMultiEvaluator``'s per-word credit (``keyword_match`` "exact").
 
     Args:
         prediction: the model's response.
@@ -212,7 +220,7 @@ def grade_mrs(prediction: object, gold: dict, options: ScoreOptions) -> SampleSc
         options: scoring settings.
     """
     if gold.get("form") == "multihop":
-        return grade_srt(prediction, gold, options)
+        return grade_words(prediction, gold, options)
     return grade_boxed(prediction, gold, options)
 
 

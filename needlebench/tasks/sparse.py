@@ -55,9 +55,12 @@ SPARSE_OPTIONS: dict[str, Option] = {
     # M-RS: OpenCompass's intent (first needle at the depth, each next one 10% further, capped at the end)
     # or spread over the roomier side of the document
     "placement": Option("reference", "spread"),
-    # keyword EM: the keyword as a substring, as OpenCompass and the 2025 paper's Eq. 1; or ignoring case,
-    # width and whitespace
+    # S-RT, M-RT, 2024 M-RS: the keyword as a substring of the output as returned (OpenCompass and the 2025
+    # paper's Eq. 1; 2024 M-RS: each answer word, lowercased); or ignoring case, width, whitespace and chat tokens
     "keyword_match": Option("exact", "normalised"),
+    # M-RS kinship chains: OpenCompass's ATC postprocessor and evaluator (its box, cleaned, equals the gold);
+    # or names ignoring case and punctuation; "contains": the gold name anywhere inside the box
+    "answer_match": Option("exact", "normalised", extra=("contains",)),
 }
 
 
@@ -89,6 +92,7 @@ class SparseParams:
     budget: str = ""
     placement: str = ""
     keyword_match: str = ""
+    answer_match: str = ""
     profile: str = "v2"
     extra: dict = field(default_factory=dict)
 

@@ -1,0 +1,442 @@
+"""Differential scoring: every generated output gets OpenCompass 0.5.4's per-sample score under reference.
+
+For each task family, golds come from our own generators (small parameters) and at least
+``PER_FAMILY`` outputs are generated around them (``prediction_variants``: right answers, near
+misses, formatting variants, think blocks, chat tokens, truncations, hostile texts). Each output is
+scored twice: by OpenCompass's evaluator and post-processor, imported from the installed package
+and configured as its NeedleBench configs configure them, and by our grader with the sample's
+reference gold. A disagreement fails the test unless it is a listed exception
+(``EXCEPTIONS``: none today); the counts per family and per exception are printed.
+
+Which OpenCompass code scores which family (the configs under ``configs/datasets/needlebench_v2``
+and ``configs/datasets/needlebench``):
+
+* v2 S-RT: ``NeedleBenchOriginEvaluator`` (keyword substring), no post-processing.
+* v2 M-RT: ``NeedleBenchParallelEvaluator`` (share of keywords found).
+* v2 M-RS and ATC: ``needlebench_atc_postprocess_v2`` then ``NeedleBenchATCEvaluator``.
+* v1 S-RT: v1 ``NeedleBenchOriginEvaluator`` (Levenshtein partial credit, ``use_trim=False``).
+* v1 M-RT: v1 ``NeedleBenchParallelEvaluator`` (keyword only).
+* v1 M-RS: ``NeedleBenchMultiEvaluator`` (share of the answer's lowercased words).
+* v1 ATC multiple choice: ``first_option_postprocess(options="ABCD")`` then ``CircularEvaluator``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from contextlib import redirect_stdout
+from fractions import Fraction
+from pathlib import Path
+
+import Levenshtein
+import pytest
+
+pytest.importorskip("opencompass")
+
+from opencompass.datasets.needlebench import multi as oc_v1_multi  # noqa: E402
+from opencompass.datasets.needlebench import origin as oc_v1_origin  # noqa: E402
+from opencompass.datasets.needlebench import parallel as oc_v1_parallel  # noqa: E402
+from opencompass.datasets.needlebench_v2 import origin as oc_origin  # noqa: E402
+from opencompass.datasets.needlebench_v2 import parallel as oc_parallel  # noqa: E402
+from opencompass.datasets.needlebench_v2.atc import (  # noqa: E402
+    NeedleBenchATCEvaluator,
+    needlebench_atc_postprocess_v2,
+)
+from opencompass.openicl.icl_evaluator import CircularEvaluator  # noqa: E402
+from opencompass.utils.text_postprocessors import first_option_postprocess  # noqa: E402
+from prediction_variants import boxed_outputs, chain_outputs, keyword_outputs, letter_outputs  # noqa: E402
+
+from needlebench.grading.graders import ScoreOptions, grade_mrt, grade_srt  # noqa: E402
+from needlebench.tasks.atc import AtcParams, generate_atc  # noqa: E402
+from needlebench.tasks.atc_mc import AtcMcParams, generate_atc_mc, grade_atc_mc  # noqa: E402
+from needlebench.tasks.needlechain import (  # noqa: E402
+    INT_DIGIT_LIMIT,
+    ChainParams,
+    generate_needlechain,
+    grade_needlechain,
+)
+from needlebench.tasks.reasoning import generate_mrs, grade_mrs  # noqa: E402
+from needlebench.tasks.sparse import SparseParams, generate_mrt, generate_srt  # noqa: E402
+
+PER_FAMILY = 10_000
+# (family, why) -> a predicate over (prediction, gold) that says the disagreement is that exception.
+EXCEPTIONS: dict[tuple[str, str], Callable[[str, dict], bool]] = {}
+REFERENCE = ScoreOptions()  # the evaluator's defaults; the golds carry the reference rules
+
+
+class _Quiet(io.TextIOBase):
+    """A stdout that drops everything: OpenCompass's parallel evaluators print every prediction."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+
+def _spread(golds: list[dict], n: int) -> list[tuple[int, int]]:
+    """(gold index, seed) pairs: ``n`` outputs shared evenly over the golds."""
+    return [(i % len(golds), i // len(golds)) for i in range(n)]
+
+
+def _compare(family: str, rows: list[tuple[str, dict, float, float]]) -> Counter:
+    """Count agreements, listed exceptions and unlisted disagreements; print them; return the counter."""
+    counts: Counter = Counter()
+    unlisted = []
+    for pred, gold, ours, theirs in rows:
+        if ours == theirs:
+            counts["identical"] += 1
+            continue
+        why = next((w for (f, w), test in EXCEPTIONS.items() if f == family and test(pred, gold)), None)
+        if why is None:
+            unlisted.append((pred[:300], gold, ours, theirs))
+        counts[why or "UNLISTED"] += 1
+    print(f"{family}: {len(rows)} predictions, {dict(counts)}", file=sys.stderr)
+    assert not unlisted, f"{family}: {len(unlisted)} unlisted disagreements, e.g. {unlisted[:3]}"
+    return counts
+
+
+def _sparse(lang: str, repeats: int = 2, **kw: object) -> SparseParams:
+    return SparseParams(lang=lang, lengths=(600,), depths=(0, 50, 100), repeats=repeats, buffer=100, **kw)
+
+
+@pytest.fixture(scope="module")
+def golds() -> dict[str, list[dict]]:
+    """Reference golds made by our generators, both languages."""
+    out: dict[str, list[dict]] = {}
+    out["srt"] = [s.gold for lang in ("en", "zh") for s in generate_srt(_sparse(lang))]
+    out["mrt"] = [s.gold for lang in ("en", "zh") for s in generate_mrt(_sparse(lang))]
+    out["mrs"] = [s.gold for lang in ("en", "zh") for s in generate_mrs(_sparse(lang, num_needles=(2, 3, 5)))]
+    out["atc"] = [
+        s.gold for lang in ("en", "zh") for s in generate_atc(AtcParams(lang=lang, needle_counts=(2, 8), repeats=3))
+    ]
+    return out
+
+
+def _others_keywords(golds: list[dict]) -> list[str]:
+    return sorted({k for g in golds for k in (g.get("keywords") or [k for n in g["needles"] for k in n["keywords"]])})
+
+
+def test_srt_v2_matches_origin_evaluator(golds: dict[str, list[dict]]) -> None:
+    srt = golds["srt"]
+    assert all(g["match"] == "exact" for g in srt)
+    others = _others_keywords(srt)
+    preds, refs, gs = [], [], []
+    for i, seed in _spread(srt, PER_FAMILY):
+        g = srt[i]
+        (pred,) = keyword_outputs(g["keywords"], others, 1, seed * 1000 + i, long_every=1 if seed % 97 == 5 else 0)
+        preds.append(pred)
+        refs.append(f"{g['needle']}*{g['keywords'][0]}")
+        gs.append(g)
+    theirs = [d["score"] for d in oc_origin.NeedleBenchOriginEvaluator().score(preds, refs)["details"]]
+    rows = [(p, g, grade_srt(p, g, REFERENCE).score, float(t)) for p, g, t in zip(preds, gs, theirs, strict=True)]
+    counts = _compare("S-RT v2", rows)
+    assert counts["identical"] >= PER_FAMILY
+    clarified = [grade_srt(p, {**g, "match": "normalised"}, REFERENCE).score for p, g, _, _ in rows]
+    assert sum(c != r[3] for c, r in zip(clarified, rows, strict=True)) > 500  # the corpus tells the rules apart
+    assert any(len(p) > 200_000 and t == 100 for p, _, _, t in rows)  # a keyword after 200,000 characters
+
+
+def test_mrt_matches_parallel_evaluators(golds: dict[str, list[dict]]) -> None:
+    mrt = golds["mrt"]
+    others = _others_keywords(mrt)
+    rows_v2, rows_v1 = [], []
+    evaluators = (oc_parallel.NeedleBenchParallelEvaluator(), oc_v1_parallel.NeedleBenchParallelEvaluator())
+    for i, seed in _spread(mrt, PER_FAMILY):
+        g = mrt[i]
+        keywords = [n["keywords"][0] for n in g["needles"]]
+        (pred,) = keyword_outputs(keywords, others, 1, seed * 1000 + i, long_every=0)
+        ref = "*".join(keywords) + "#" + "*".join(str(d) for d in range(len(keywords)))  # distinct depths
+        with redirect_stdout(_Quiet()):
+            v2, v1 = (float(e.score([pred], [ref])["average_score"]) for e in evaluators)
+        ours = grade_mrt(pred, g, REFERENCE).score
+        rows_v2.append((pred, g, ours, v2))
+        rows_v1.append((pred, g, ours, v1))
+    assert _compare("M-RT v2", rows_v2)["identical"] >= PER_FAMILY
+    assert _compare("M-RT v1", rows_v1)["identical"] >= PER_FAMILY
+    assert {r[3] for r in rows_v2} > {0.0, 100.0}  # partial recall happens
+
+
+def _atc_rows(family: str, golds: list[dict], seed0: int) -> Counter:
+    preds, refs, gs = [], [], []
+    for i, seed in _spread(golds, PER_FAMILY):
+        g = golds[i]
+        others = [n for n in g["chain_names"] if n != g["answer"]]
+        (pred,) = boxed_outputs(str(g["answer"]), others, 1, seed0 + seed * 1000 + i)
+        preds.append(pred)
+        refs.append(str(g["answer"]))
+        gs.append(g)
+    details = NeedleBenchATCEvaluator().score([needlebench_atc_postprocess_v2(p) for p in preds], refs)["details"]
+    grade = grade_mrs if family.startswith("M-RS") else _grade_atc
+    rows = [
+        (p, g, grade(p, g, REFERENCE).score, 100.0 if d["correct"] else 0.0)
+        for p, g, d in zip(preds, gs, details, strict=True)
+    ]
+    counts = _compare(family, rows)
+    clarified = [grade(p, {**g, "match": "normalised"}, REFERENCE).score for p, g, _, _ in rows]
+    assert sum(c != r[3] for c, r in zip(clarified, rows, strict=True)) > 500  # the corpus tells the rules apart
+    right = sum(r[3] == 100.0 for r in rows)
+    assert 0.1 * len(rows) < right < 0.9 * len(rows)  # the variants are neither all right nor all wrong
+    return counts
+
+
+def _grade_atc(pred: str, gold: dict, options: ScoreOptions) -> object:
+    from needlebench.tasks.registry import get_task
+
+    return get_task("atc").grade(pred, gold, options)
+
+
+def test_mrs_v2_matches_atc_evaluator(golds: dict[str, list[dict]]) -> None:
+    mrs = golds["mrs"]
+    assert all(g["match"] == "exact" for g in mrs)
+    assert _atc_rows("M-RS v2", mrs, 1)["identical"] >= PER_FAMILY
+
+
+def test_atc_v2_matches_atc_evaluator(golds: dict[str, list[dict]]) -> None:
+    atc = golds["atc"]
+    assert all(g["match"] == "exact" for g in atc)
+    assert _atc_rows("ATC v2", atc, 2)["identical"] >= PER_FAMILY
+
+
+def test_issue_examples_score_as_opencompass() -> None:
+    """The cases issue 22 lists, scored as OpenCompass scores them (reference) and ours (clarified)."""
+    gold = {"answer": "Jasmine Lane", "kind": "name", "subject": "Kai", "chain_names": ["Jasmine Lane", "Kai"]}
+    oc_right = ["\\boxed{Jasmine~Lane}", "\\boxed{Jasmine\\ Lane}", "\\boxed{Jasmine  Lane}", "\\boxed{{Jasmine Lane}}"]
+    oc_wrong = [
+        "\\boxed{Jasmine Lane (great-grandmother)}",
+        "\\boxed{Jasmine Lanes}",
+        "\\boxed {Jasmine Lane}",
+        "\\fbox{Jasmine Lane}",
+        "\\boxed{Jasmine Lane} then \\boxed{Jasmine",
+        "\\boxed{Jasmine Lane}. I used \\boxed as told.",
+    ]
+    for pred in oc_right + oc_wrong:
+        theirs = NeedleBenchATCEvaluator().score([needlebench_atc_postprocess_v2(pred)], ["Jasmine Lane"])["score"]
+        assert grade_mrs(pred, {**gold, "match": "exact"}, REFERENCE).score == theirs == (100 * (pred in oc_right))
+    clarified = [grade_mrs(p, {**gold, "match": "normalised"}, REFERENCE).correct for p in oc_wrong]
+    assert clarified == [False, False, True, True, True, True]
+    keyword = {"keywords": ["Pothgon spyglass"], "needle": "The treasure is the Pothgon spyglass."}
+    assert grade_srt("x" * 250_000 + "Pothgon spyglass", {**keyword, "match": "exact"}, REFERENCE).correct
+    assert not grade_srt("Pothgon<|im_end|> spyglass", {**keyword, "match": "exact"}, REFERENCE).correct
+    assert grade_srt("Pothgon<|im_end|> spyglass", {**keyword, "match": "normalised"}, REFERENCE).correct
+
+
+def test_srt_v1_matches_levenshtein_origin_evaluator(golds: dict[str, list[dict]]) -> None:
+    """OpenCompass's pure-Python edit distance is checked on 300 outputs; the rest use the same distance in C."""
+    srt = golds["srt"]
+    others = _others_keywords(srt)
+    preds, refs, gs = [], [], []
+    for i, seed in _spread(srt, PER_FAMILY):
+        g = srt[i]
+        (pred,) = keyword_outputs(g["keywords"], others, 1, 7 + seed * 1000 + i, long_every=0)
+        preds.append(pred[:3000])  # the pure-Python distance is quadratic
+        refs.append(f"{g['needle']}*{g['keywords'][0]}")
+        gs.append(g)
+    evaluator = oc_v1_origin.NeedleBenchOriginEvaluator()
+    with redirect_stdout(_Quiet()):
+        pure = evaluator.score(preds[:300], refs[:300])["details"]
+        evaluator.levenshtein_distance = Levenshtein.distance  # type: ignore[method-assign]
+        fast = evaluator.score(preds, refs)["details"]
+    assert [d["score"] for d in pure] == [d["score"] for d in fast[:300]]
+    lev = ScoreOptions(metric="levenshtein")
+    rows = [(p, g, grade_srt(p, g, lev).score, float(d["score"])) for p, g, d in zip(preds, gs, fast, strict=True)]
+    counts = _compare("S-RT v1 (Levenshtein)", rows)
+    assert counts["identical"] >= PER_FAMILY
+    assert any(0 < r[3] < 20 for r in rows)  # partial credit happens
+
+
+def test_mrs_v1_matches_multi_evaluator(tmp_path: Path) -> None:
+    """The 2024 multi-hop form, from a stand-in ``multi_needle_reasoning_en.json``: per-word credit."""
+    answers = ["Jasmine Lane", "the Pothgon spyglass", "Ryker", "Mount Everest Base Camp", "北京"]
+    records = [
+        {"derivation_count": c, "derivations": [f"Fact {j} of {a}." for j in range(c)], "question": "Who?", "answer": a}
+        for a in answers
+        for c in (2, 3)
+    ]
+    path = tmp_path / "multi_needle_reasoning_en.json"
+    path.write_text(json.dumps(records), encoding="utf-8")
+    p = _sparse("en", repeats=8, needle_file=str(path), num_needles=(2, 3), profile="v1")
+    mrs = [s.gold for s in generate_mrs(p)]
+    assert all(g["form"] == "multihop" and g["match"] == "exact" for g in mrs)
+    preds, refs, gs = [], [], []
+    for i, seed in _spread(mrs, PER_FAMILY):
+        g = mrs[i]
+        words = g["keywords"][0].split()
+        (pred,) = keyword_outputs(words, answers, 1, 11 + seed * 1000 + i, long_every=0)
+        preds.append(pred)
+        refs.append(f"{g['keywords'][0]}*{g['keywords'][0]}")
+        gs.append(g)
+    details = oc_v1_multi.NeedleBenchMultiEvaluator().score(preds, refs)["details"]
+    rows = [(p, g, grade_mrs(p, g, REFERENCE).score, float(d["score"])) for p, g, d in zip(preds, gs, details)]
+    counts = _compare("M-RS v1 (words)", rows)
+    assert counts["identical"] >= PER_FAMILY
+    assert any(0 < r[3] < 100 for r in rows)  # per-word credit happens
+
+
+def test_atc_mc_v1_matches_circular_evaluator() -> None:
+    """Every rotation's letter as ``first_option_postprocess`` reads it; every question as ``CircularEvaluator``."""
+    samples = [
+        s
+        for lang in ("en", "zh")
+        for s in generate_atc_mc(AtcMcParams(lang=lang, steps=(2, 5), repeats=2, style="direct", shots=1))
+    ]
+    groups: dict[str, list] = {}
+    for s in samples:
+        groups.setdefault(s.meta["circular_group"], []).append(s)
+    rows, agree_circular, n = [], 0, 0
+    t0 = time.perf_counter()
+    group_list = list(groups.values())
+    for q in range(PER_FAMILY // 4):
+        group = group_list[q % len(group_list)]
+        preds = [letter_outputs(s.gold["answer"], 1, q * 10 + j)[0] for j, s in enumerate(group)]
+        letters = [first_option_postprocess(p, "ABCD") for p in preds]
+        ours = [grade_atc_mc(p, s.gold, REFERENCE) for p, s in zip(preds, group, strict=True)]
+        for p, s, o, letter in zip(preds, group, ours, letters, strict=True):
+            rows.append((p, s.gold, o.score, 100.0 if letter == s.gold["answer"] else 0.0))
+        refs = [f"{q}--{s.gold['answer']}--{s.meta['circular_pattern']}" for s in group]
+        theirs = CircularEvaluator().score(letters, refs)
+        n += 1
+        agree_circular += (theirs["perf_4"] == 100.0) == all(o.correct for o in ours)
+    counts = _compare("ATC multiple choice v1 (per rotation)", rows)
+    print(f"ATC multiple choice v1 (circular): {n} questions, {agree_circular} identical", file=sys.stderr)
+    assert counts["identical"] >= PER_FAMILY and agree_circular == n
+    assert time.perf_counter() - t0 < 60
+
+
+# ---- NeedleChain against the released scorer (evaluate.py of the authors' repository) ----
+
+_RELEASED_INTEGERS = re.compile(r"\b(?:\d{1,3}(?:,\d{3})+|\d+)\b")
+
+
+def released_correct(generated: str, target: str) -> bool:
+    """The released ``evaluate.py``'s verdict on one response, as its ``main`` loop computes it.
+
+    After the last ``## Answer:`` (the whole response without one), spaces and newlines removed, every
+    word-bounded integer is converted and the first compared, after ``int()``, with ``int(float(target))``;
+    any exception (no integer; one longer than Python's int() digit limit) is a wrong answer.
+    """
+    hyp = generated.split("## Answer:")[-1].replace("\n", "").replace(" ", "")
+    try:
+        numbers = [int(m.replace(",", "")) for m in _RELEASED_INTEGERS.findall(hyp)]
+        return int(float(target)) == int(numbers[0])
+    except Exception:  # the released scorer's bare except
+        return False
+
+
+def _truncation_fix(pred: str, gold: dict) -> bool:
+    """The listed fix: the released scorer truncates the gold and the stated value to integers, we do not.
+
+    True when the gold is fractional or the integer the released scorer reads has decimals right after
+    it (``$20,000.5`` states 20000.5; the released scorer compares 20000).
+    """
+    hyp = pred.split("## Answer:")[-1].replace("\n", "").replace(" ", "")
+    first = _RELEASED_INTEGERS.search(hyp)
+    decimals = first is not None and re.match(r"\.\d", hyp[first.end() :]) is not None
+    return Fraction(gold["value"]).denominator > 1 or decimals
+
+
+def _digit_limit(pred: str, gold: dict) -> bool:
+    """Released measurement bug: a later integer past Python's int() limit raises, and the answer counts as wrong."""
+    hyp = pred.split("## Answer:")[-1].replace("\n", "").replace(" ", "")
+    return any(len(m.replace(",", "")) > INT_DIGIT_LIMIT for m in _RELEASED_INTEGERS.findall(hyp))
+
+
+for _family in ("NeedleChain", "NeedleChain (paper-style answers)"):
+    EXCEPTIONS[(_family, "int() truncation of gold and answer (our listed fix)")] = _truncation_fix
+    EXCEPTIONS[(_family, "released int() digit limit raises (measurement bug)")] = _digit_limit
+
+
+def _chain_rows(paper_styles: bool, seed0: int) -> list[tuple[str, dict, float, float]]:
+    """Reference NeedleChain golds (the released generator's values, fractional totals included) x responses."""
+    golds = [
+        s.gold
+        for s in generate_needlechain(ChainParams(k_values=(5, 10, 20, 50), points=6, questions=("single", "total")))
+    ]
+    assert all(g["scoring"] == "released" for g in golds)
+    assert any(Fraction(g["value"]).denominator > 1 for g in golds)  # fractional golds are in the corpus
+    rows = []
+    for i, seed in _spread(golds, PER_FAMILY):
+        g = golds[i]
+        (pred,) = chain_outputs(g["value"], g["names"], 1, seed0 + seed * 1000 + i, paper_styles)
+        theirs = 100.0 if released_correct(pred, g["value"]) else 0.0
+        rows.append((pred, g, grade_needlechain(pred, g, REFERENCE).score, theirs))
+    return rows
+
+
+def _agreement(rows: list[tuple[str, dict, float, float]], label: str) -> tuple[float, float]:
+    """(share of our right answers the released scorer also marks right, and the other way round), printed."""
+    both = sum(r[2] == r[3] == 100.0 for r in rows)
+    ours, theirs = both / sum(r[2] == 100.0 for r in rows), both / sum(r[3] == 100.0 for r in rows)
+    print(
+        f"{label}: {ours:.4f} of ours-right released-right, {theirs:.4f} of released-right ours-right", file=sys.stderr
+    )
+    return ours, theirs
+
+
+def test_needlechain_reference_scoring_matches_released_scorer() -> None:
+    """Every variant (near misses, half-off values, decimals, frames, hostile text): only listed disagreements."""
+    rows = _chain_rows(paper_styles=False, seed0=13)
+    counts = _compare("NeedleChain", rows)
+    assert counts["identical"] >= 0.9 * PER_FAMILY and counts["int() truncation of gold and answer (our listed fix)"]
+    _agreement(rows, "NeedleChain agreement (all variants)")
+
+
+def test_needlechain_agrees_with_released_scorer_on_paper_style_answers() -> None:
+    """Answers written as the paper shows models writing them: >= 99.6% agreement both ways."""
+    rows = _chain_rows(paper_styles=True, seed0=17)
+    _compare("NeedleChain (paper-style answers)", rows)
+    ours, theirs = _agreement(rows, "NeedleChain agreement (paper-style answers)")
+    assert ours >= 0.996 and theirs >= 0.996
+
+
+def test_needlechain_issue_examples() -> None:
+    """The responses issue 22 lists, read as the released scorer reads them; strict omission as an option."""
+    names = ["Cairo", "Ramon", "Nala", "Kase", "Ryker"]
+    gold = {"value": "3200", "names": names, "variant": "forward", "question": "single", "asked": "Ryker"}
+    released = {**gold, "scoring": "released"}
+    for pred in ("...so 3200.\n## Answer: $3200", "## Answer: $3200 (Ryker = 2 x 1600)", "Ryker gets $3200"):
+        assert released_correct(pred, "3200")
+        assert grade_needlechain(pred, released, REFERENCE).correct, pred
+    omitted = grade_needlechain("## Answer: 3200", released, REFERENCE)
+    assert omitted.correct and omitted.extras["plain_correct"] and not omitted.extras["strict_correct"]
+    strict = grade_needlechain("## Answer: 3200", {**gold, "scoring": "strict"}, REFERENCE)
+    assert not strict.correct and strict.error == "needle_omission"
+    fractional = {**released, "value": "12.5"}
+    assert (
+        released_correct("## Answer: 12", "12.5")
+        and not grade_needlechain("## Answer: 12", fractional, REFERENCE).correct
+    )
+    assert grade_needlechain("## Answer: $12.50", fractional, REFERENCE).correct
+    late = "## Answer: 3200 (ref: " + "9" * 5000 + ")"
+    assert not released_correct(late, "3200") and grade_needlechain(late, released, REFERENCE).correct
+
+
+def test_v1_suites_score_each_task_as_opencompass_v1_configs_do() -> None:
+    """OpenCompass v1: Levenshtein credit for S-RT (``NeedleBenchOriginEvaluator``), keywords only for M-RT."""
+    from needlebench.opencompass.configs import needlebench_datasets
+
+    metrics = {d["abbr"]: d["eval_cfg"]["evaluator"].get("metric") for d in needlebench_datasets("4k", profile="v1")}
+    assert {a: m for a, m in metrics.items() if a.startswith("needlebench_srt")} == {
+        "needlebench_srt_en_4k": "levenshtein",
+        "needlebench_srt_zh_4k": "levenshtein",
+    }
+    assert {m for a, m in metrics.items() if a.startswith("needlebench_mrt")} == {"keyword"}
+    v2 = needlebench_datasets("4k", profile="v2")
+    assert {d["eval_cfg"]["evaluator"].get("metric") for d in v2 if "_mrs_" not in d["abbr"]} == {"keyword"}
+
+
+def test_box_extraction_and_cleaning_equal_opencompass_on_random_latex() -> None:
+    """The extracted, cleaned answer itself (not only the verdict) equals ``needlebench_atc_postprocess_v2``'s."""
+    import random
+
+    from needlebench.grading.graders import reference_clean
+    from needlebench.grading.matching import reference_boxed
+
+    pieces = ("\\boxed", "\\fbox", "\\boxed ", "{", "}", "{{", "}}", "\n", "Ann", " ", "~", "'", '"', "\\text{", "\\")
+    rng = random.Random(5)
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 16)))
+        boxed = reference_boxed(text)
+        assert (reference_clean(boxed) if boxed else "None") == needlebench_atc_postprocess_v2(text), repr(text)
