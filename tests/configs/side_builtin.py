@@ -5,6 +5,7 @@
 from mmengine.config import read_base
 
 with read_base():
+    from .side_model import models
     from opencompass.configs.datasets.needlebench_v2.atc.atc_0shot_nocot_2_power_en import (
         needlebench_datasets as _atc,
     )
@@ -26,16 +27,6 @@ datasets = [
     for d in _srt_en + _srt_zh + _mrt_en + _mrt_zh + _mrs_en + _mrs_zh
     if d["length"] in (1000, 2000) and d.get("depth", 0) in (0, 50, 100)
 ] + [d for d in _atc if d["num_needles"] in (2, 4, 8)]
-models = [
-    dict(
-        type="prompt_scripted.PromptScriptedModel",
-        abbr="scripted",
-        max_seq_len=2_000_000,
-        max_out_len=64,
-        batch_size=64,
-        run_cfg=dict(num_gpus=0),
-    )
-]
 from opencompass.partitioners import NaivePartitioner, SizePartitioner
 from opencompass.runners import LocalRunner
 from opencompass.tasks import OpenICLEvalTask, OpenICLInferTask

@@ -1,19 +1,9 @@
 # Ours, the same slice as side_builtin.py (OpenCompass's own NeedleBench v2), from the same stand-in files
 # (corpus="opencompass": $COMPASS_DATA_CACHE/data/needlebench), answered by the same prompt-scripted model.
-_base_ = []  # keeps mmengine from parsing this file lazily (see configs/eval_needlebench_4k.py)
+_base_ = ["side_model.py"]  # the same scripted model; also keeps mmengine in plain-Python mode
 
 from needlebench.opencompass.configs import SUMMARIZER, atc_datasets, needlebench_datasets, runtime
 
-models = [
-    dict(
-        type="prompt_scripted.PromptScriptedModel",
-        abbr="scripted",
-        max_seq_len=2_000_000,
-        max_out_len=64,
-        batch_size=64,
-        run_cfg=dict(num_gpus=0),
-    )
-]
 datasets = needlebench_datasets(
     suite="4k",
     langs=["en", "zh"],
