@@ -8,6 +8,7 @@ the same record line and the same numbers whichever way it arrives.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,11 +18,14 @@ from .grading.graders import SampleScore, ScoreOptions, request_failure
 from .store import atomic_write
 from .tasks import get_task
 
-__all__ = ["grade_rows", "dataset_results", "write_results", "PREDICTION_CHARS"]
+__all__ = ["grade_rows", "dataset_results", "write_results", "PREDICTION_CHARS", "GOLD_CHARS", "CONTEXT_CHARS"]
+
+log = logging.getLogger(__name__)
 
 PREDICTION_CHARS = 4000  # of each prediction kept in the per-sample record (reports show less)
-GOLD_CHARS = 300  # of the gold answer kept beside it
-CONTEXT_CHARS = 160  # of haystack kept either side of each needle
+# the evidence a reader judges a sample by, kept in the record and shown as is in the report's drill-down
+GOLD_CHARS = 200  # of the gold answer
+CONTEXT_CHARS = 120  # of haystack either side of each needle
 
 _META_KEYS = (
     "length",
@@ -108,7 +112,8 @@ def _evidence(row: Any, gold: Any) -> dict[str, Any]:
         out: dict[str, Any] = {"gold": spec.oracle(gold)[:GOLD_CHARS]} if spec.oracle else {}
         needles = spec.aggregation().needle_texts
         prompt = row["prompt"] if needles and "prompt" in row else ""
-    except Exception:  # evidence is for reading; a sample without it still counts
+    except Exception as exc:  # evidence is for reading; a sample without it still counts
+        log.warning("sample %s: no evidence for the report (%s: %s)", row.get("id"), type(exc).__name__, exc)
         return {}
     context = []
     for text in needles(gold) if prompt else ():

@@ -21,7 +21,6 @@ __all__ = [
     "clean_prediction",
     "strip_thinking",
     "keyword_hit",
-    "keyword_score",
     "levenshtein_score",
     "last_boxed",
     "reference_boxed",
@@ -148,16 +147,6 @@ class KeywordMatcher:
         if self.match == "exact":
             return any(k and k in self.text for k in keywords)
         return any(k and _squash(k) in self.text for k in keywords)
-
-
-def keyword_score(prediction: str, keywords: Sequence[str]) -> float:
-    """The 2025 metric: 100 if any core keyword appears (ignoring case, width and whitespace), else 0.
-
-    Args:
-        prediction: the model's (cleaned) answer.
-        keywords: the gold's core keywords; any one is enough.
-    """
-    return 100.0 if keyword_hit(prediction, keywords) else 0.0
 
 
 def levenshtein_score(

@@ -22,12 +22,11 @@ from typing import Any
 import pandas as pd
 
 from ..aggregate.plots import length_label, plt
+from ..evaluation import CONTEXT_CHARS, GOLD_CHARS
 
-__all__ = ["Heatmap", "SampleIndex", "grid_html", "drilldown_script", "ANSWER_CHARS", "CONTEXT_CHARS"]
+__all__ = ["Heatmap", "SampleIndex", "grid_html", "drilldown_script", "ANSWER_CHARS"]
 
 ANSWER_CHARS = 240  # of the model's answer shown (the samples.jsonl keeps 4000)
-GOLD_CHARS = 200
-CONTEXT_CHARS = 120  # of haystack either side of a needle
 
 
 def _cut(text: Any, limit: int) -> str:

@@ -37,14 +37,6 @@ class RunResults:
         """The models with records, sorted."""
         return sorted({r["model"] for r in self.records})
 
-    def for_task(self, task: str) -> list[dict[str, Any]]:
-        """The records of one task.
-
-        Args:
-            task: registry name of the task.
-        """
-        return [r for r in self.records if r.get("task") == task]
-
     def skipped(self) -> dict[tuple[str, str, str, Any], int]:
         """Samples skipped as over length, per (model, task, lang, cell).
 

@@ -27,7 +27,6 @@ __all__ = [
     "RESULTS",
     "SHORT_CONTEXT_NEEDLES",
     "atc_weighted_score",
-    "missing_needles",
     "enl",
     "dataset_metrics",
     "atc_table",
@@ -59,20 +58,6 @@ def atc_weighted_score(
 
 def _or_zero(value: float | None) -> float:
     return 0.0 if value is None or math.isnan(value) else value
-
-
-def missing_needles(
-    acc_by_needles: Mapping[int, float], planned: Iterable[int], max_needles: int | None = None
-) -> list[int]:
-    """The planned N (up to ``max_needles``) that have no accuracy, so count as 0 in the weighted score.
-
-    Args:
-        acc_by_needles: accuracy P_N per needle count N (NaN: no result).
-        planned: the N the config planned.
-        max_needles: only N up to this; None for all.
-    """
-    have = {int(n) for n, p in acc_by_needles.items() if not math.isnan(float(p))}
-    return sorted(n for n in {int(x) for x in planned} if n not in have and (max_needles is None or n <= max_needles))
 
 
 def enl(acc_by_needles: Mapping[int, float], tau: float = 50.0) -> int:
