@@ -2,7 +2,10 @@ from __future__ import annotations
 
 import os
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -87,3 +90,37 @@ def wait_healthy(port: int, proc: object, seconds: float = 180) -> None:
             assert proc.poll() is None, "the server died while starting"  # type: ignore[attr-defined]
             time.sleep(0.5)
     pytest.fail(f"the server on port {port} did not come up in {seconds:.0f} s")
+
+
+def assert_linear(fn: Callable[[Any], object], small: Any, large: Any, factor: int = 8, label: str = "") -> None:
+    """``fn`` costs at most linear time: on ``large`` (``factor`` times ``small``) it takes under
+    ``factor**2 / 2`` times as long as on ``small`` (half what a quadratic parser takes:
+    ``factor**2`` times as long). A ratio, not a wall-clock limit, so a loaded machine slows both sides
+    alike; a failing ratio is timed twice more (best of three each), and the smaller time counts as at least
+    5 ms, so an input too small to time cannot fail it (the former quadratic parsers took seconds).
+
+    Args:
+        fn: the function under test, called with one input.
+        small: the smaller input (built by the caller, outside the timing).
+        large: the same input ``factor`` times larger.
+        factor: how much larger ``large`` is.
+        label: names the case in the failure message.
+    """
+
+    def timed(arg: Any) -> float:
+        start = time.perf_counter()
+        fn(arg)
+        return time.perf_counter() - start
+
+    def holds() -> bool:
+        return t_large <= factor * factor / 2 * max(t_small, 5e-3)
+
+    t_small, t_large = timed(small), timed(large)
+    for _ in range(2):  # a pause of the machine can slow one run: retime, keeping each side's best
+        if holds():
+            return
+        t_small, t_large = min(t_small, timed(small)), min(t_large, timed(large))
+    assert holds(), (
+        f"{label or getattr(fn, '__name__', fn)}: {t_small:.4f} s on the small input, {t_large:.4f} s on the "
+        f"{factor}x one (linear: about {factor}x)"
+    )

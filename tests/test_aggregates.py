@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
-import time
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import bin_path
+from conftest import assert_linear, bin_path
 
 from needlebench.aggregate.uncertainty import seed_for
 from needlebench.errors import ConfigError
@@ -237,22 +238,42 @@ def test_overall_row_follows_the_run_profile(tmp_path: Path, profile: str | None
         assert t.loc[("OVERALL (v2)", "OVERALL", "all"), "m"] == pytest.approx(50.0)
 
 
-def test_intervals_are_seeded_and_fast(tmp_path: Path) -> None:
+def _many_records(root: Path, copies: int) -> list[dict]:
+    """S-RT, M-RT and M-RS in both languages over four lengths, ``copies`` samples per cell, random 0/100."""
     rng = np.random.default_rng(0)
-    rows = []
     for task in ("srt", "mrt", "mrs"):
         for lang in ("en", "zh"):
             rows = _sparse(task, lang, lambda L, d: float(rng.integers(0, 2) * 100), lengths=(1000, 2000, 4000, 8000))
-            rows = [{**r, "id": f"{r['id']}-{i}"} for i in range(128) for r in rows]  # 1,536 per dataset
-            _write(tmp_path, "m", f"{task}_{lang}", rows)
-    res = load_results([tmp_path])
-    assert len(res.records) > 9000
-    start = time.perf_counter()
-    first = summary_table(res.records, res.models)
-    assert time.perf_counter() - start < 5.0
-    second = summary_table(res.records, res.models)
-    pd.testing.assert_frame_equal(first, second)
+            rows = [{**r, "id": f"{r['id']}-{i}"} for i in range(copies) for r in rows]
+            _write(root, "m", f"{task}_{lang}", rows)
+    return load_results([root]).records
+
+
+def test_intervals_are_seeded_across_processes_and_linear(tmp_path: Path) -> None:
+    """The same records give the same intervals in two processes with different hash seeds; the table's cost
+    grows linearly with the records (9,216 here)."""
+    records = _many_records(tmp_path / "big", 128)
+    assert len(records) > 9000
+    code = (
+        "import sys; from pathlib import Path; from needlebench.report.results import load_results; "
+        "from needlebench.report.tables import summary_table; r = load_results([Path(sys.argv[1])]); "
+        "print(summary_table(r.records, r.models).to_csv())"
+    )
+    outs = [
+        subprocess.run(
+            [sys.executable, "-c", code, str(tmp_path / "big")],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            check=True,
+        ).stdout
+        for seed in ("1", "2")
+    ]
+    assert outs[0] == outs[1] and "ci_low" in outs[0]
+    first = summary_table(records, ["m"])
     assert (first["m ci_low"] <= first["m"]).all() and (first["m"] <= first["m ci_high"]).all()
+    small = _many_records(tmp_path / "small", 16)
+    assert_linear(lambda r: summary_table(r, ["m"]), small, records)
 
 
 def test_atc_planned_counts_come_from_the_samples() -> None:

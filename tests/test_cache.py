@@ -188,6 +188,7 @@ def counted(*args):
         fh.write(f"{os.getpid()}\\n")
     return real(*args)
 arrow_rows.write_rows = counted
+(start.parent / f"ready-{os.getpid()}").touch()  # imported and patched: the parent starts all at once
 while not start.exists():
     time.sleep(0.01)
 rows = dataset.load_rows("srt", **json.loads(sys.argv[3])).to_list()
@@ -209,7 +210,10 @@ def test_eight_processes_build_one_dataset_once(tmp_path: Path) -> None:
         )
         for _ in range(8)
     ]
-    time.sleep(1.0)
+    deadline = time.monotonic() + 300
+    while len(list(tmp_path.glob("ready-*"))) < len(procs):  # every child imported, none started yet
+        assert time.monotonic() < deadline and all(p.poll() is None for p in procs), "a builder died before the start"
+        time.sleep(0.05)
     start.touch()
     outputs = []
     for p in procs:

@@ -26,7 +26,6 @@ import io
 import json
 import re
 import sys
-import time
 from collections import Counter
 from collections.abc import Callable
 from contextlib import redirect_stdout
@@ -286,7 +285,6 @@ def test_atc_mc_v1_matches_circular_evaluator() -> None:
     for s in samples:
         groups.setdefault(s.meta["circular_group"], []).append(s)
     rows, agree_circular, n = [], 0, 0
-    t0 = time.perf_counter()
     group_list = list(groups.values())
     for q in range(PER_FAMILY // 4):
         group = group_list[q % len(group_list)]
@@ -302,7 +300,6 @@ def test_atc_mc_v1_matches_circular_evaluator() -> None:
     counts = _compare("ATC multiple choice v1 (per rotation)", rows)
     print(f"ATC multiple choice v1 (circular): {n} questions, {agree_circular} identical", file=sys.stderr)
     assert counts["identical"] >= PER_FAMILY and agree_circular == n
-    assert time.perf_counter() - t0 < 60
 
 
 # ---- NeedleChain against the released scorer (evaluate.py of the authors' repository) ----

@@ -194,6 +194,19 @@ def test_preflight_without_slurm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     assert infer["runner"]["partition"] == "nosuch"
 
 
+def _wait_gone(pid: int, seconds: float = 30) -> None:
+    """Until the process has exited (gone, or a zombie nobody reaps here)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/status").read_text().count("State:\tZ"):
+                return
+        except FileNotFoundError:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"process {pid} still runs {seconds:.0f} s after SIGTERM")
+
+
 def test_preflight_with_munge_down(cluster: None) -> None:
     """munged stopped: one message naming munge; the script's `up` brings the cluster back."""
     from needlebench.errors import ConfigError
@@ -204,7 +217,7 @@ def test_preflight_with_munge_down(cluster: None) -> None:
         pytest.skip("munged was not started by tools/slurm_local.sh; not stopping someone else's")
     check_slurm("debug")
     os.kill(int(pids["munged"]), 15)
-    time.sleep(0.5)
+    _wait_gone(int(pids["munged"]))
     try:
         with pytest.raises(ConfigError, match=r"munge does not work: start munged.*Nothing was submitted"):
             check_slurm("debug")
