@@ -210,9 +210,9 @@ def common_prefix(a: np.ndarray, b: np.ndarray) -> int:
 
 def _prompt_bytes(rows: Any) -> list[np.ndarray]:
     """Each row's prompt as a zero-copy uint8 view of the Arrow buffer (UTF-8 bytes)."""
-    if rows._indices is not None:  # a selection (dense tasks over the room): only those rows
-        rows = rows.flatten_indices()
-    column = rows.data.table.column("prompt")
+    from .rows import selected_rows
+
+    column = selected_rows(rows).data.table.column("prompt")  # a selection: only its rows
     out: list[np.ndarray] = []
     for chunk in column.chunks:
         _, offsets_buf, data_buf = chunk.buffers()

@@ -15,7 +15,7 @@ from .arrow_rows import ARROW_SCHEMA, materialize_file
 from .store import sample_to_row
 from .tasks import get_task, make_params
 
-__all__ = ["FEATURES", "materialize", "load_rows"]
+__all__ = ["FEATURES", "materialize", "load_rows", "selected_rows"]
 
 FEATURES = Features.from_arrow_schema(ARROW_SCHEMA)  # the cache files' features, for in-memory rows too
 
@@ -74,3 +74,16 @@ def load_rows(task: str, max_prompt_tokens: int = 0, overlength: str = "shorten"
         if len(keep) < len(ds):
             ds = ds.select(keep)
     return ds
+
+
+def selected_rows(ds: Dataset) -> Dataset:
+    """``ds`` as a table of exactly its rows: a selection (dense tasks over a model's room) is flattened,
+    a whole memory-mapped file is returned as is, never copied.
+
+    ``datasets`` has no public way to ask whether a dataset is a selection; its ``_indices`` mapping is read
+    (``tests/test_dataset_contract.py`` checks that it still means this).
+
+    Args:
+        ds: rows as :func:`load_rows` returns them.
+    """
+    return ds.flatten_indices() if ds._indices is not None else ds

@@ -66,3 +66,25 @@ def test_prompts_stay_in_the_cache_file() -> None:
 def test_k_above_n_is_refused_as_opencompass_does() -> None:
     with pytest.raises(ValueError, match="must less than or equal to `n`"):
         _build(NeedleBenchDataset, CONFIGS[0], k=2, n=1)
+
+
+def test_private_fields_we_read_still_mean_what_we_read() -> None:
+    """Where no public API exists we read private fields; these break loudly if a release changes them.
+
+    ``datasets``: ``_indices`` is None for a whole dataset and set for a selection (``rows.selected_rows``).
+    OpenCompass: its eval task sets ``evaluator._out_dir`` to the result path without extension, where our
+    evaluator writes ``<dataset>.samples.jsonl`` (``opencompass/evaluator.py``).
+    """
+    import inspect
+
+    from datasets import Dataset
+    from opencompass.tasks.openicl_eval import OpenICLEvalTask
+
+    from needlebench.rows import selected_rows
+
+    whole = Dataset.from_dict({"x": [0, 1, 2, 3]})
+    picked = whole.select([1, 3])
+    assert whole._indices is None and picked._indices is not None
+    assert selected_rows(whole) is whole and selected_rows(picked)["x"] == [1, 3]
+    assert selected_rows(picked)._indices is None
+    assert "evaluator._out_dir = osp.splitext(out_path)[0]" in inspect.getsource(OpenICLEvalTask)

@@ -23,7 +23,7 @@ from datasets import Dataset, Features, Value, concatenate_datasets
 from datasets.table import InMemoryTable, concat_tables
 from opencompass.datasets.base import BaseDataset
 
-from ..rows import load_rows
+from ..rows import load_rows, selected_rows
 
 __all__ = ["NeedleBenchDataset", "with_reader_columns"]
 # the columns OpenCompass's BaseDataset adds, with the types its ``.map`` gives them
@@ -40,13 +40,12 @@ def with_reader_columns(ds: Dataset, abbr: str) -> Dataset:
         ds: the rows as loaded (a memory-mapped cache file, or a selection of it).
         abbr: the dataset config's ``abbr``.
     """
-    if ds._indices is not None:  # a filtered selection (dense tasks over a model's room): only those rows
-        ds = ds.flatten_indices()
+    ds = selected_rows(ds)  # a filtered selection (dense tasks over a model's room): only those rows
     extra = InMemoryTable.from_pydict(
         {"subdivision": [abbr] * len(ds), "idx": list(range(len(ds)))}, schema=READER_FEATURES.arrow_schema
     )
     features = Features({**ds.features, **READER_FEATURES})
-    table = concat_tables([ds._data, extra], axis=1)
+    table = concat_tables([ds.data, extra], axis=1)
     return Dataset(table.replace_schema_metadata(features.arrow_schema.metadata), split=ds.split)
 
 
