@@ -27,6 +27,7 @@ generator, so the global state is never touched.
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 from collections import Counter
@@ -35,6 +36,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 
 from needlebench.context import corpora, haystack
@@ -47,8 +49,6 @@ FILES = {"srt": "single", "mrt": "multi_retrieval", "mrs": "multi_reasoning"}
 # (suite, the (length, depth) cells to build: None = all)
 SUITES: dict[str, Any] = {"4k": None, "8k": None, "32k": {(1000, 0), (2000, 50), (32000, 100)}, "128k": {(128000, 50)}}
 _SAMPLED_REPEATS = 2  # repeats of a sampled (32k/128k) cell
-# 8k M-RS in full is 14,080 prompts (~2 min on two cores): every length, count and repeat, three depths
-_DEPTHS = {("mrs", "8k"): {0, 50, 100}}
 
 
 def _config_dir() -> Path:
@@ -69,14 +69,23 @@ def _oc_cells(suite: str, task: str) -> list[dict]:
     return out
 
 
+_ENCODED: dict[str, list[int]] = {}
+
+
 class _Recorder:
-    """tiktoken's encoding with ``decode`` recorded: the token list each OpenCompass prompt was decoded from."""
+    """tiktoken's encoding with ``decode`` recorded: the token list each OpenCompass prompt was decoded from.
+
+    ``encode`` is memoised (it is pure): OpenCompass re-encodes every document for every repeat of every
+    cell, which is most of its build time; the bytes it produces are the same.
+    """
 
     def __init__(self) -> None:
         self.decoded: list[list[int]] = []
 
     def encode(self, text: str) -> list[int]:
-        return ENC.encode(text)
+        if text not in _ENCODED:
+            _ENCODED[text] = ENC.encode(text)
+        return list(_ENCODED[text])
 
     def decode(self, tokens: list[int]) -> str:
         self.decoded.append(list(tokens))
@@ -114,26 +123,31 @@ def _splits(data: bytes, off: int) -> bool:
         return False
     if data[off] & 0xC0 == 0x80:
         return True
-    left = data[:off].decode("utf-8", errors="ignore")[-1:]
-    right = data[off:].decode("utf-8", errors="ignore")[:1]
+    left = data[max(0, off - 4) : off].decode("utf-8", errors="ignore")[-1:]  # one character is at most 4 bytes
+    right = data[off : off + 4].decode("utf-8", errors="ignore")[:1]
     return bool(left and right) and _is_word(left) and _is_word(right)
 
 
-def _find(tokens: list[int], part: list[int], start: int) -> int:
-    for i in range(start, len(tokens) - len(part) + 1):
-        if tokens[i : i + len(part)] == part:
-            return i
-    raise AssertionError("needle tokens not found in OpenCompass's token list")
+def _find(packed: bytes, part: list[int], start: int) -> int:
+    """The first index >= ``start`` where ``part`` occurs in the token list packed as 4-byte big-endian ids."""
+    needle = np.asarray(part, dtype=">u4").tobytes()
+    at = packed.find(needle, 4 * start)
+    while at >= 0 and at % 4:
+        at = packed.find(needle, at + 1)
+    if at < 0:
+        raise AssertionError("needle tokens not found in OpenCompass's token list")
+    return at // 4
 
 
 def _rebuild(tokens: list[int], needle_texts: list[str], respace: float | None) -> tuple[str, set[str]]:
     """OpenCompass's context with the fixes applied: needles moved off split points (and re-spaced for M-RS)."""
     parts = [ENC.encode(t) for t in needle_texts]
+    packed = np.asarray(tokens, dtype=">u4").tobytes()
     hay: list[int] = []
     points: list[int] = []
     cursor = 0
     for part in parts:
-        at = _find(tokens, part, cursor)
+        at = _find(packed, part, cursor)
         hay += tokens[cursor:at]
         points.append(len(hay))
         cursor = at + len(part)
@@ -146,10 +160,9 @@ def _rebuild(tokens: list[int], needle_texts: list[str], respace: float | None) 
         if fixed != points:
             tags.add("mrs_spacing")
         points = fixed
-    ends = [0]
-    for t in hay:
-        ends.append(ends[-1] + len(ENC.decode_single_token_bytes(t)))
-    data = b"".join(ENC.decode_single_token_bytes(t) for t in hay)
+    pieces = ENC.decode_tokens_bytes(hay)
+    ends = [0, *itertools.accumulate(len(x) for x in pieces)]
+    data = b"".join(pieces)
     moved = []
     for k in points:
         best = k
@@ -237,10 +250,13 @@ def _compare(task: str, suite: str, folder: Path, counts: Counter) -> list[str]:
                 for c in cells
                 if (c["length"], c.get("depth")) in wanted or (task == "mrt" and c["length"] in lengths)
             ]
-        if (task, suite) in _DEPTHS:
-            cells = [c for c in cells if c["depth"] in _DEPTHS[(task, suite)]]
         repeats = cells[0]["num_repeats_per_file"] if wanted is None else _SAMPLED_REPEATS
         for position in ("End", "Start"):
+            if position == "Start":
+                # the same haystack under the other template: its shortest length, every depth, two repeats
+                shortest = min(c["length"] for c in cells)
+                cells = [c for c in cells if c["length"] == shortest]
+                repeats = min(repeats, _SAMPLED_REPEATS)
             posed = [{**c, "num_repeats_per_file": repeats, "quesiton_position": position} for c in cells]
             ours = _ours(task, lang, posed, repeats)
             for cell in posed:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -226,6 +226,9 @@ class Haystack:
     char_start: np.ndarray  # True where a token boundary is also a UTF-8 character boundary
     tokens: np.ndarray
     stable: np.ndarray  # sorted token counts k whose boundary is a pretoken boundary in any context
+    # document starts where documents touch with no separator (OpenCompass's haystack): tokens encoded
+    # per document may merge differently across such a join, so the prompt's count re-encodes around it
+    joins: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def n_tokens(self) -> int:
@@ -320,7 +323,8 @@ def _gather(tc: TokenizedCorpus, orders: Iterator[list[int]], min_tokens: int) -
     char_start[1:-1] = (raw[ends] & 0xC0) != 0x80
     # cl100k never joins a letter or digit to a following space or punctuation mark
     stable = np.flatnonzero(ends_alnum[tokens[:-1]] & starts_other[tokens[1:]]) + 1
-    return Haystack(tc.corpus.name, tc.corpus.lang, data, tok_end, starts, char_start, tokens, stable)
+    joins = np.asarray(doc_starts[1:] if not tc.separator else [], dtype=np.int64)
+    return Haystack(tc.corpus.name, tc.corpus.lang, data, tok_end, starts, char_start, tokens, stable, joins)
 
 
 @dataclass(frozen=True)
@@ -452,7 +456,8 @@ def _assemble(
         placements.append(Placement(float(depth), k, round(realised, 3)))
         inserts.append((k, order, _needle_bytes(hay, off, end_offset, text)))
     inserts.sort(key=lambda x: (x[0], x[1]))
-    all_inserts = [(0, -1, head.encode())] + inserts + [(cut, 1 << 30, tail.encode())]
+    joins = [(int(k), -2, b"") for k in hay.joins if 0 < k < cut]  # re-encoded where documents touch
+    all_inserts = [(0, -1, head.encode())] + sorted(inserts + joins) + [(cut, 1 << 30, tail.encode())]
     # each insertion gets an interval with stable edges; overlapping intervals merge;
     # an interval's tokens replace its haystack tokens in the count
     intervals: list[list] = []
