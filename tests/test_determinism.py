@@ -25,11 +25,11 @@ ROOT = Path(__file__).resolve().parents[1]
 NEEDLEBENCH = str(Path(sys.executable).parent / "needlebench")
 
 # sha256 of `needlebench export CONFIG` for DATASET_VERSION below
-DATASET_VERSION = "2.1"
+DATASET_VERSION = "3.0"
 GOLDEN = {
-    "tests/configs/golden_atc.py": "55bb49250b9c2a44d7b2275c9991b41b002eca354515810e5b4936accfa29242",
-    "tests/configs/golden_chain.py": "0f12d978c96a90269ba11d5120bc17d56a1138dcec3a15af936460c2a7b08645",
-    "tests/configs/golden_sparse.py": "f37cc5bc7e0c4a22e30040b1da740038510476226eb764a87415d93d71172a10",
+    "tests/configs/golden_atc.py": "6c7233769ab64cf650974a386ae4c1fd51d7b9d11a4331ea89ff0c73a1855bfb",
+    "tests/configs/golden_chain.py": "25e68f7701f9b3d0aecbfc767c8c0a44eb6d2242c5830e05e377127f302a488e",
+    "tests/configs/golden_sparse.py": "d494779c2e18fa4b4790ca54c109f4887e53de3c2164cf8e27a5cfb7c3c7ee82",
 }
 
 
