@@ -217,3 +217,26 @@ def test_reference_depth_100_puts_the_needle_at_the_end() -> None:
     p = SparseParams(lang="zh", lengths=(1000, 2000, 4000, 8000, 16000), depths=(100,), repeats=5, buffer=200)
     for s in generate_srt(p):
         assert _document(s.prompt, "zh").endswith(f"\n{s.gold['needle']}\n"), (s.id, s.meta["realised_depth"])
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_safe_boundary_is_the_nearest_that_splits_nothing(lang: str) -> None:
+    """OpenCompass's insertion index moves only as far as the nearest boundary inside no word or character."""
+    from needlebench.context.haystack import build_ordered_haystack, load_tokenized
+    from needlebench.context.reference import document_order, safe_boundary, splits_text
+
+    tc = load_tokenized(lang, raw=True)
+    cut = 3000
+    hay = build_ordered_haystack(tc, document_order(len(tc.doc_tokens), 0), cut)
+    moved = 0
+    for k in range(cut + 1):
+        b = safe_boundary(hay, k, cut)
+        off = hay.offset(b)
+        hay.data[:off].decode("utf-8")  # a whole number of characters before it (strict decode)
+        before, after = hay.data[:off].decode()[-1:], hay.data[off:].decode("utf-8", "ignore")[:1]
+        if lang == "en":
+            assert not (before.isalnum() and after.isalnum()), (k, before, after)
+        # nothing nearer would do
+        assert all(splits_text(hay, j, cut) for j in range(k - abs(b - k) + 1, k + abs(b - k)) if 0 <= j <= cut)
+        moved += b != k
+    assert 0 < moved < cut  # raw token indices do split words / characters, and most do not
