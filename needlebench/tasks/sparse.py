@@ -308,7 +308,17 @@ def fill(
             raise SkipSample(f"length {length} needs {budget} tokens, the model has {p.max_prompt_tokens}")
         shortened_from, budget = budget, p.max_prompt_tokens
     if opencompass:
-        fitted = _place(p, hay, budget - text, parts, needles, positions)
+        filler = budget - text
+        fitted = _place(p, hay, filler, parts, needles, positions)
+        # OpenCompass counts the haystack per document; where the model's room is a hard limit, the real
+        # count must fit it, so a prompt that merged past it loses the excess (and is recorded as shortened)
+        for _ in range(8):
+            if not p.max_prompt_tokens or fitted.tokens <= p.max_prompt_tokens:
+                break
+            if shortened_from is None:
+                shortened_from = budget
+            filler -= fitted.tokens - p.max_prompt_tokens
+            fitted = _place(p, hay, filler, parts, needles, positions)
     else:
         fitted = fit_prompt(hay, budget, parts.head, parts.tail, needles, p.encoding, overhead=text)
     meta = {
