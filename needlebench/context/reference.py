@@ -1,7 +1,7 @@
 """OpenCompass's haystack algorithm, written our way: document order, cut and needle insertion points.
 
 ``opencompass.datasets.needlebench_v2`` builds a prompt like this: the corpus
-documents are shuffled with ``random.seed(counter); random.shuffle(lines)`` on
+documents are shuffled with OpenCompass's global ``seed(counter)`` then ``shuffle(lines)`` on
 one list, so repeat ``r``'s order is the shuffles of repeats 0..r applied in
 turn; each document is encoded on its own and the token lists are joined with
 no separator until they reach the target; the haystack is cut at exactly the
@@ -20,7 +20,7 @@ README "Where we differ from OpenCompass's built-in NeedleBench"):
   of the previous needle's length.
 
 The draws that decide the bytes use a private ``random.Random(counter)``,
-the same sequence as OpenCompass's global ``random.seed(counter)``, never
+the same sequence as OpenCompass's global ``seed(counter)``, never
 the global state.
 """
 

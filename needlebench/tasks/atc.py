@@ -46,7 +46,7 @@ __all__ = [
 ATC_OPTIONS: dict[str, Option] = {
     "prompt_style": Option("reference", "clarified"),
     "answer_match": Option("exact", "normalised"),
-    # opencompass: OpenCompass's draws (random.seed((repeat + 1) + 10000 * question type), a sample of the
+    # opencompass: OpenCompass's draws (global seed((repeat + 1) + 10000 * question type), a sample of the
     # flat name list, template then term per link, then a shuffle); seeded: ours, hash-seeded by coordinates,
     # names built from first names and surnames
     "chain_draw": Option("opencompass", "seeded"),

@@ -236,7 +236,7 @@ def make_chain(pool: NamePool, num_needles: int, *coords: object, style: str = "
 
 
 def reference_chain(names: Sequence[str], num_needles: int, r: random.Random, lang: str) -> KinshipChain:
-    """A chain drawn exactly as OpenCompass v2 draws it, from ``r`` (its ``random.seed(seed)`` sequence).
+    """A chain drawn exactly as OpenCompass v2 draws it, from ``r`` (the sequence of its global ``seed(seed)``).
 
     ``atc.py`` and ``multi.py``: ``sample(names, num_needles + 1)``; per link ``choice(templates)`` then
     ``choice(terms)``; then ``shuffle`` of the statements. Generations follow OpenCompass's map (an

@@ -151,7 +151,7 @@ def _kinship_samples(p: SparseParams, qtypes: tuple[str, ...]) -> Iterator[Sampl
         coords = ("mrs", p.lang, length, count, depth, repeat, p.seed)
         qtype = rng("mrs-question", *coords).choice(qtypes)
         if per_repeat:
-            # OpenCompass: random.seed(counter), one chain per repeat and count for every length and depth
+            # OpenCompass: the global seed(counter), one chain per repeat and count for every length and depth
             chain = reference_chain(names, count, random.Random(repeat), p.lang)
         else:
             chain = make_chain(pool, count, *coords, style=opts["prompt_style"])

@@ -506,6 +506,9 @@ def generate_mrt(p: SparseParams) -> Iterator[Sample]:
 
     With ``num_needles`` unset there is one needle at each depth of the suite
     (OpenCompass v2); otherwise the needles are spread evenly from 0 to 100.
+    ``needle_choice="per_repeat"`` (reference): OpenCompass's one fixed set for the
+    whole suite (the first ``count`` of it), in ``Random(repeat)``'s order per repeat;
+    ``per_length``: a fresh hash-seeded draw per (repeat, length, count).
     """
     validate_sparse(p)
     pool = _bank(p)
