@@ -14,6 +14,7 @@ import pytest
 from conftest import ROOT, bin_path
 
 from needlebench.progress import Progress
+from needlebench.sample import DATASET_VERSION
 from needlebench.tasks import get_task
 
 CONFIG = "tests/configs/e2e_tiny.py"  # 5 samples: S-RT EN/ZH at depths 0 and 100, one M-RT EN
@@ -58,7 +59,7 @@ def test_parquet_export_round_trips_through_datasets(exported: Path, tmp_path: P
         assert row["prompt"] == want["prompt"] and row["task"] == want["task"] and row["lang"] == want["lang"]
         assert json.loads(row["gold"]) == want["gold"] and json.loads(row["meta"]) == want["meta"]
     card = (exported / "README.md").read_text()
-    assert "dataset version 2.1" in card and "needlebench_mrt_en_4k" in card
+    assert f"dataset version {DATASET_VERSION}" in card and "needlebench_mrt_en_4k" in card
     assert "Apache-2.0" in card and "MIT" in card  # the English and Chinese haystacks' licences
     assert sorted(p.name for p in exported.iterdir()) == [
         "README.md",
