@@ -1,11 +1,16 @@
-"""The context builder: filler text cut to a token budget, needles at sentence boundaries.
+"""The context builder: filler text cut to a token budget, needles placed in it.
 
-Contract: a prompt for target length L and buffer B measures at most
-L - B tokens and close to it; each needle starts at a sentence boundary
-near its requested depth; a corpus that is too short wraps around.
+Two ways to use it. Ours (``build_haystack`` + ``fit_prompt``, the
+``haystack="seeded"`` option): a prompt for target length L and buffer B
+measures at most L - B tokens and close to it, and each needle starts at a
+sentence boundary near its requested depth. OpenCompass's
+(``build_ordered_haystack`` + ``place_at``, the reference): documents in a
+given order with no separator, cut at an exact token count, needles at given
+token indices (``context.reference`` decides both). Either way a corpus that
+is too short wraps around.
 
 Pure (no I/O, no global random state): ``tokenize_corpus``,
-``build_haystack``, ``fit_prompt`` and ``text_tokens`` are functions of
+``build_haystack``, ``build_ordered_haystack``, ``fit_prompt``, ``place_at`` and ``text_tokens`` are functions of
 their arguments (the first is also memoised per process), and a repeat's
 haystack is the same text for every length and depth, so cells differ only
 where the needles sit. Not pure: ``load_tokenized`` reads the corpus files
