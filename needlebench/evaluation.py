@@ -46,6 +46,7 @@ _META_KEYS = (
     "protocol",
     "profile",
     "version",
+    "corpus",
     "buffer",
     "needle_counts",
     "circular_group",

@@ -10,7 +10,7 @@ from .seeding import content_digest
 __all__ = ["Sample", "DATASET_VERSION", "sample_id"]
 
 # Bump whenever generation changes what a config produces (prompts, gold, ids).
-DATASET_VERSION = "2.2"
+DATASET_VERSION = "3.0"
 
 
 @dataclass(frozen=True)

@@ -38,8 +38,12 @@ def test_prompt_fits_budget_and_is_close(lang: str, task: str, protocol: str) ->
         real = len(ENC.encode_ordinary(s.prompt))
         budget = s.meta["budget_tokens"]
         assert real == s.meta["prompt_tokens"]
-        assert real <= budget
-        assert budget - real <= _tolerance(budget), (s.id, real, budget)
+        if protocol == "clarified":
+            assert real <= budget
+            assert budget - real <= _tolerance(budget), (s.id, real, budget)
+        else:
+            # OpenCompass counts the haystack per document: tokens may merge where documents touch
+            assert abs(budget - real) <= _tolerance(budget), (s.id, real, budget)
         document = len(ENC.encode_ordinary(_document(s.prompt, lang)))
         target = s.meta["length"] - s.meta["buffer"]
         if protocol == "clarified":
@@ -59,8 +63,8 @@ def test_one_million_tokens_wraps_around(lang: str, protocol: str) -> None:
     assert s.meta["buffer"] == buffer and s.meta["buffer_shrunk"] is False
     real = len(ENC.encode_ordinary(s.prompt))
     budget = s.meta["budget_tokens"]
-    assert real == s.meta["prompt_tokens"] <= budget
-    assert budget - real <= _tolerance(budget)
+    assert real == s.meta["prompt_tokens"]
+    assert abs(budget - real) <= _tolerance(budget)
     document = _document(s.prompt, lang)
     head, tail = s.prompt.split(document)
     instructions = len(ENC.encode_ordinary(head)) + len(ENC.encode_ordinary(tail))
@@ -69,8 +73,7 @@ def test_one_million_tokens_wraps_around(lang: str, protocol: str) -> None:
     else:
         assert budget == 1_000_000 - buffer + instructions
         doc_tokens = len(ENC.encode_ordinary(document))
-        assert doc_tokens <= 1_000_000 - buffer
-        assert 1_000_000 - buffer - doc_tokens <= _tolerance(1_000_000 - buffer)
+        assert abs(1_000_000 - buffer - doc_tokens) <= _tolerance(1_000_000 - buffer)
     if tc.total_tokens < 1_000_000:  # the English corpus is ~0.65M tokens: it must have wrapped
         assert s.meta["haystack_tokens"] > tc.total_tokens
 
@@ -112,7 +115,12 @@ def test_needles_start_at_sentence_boundaries_near_their_depth(lang: str) -> Non
     # Chinese news sentences average ~60 tokens (2% of a 4k haystack), so 2 points needs >= 8k there
     lengths = (4000, 16000, 64000) if lang == "en" else (8000, 16000, 64000)
     p = SparseParams(
-        lang=lang, lengths=lengths, depths=tuple(range(0, 101, 10)), repeats=2, buffer=500 if lang == "en" else 200
+        lang=lang,
+        lengths=lengths,
+        depths=tuple(range(0, 101, 10)),
+        repeats=2,
+        buffer=500 if lang == "en" else 200,
+        protocol="clarified",  # sentence snapping is ours (reference: OpenCompass's token index)
     )
     for s in generate_srt(p):
         doc = _document(s.prompt, lang)
@@ -135,7 +143,9 @@ def test_needles_start_at_sentence_boundaries_near_their_depth(lang: str) -> Non
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_short_prompts_place_needles_within_one_sentence_of_target(lang: str) -> None:
     """At 1k the haystack has ~10-20 sentences; the needle sits at the nearest sentence start."""
-    p = SparseParams(lang=lang, lengths=(1000,), depths=tuple(range(0, 101, 10)), repeats=3, buffer=200)
+    p = SparseParams(
+        lang=lang, lengths=(1000,), depths=tuple(range(0, 101, 10)), repeats=3, buffer=200, haystack="seeded"
+    )
     hay_tc = tokenize_corpus(load_corpus(lang))
     for s in generate_srt(p):
         hay = build_haystack(hay_tc, 1000, "haystack", lang, s.meta["repeat"], 0)
@@ -148,8 +158,10 @@ def test_short_prompts_place_needles_within_one_sentence_of_target(lang: str) ->
             assert abs(s.meta["realised_depth"] - s.meta["depth"]) <= 5.0
 
 
-def test_same_repeat_shares_haystack_across_lengths_and_depths() -> None:
-    p = SparseParams(lang="en", lengths=(2000, 8000), depths=(0, 100), repeats=2, buffer=200)
+@pytest.mark.parametrize("protocol", ["reference", "clarified"])
+def test_same_repeat_shares_haystack_across_lengths_and_depths(protocol: str) -> None:
+    """Both haystacks are one text per repeat; needles: one per repeat (reference) or per (repeat, length)."""
+    p = SparseParams(lang="en", lengths=(2000, 8000), depths=(0, 100), repeats=2, buffer=200, protocol=protocol)
     samples = list(generate_srt(p))
     docs = {
         (s.meta["repeat"], s.meta["length"], s.meta["depth"]): _document(s.prompt, "en").replace(s.gold["needle"], "")
@@ -159,8 +171,23 @@ def test_same_repeat_shares_haystack_across_lengths_and_depths() -> None:
     assert docs[(0, 8000, 100)].strip().startswith(short[:3000])
     assert docs[(0, 2000, 100)].strip()[:2000] == short[:2000]
     assert docs[(1, 2000, 0)][:500] != docs[(0, 2000, 0)][:500]  # repeats differ
-    needles = {s.meta["needles"][0] for s in samples}
-    assert len(needles) >= 3  # needles vary across repeats and lengths
+    needles = {(s.meta["repeat"], s.meta["length"]): s.meta["needles"][0] for s in samples}
+    if protocol == "clarified":
+        assert len(set(needles.values())) >= 3  # needles vary across repeats and lengths
+    else:
+        assert all(needles[(r, 2000)] == needles[(r, 8000)] for r in range(2))  # OpenCompass: one per repeat
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_sentence_option_on_opencompass_haystack(lang: str) -> None:
+    """``needle_position="sentence"`` moves OpenCompass's token index to the nearest sentence start."""
+    p = SparseParams(lang=lang, lengths=(4000,), depths=(10, 50, 90), repeats=2, buffer=200, needle_position="sentence")
+    for s in generate_srt(p):
+        doc = _document(s.prompt, lang)
+        before = doc[: doc.index("\n" + s.gold["needle"])].rstrip(" ")
+        ends = "。！？\n”’」』）" if lang == "zh" else ".!?\n\"')]"
+        assert not before or before[-1] in ends, (s.id, before[-30:])
+        assert abs(s.meta["realised_depth"] - s.meta["depth"]) <= 5.0
 
 
 @pytest.mark.parametrize("protocol", ["reference", "clarified"])
@@ -190,3 +217,26 @@ def test_reference_depth_100_puts_the_needle_at_the_end() -> None:
     p = SparseParams(lang="zh", lengths=(1000, 2000, 4000, 8000, 16000), depths=(100,), repeats=5, buffer=200)
     for s in generate_srt(p):
         assert _document(s.prompt, "zh").endswith(f"\n{s.gold['needle']}\n"), (s.id, s.meta["realised_depth"])
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_safe_boundary_is_the_nearest_that_splits_nothing(lang: str) -> None:
+    """OpenCompass's insertion index moves only as far as the nearest boundary inside no word or character."""
+    from needlebench.context.haystack import build_ordered_haystack, load_tokenized
+    from needlebench.context.reference import document_order, safe_boundary, splits_text
+
+    tc = load_tokenized(lang, raw=True)
+    cut = 3000
+    hay = build_ordered_haystack(tc, document_order(len(tc.doc_tokens), 0), cut)
+    moved = 0
+    for k in range(cut + 1):
+        b = safe_boundary(hay, k, cut)
+        off = hay.offset(b)
+        hay.data[:off].decode("utf-8")  # a whole number of characters before it (strict decode)
+        before, after = hay.data[:off].decode()[-1:], hay.data[off:].decode("utf-8", "ignore")[:1]
+        if lang == "en":
+            assert not (before.isalnum() and after.isalnum()), (k, before, after)
+        # nothing nearer would do
+        assert all(splits_text(hay, j, cut) for j in range(k - abs(b - k) + 1, k + abs(b - k)) if 0 <= j <= cut)
+        moved += b != k
+    assert 0 < moved < cut  # raw token indices do split words / characters, and most do not

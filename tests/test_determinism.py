@@ -25,11 +25,11 @@ ROOT = Path(__file__).resolve().parents[1]
 NEEDLEBENCH = str(Path(sys.executable).parent / "needlebench")
 
 # sha256 of `needlebench export CONFIG` for DATASET_VERSION below
-DATASET_VERSION = "2.2"
+DATASET_VERSION = "3.0"
 GOLDEN = {
-    "tests/configs/golden_atc.py": "8dfca695bd7b45f059e4835fe578dc222448a8919cc698aecb8c15ffb263edc6",
-    "tests/configs/golden_chain.py": "5287ea2849e43d1c9978de243062e03b659c22b82d5c7e19bd09939b0208bba8",
-    "tests/configs/golden_sparse.py": "0e049918025908865b4e79942a20b07e2f9fa9f579bb6921047b1d07d0f5825c",
+    "tests/configs/golden_atc.py": "6c7233769ab64cf650974a386ae4c1fd51d7b9d11a4331ea89ff0c73a1855bfb",
+    "tests/configs/golden_chain.py": "8fe9e7c7326c15d3544fad08b86141e995a5fcff075aca143cb726a68edcd868",
+    "tests/configs/golden_sparse.py": "0a309c43861b6afad465ed0081f2327f186882f3017513a9c192a90b03e09012",
 }
 
 

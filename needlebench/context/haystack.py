@@ -1,11 +1,16 @@
-"""The context builder: filler text cut to a token budget, needles at sentence boundaries.
+"""The context builder: filler text cut to a token budget, needles placed in it.
 
-Contract: a prompt for target length L and buffer B measures at most
-L - B tokens and close to it; each needle starts at a sentence boundary
-near its requested depth; a corpus that is too short wraps around.
+Two ways to use it. Ours (``build_haystack`` + ``fit_prompt``, the
+``haystack="seeded"`` option): a prompt for target length L and buffer B
+measures at most L - B tokens and close to it, and each needle starts at a
+sentence boundary near its requested depth. OpenCompass's
+(``build_ordered_haystack`` + ``place_at``, the reference): documents in a
+given order with no separator, cut at an exact token count, needles at given
+token indices (``context.reference`` decides both). Either way a corpus that
+is too short wraps around.
 
 Pure (no I/O, no global random state): ``tokenize_corpus``,
-``build_haystack``, ``fit_prompt`` and ``text_tokens`` are functions of
+``build_haystack``, ``build_ordered_haystack``, ``fit_prompt``, ``place_at`` and ``text_tokens`` are functions of
 their arguments (the first is also memoised per process), and a repeat's
 haystack is the same text for every length and depth, so cells differ only
 where the needles sit. Not pure: ``load_tokenized`` reads the corpus files
@@ -21,8 +26,9 @@ each insertion's effect is measured by encoding a small window around it.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
-from dataclasses import dataclass
+import itertools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +46,10 @@ __all__ = [
     "tokenize_corpus",
     "load_tokenized",
     "build_haystack",
+    "build_ordered_haystack",
     "fit_prompt",
+    "place_at",
+    "snap_to_sentence",
     "text_tokens",
 ]
 
@@ -54,12 +63,17 @@ _CACHE_FORMAT = "2"
 
 @dataclass(frozen=True)
 class TokenizedCorpus:
-    """A corpus with each document encoded once (document + separator)."""
+    """A corpus with each document encoded once (document + separator).
+
+    ``separator`` is ``"\n\n"`` for our haystack (documents stripped and joined by a blank line) and
+    ``""`` for OpenCompass's (each document encoded as the file holds it, token lists concatenated).
+    """
 
     corpus: Corpus
     encoding: str
     doc_tokens: tuple[np.ndarray, ...]
     doc_bytes: tuple[bytes, ...]
+    separator: str = _SEPARATOR
 
     @property
     def total_tokens(self) -> int:
@@ -68,21 +82,25 @@ class TokenizedCorpus:
 
 
 @functools.lru_cache(maxsize=16)
-def tokenize_corpus(corpus: Corpus, encoding: str = "cl100k_base") -> TokenizedCorpus:
+def tokenize_corpus(corpus: Corpus, encoding: str = "cl100k_base", raw: bool = False) -> TokenizedCorpus:
     """Encode every document (plus the separator) once per process; every sample reuses these tokens.
 
     Args:
         corpus: the documents to encode.
         encoding: tiktoken encoding name.
+        raw: encode each document exactly as given, with no separator (OpenCompass's haystack), instead of
+            stripped and followed by a blank line (ours).
     """
     enc = get_encoding(encoding)
-    texts = [d.strip() + _SEPARATOR for d in corpus.documents]
+    separator = "" if raw else _SEPARATOR
+    texts = [d if raw else d.strip() + separator for d in corpus.documents]
     tokens = enc.encode_ordinary_batch(texts, num_threads=1)
     return TokenizedCorpus(
         corpus,
         encoding,
         tuple(np.asarray(t, dtype=np.int64) for t in tokens),
         tuple(t.encode("utf-8") for t in texts),
+        separator,
     )
 
 
@@ -101,7 +119,7 @@ def _write_tokenized(tc: TokenizedCorpus, path: Path) -> dict[str, int]:
     """Write ``tc`` as an npz file at ``path``; the documents' count goes into the sidecar."""
     import json
 
-    info = json.dumps({"name": tc.corpus.name, "source": tc.corpus.source}).encode()
+    info = json.dumps({"name": tc.corpus.name, "source": tc.corpus.source, "separator": tc.separator}).encode()
     np.savez(
         path,
         tokens=np.concatenate(tc.doc_tokens).astype(np.int32),
@@ -126,13 +144,16 @@ def _read_tokenized(path: Path, lang: str, encoding: str, documents: int) -> Tok
     tok_cuts = np.cumsum(tok_lens)[:-1]
     byte_cuts = np.cumsum(byte_lens).tolist()
     doc_bytes = tuple(data[a:b] for a, b in zip([0, *byte_cuts[:-1]], byte_cuts))
-    docs = tuple(b.decode("utf-8")[: -len(_SEPARATOR)] for b in doc_bytes)
+    separator = info.get("separator", _SEPARATOR)
+    docs = tuple(b.decode("utf-8")[: len(b.decode("utf-8")) - len(separator)] for b in doc_bytes)
     corpus = Corpus(info["name"], lang, docs, info["source"])
-    return TokenizedCorpus(corpus, encoding, tuple(np.split(tokens.astype(np.int64), tok_cuts)), doc_bytes)
+    return TokenizedCorpus(corpus, encoding, tuple(np.split(tokens.astype(np.int64), tok_cuts)), doc_bytes, separator)
 
 
 @functools.lru_cache(maxsize=8)
-def load_tokenized(lang: str, choice: str = "packaged", encoding: str = "cl100k_base") -> TokenizedCorpus:
+def load_tokenized(
+    lang: str, choice: str = "packaged", encoding: str = "cl100k_base", raw: bool = False
+) -> TokenizedCorpus:
     """A corpus with its tokens, from the on-disk cache when its inputs and code are unchanged.
 
     Every OpenCompass task is a new process; reading ~3M tokens back takes
@@ -146,19 +167,22 @@ def load_tokenized(lang: str, choice: str = "packaged", encoding: str = "cl100k_
         lang: ``"en"`` or ``"zh"``.
         choice: one of ``corpora.CORPUS_CHOICES`` or a file path.
         encoding: tiktoken encoding name.
+        raw: OpenCompass's form: documents as the files hold them (no re-wrapping, no stripping), no separator.
     """
     from ..seeding import stable_hash
     from ..store import cache_dir, cached_file
     from .corpora import corpus_digest, load_corpus
 
-    key = stable_hash(corpus_digest(lang, choice), choice, encoding, _CACHE_FORMAT, _cache_code_digest())
+    key = stable_hash(corpus_digest(lang, choice), choice, encoding, raw, _CACHE_FORMAT, _cache_code_digest())
     path = cache_dir() / "corpora" / f"{lang}-{key}.npz"
+
+    def build() -> TokenizedCorpus:
+        return tokenize_corpus(load_corpus(lang, choice, raw), encoding, raw)
+
     try:
-        record = cached_file(
-            path, lambda tmp: _write_tokenized(tokenize_corpus(load_corpus(lang, choice), encoding), tmp)
-        )
+        record = cached_file(path, lambda tmp: _write_tokenized(build(), tmp))
     except OSError:
-        return tokenize_corpus(load_corpus(lang, choice), encoding)  # a read-only cache only costs speed
+        return build()  # a read-only cache only costs speed
     return _read_tokenized(path, lang, encoding, record["documents"])
 
 
@@ -207,6 +231,9 @@ class Haystack:
     char_start: np.ndarray  # True where a token boundary is also a UTF-8 character boundary
     tokens: np.ndarray
     stable: np.ndarray  # sorted token counts k whose boundary is a pretoken boundary in any context
+    # document starts where documents touch with no separator (OpenCompass's haystack): tokens encoded
+    # per document may merge differently across such a join, so the prompt's count re-encodes around it
+    joins: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def n_tokens(self) -> int:
@@ -234,14 +261,44 @@ def build_haystack(tc: TokenizedCorpus, min_tokens: int, *coords: object) -> Hay
     """
     if not tc.doc_tokens:
         raise ConfigError(f"corpus {tc.corpus.name} holds no documents")
+
+    def cycles() -> Iterator[list[int]]:
+        cycle = 0
+        while True:
+            order = list(range(len(tc.doc_tokens)))
+            rng("haystack-order", tc.corpus.name, cycle, *coords).shuffle(order)
+            yield order
+            cycle += 1
+
+    return _gather(tc, cycles(), min_tokens)
+
+
+def build_ordered_haystack(tc: TokenizedCorpus, order: Sequence[int], min_tokens: int) -> Haystack:
+    """Concatenate documents in the given ``order`` until ``min_tokens``, starting the order again if short.
+
+    OpenCompass stops at the end of its document list, so a 1000k English prompt comes out short; going
+    round the same order again is the smallest change that keeps the promised length.
+
+    Args:
+        tc: the tokenized corpus.
+        order: document indices in the order they are joined.
+        min_tokens: stop once at least this many tokens are gathered (whole documents only).
+
+    Raises:
+        ConfigError: the corpus holds no documents.
+    """
+    if not tc.doc_tokens or not order:
+        raise ConfigError(f"corpus {tc.corpus.name} holds no documents")
+    return _gather(tc, itertools.repeat(list(order)), min_tokens)
+
+
+def _gather(tc: TokenizedCorpus, orders: Iterator[list[int]], min_tokens: int) -> Haystack:
+    """Join whole documents, order after order, until at least ``min_tokens`` (at least one document)."""
     parts_tokens: list[np.ndarray] = []
     parts_bytes: list[bytes] = []
     doc_starts: list[int] = []
     total = 0
-    cycle = 0
-    while total < min_tokens:
-        order = list(range(len(tc.doc_tokens)))
-        rng("haystack-order", tc.corpus.name, cycle, *coords).shuffle(order)
+    for order in orders:
         for i in order:
             doc_starts.append(total)
             parts_tokens.append(tc.doc_tokens[i])
@@ -249,7 +306,8 @@ def build_haystack(tc: TokenizedCorpus, min_tokens: int, *coords: object) -> Hay
             total += len(tc.doc_tokens[i])
             if total >= min_tokens:
                 break
-        cycle += 1
+        if total >= min_tokens:
+            break
     tokens = np.concatenate(parts_tokens)
     data = b"".join(parts_bytes)
     lengths = token_byte_lengths(tc.encoding)
@@ -270,7 +328,8 @@ def build_haystack(tc: TokenizedCorpus, min_tokens: int, *coords: object) -> Hay
     char_start[1:-1] = (raw[ends] & 0xC0) != 0x80
     # cl100k never joins a letter or digit to a following space or punctuation mark
     stable = np.flatnonzero(ends_alnum[tokens[:-1]] & starts_other[tokens[1:]]) + 1
-    return Haystack(tc.corpus.name, tc.corpus.lang, data, tok_end, starts, char_start, tokens, stable)
+    joins = np.asarray(doc_starts[1:] if not tc.separator else [], dtype=np.int64)
+    return Haystack(tc.corpus.name, tc.corpus.lang, data, tok_end, starts, char_start, tokens, stable, joins)
 
 
 @dataclass(frozen=True)
@@ -325,6 +384,18 @@ def _snap(hay: Haystack, target: float, cut: int) -> int:
     return best
 
 
+def snap_to_sentence(hay: Haystack, k: int, cut: int) -> int:
+    """The sentence start nearest token index ``k`` within the cut haystack (the ``needle_position="sentence"``
+    option on OpenCompass's haystack).
+
+    Args:
+        hay: the haystack.
+        k: the requested token index.
+        cut: haystack tokens kept.
+    """
+    return _snap(hay, float(k), cut)
+
+
 def _needle_bytes(hay: Haystack, offset: int, end: int, text: str) -> bytes:
     """Join a needle to its neighbours the way prose would (space rules differ by language).
 
@@ -366,23 +437,32 @@ def _interval_tokens(enc, hay: Haystack, lo: int, hi: int, inserts: list[tuple[i
         pieces.append(ins)
         cursor = off
     pieces.append(hay.data[cursor:b])
-    return len(enc.encode_ordinary(b"".join(pieces).decode("utf-8")))
+    return len(enc.encode_ordinary(b"".join(pieces).decode("utf-8", errors="replace")))
 
 
 def _assemble(
-    hay: Haystack, cut: int, head: str, tail: str, needles: Sequence[tuple[float, str]], enc
+    hay: Haystack,
+    cut: int,
+    head: str,
+    tail: str,
+    needles: Sequence[tuple[float, str]],
+    enc,
+    at: Sequence[int] | None = None,
 ) -> tuple[bytes, int, list[Placement]]:
+    """The prompt's bytes, its token count and the placements; needles go to ``at`` (token indices) if given,
+    else to the sentence start nearest their depth. Needles at the same index keep their given order."""
     end_offset = hay.offset(cut)
     placements = []
     inserts: list[tuple[int, int, bytes]] = []  # (token index, order, bytes)
     for order, (depth, text) in enumerate(needles):
-        k = _snap(hay, depth / 100.0 * cut, cut)
+        k = _snap(hay, depth / 100.0 * cut, cut) if at is None else at[order]
         off = hay.offset(k)
         realised = 100.0 * k / cut if cut else 0.0
         placements.append(Placement(float(depth), k, round(realised, 3)))
         inserts.append((k, order, _needle_bytes(hay, off, end_offset, text)))
     inserts.sort(key=lambda x: (x[0], x[1]))
-    all_inserts = [(0, -1, head.encode())] + inserts + [(cut, 1 << 30, tail.encode())]
+    joins = [(int(k), -2, b"") for k in hay.joins if 0 < k < cut]  # re-encoded where documents touch
+    all_inserts = [(0, -1, head.encode())] + sorted(inserts + joins) + [(cut, 1 << 30, tail.encode())]
     # each insertion gets an interval with stable edges; overlapping intervals merge;
     # an interval's tokens replace its haystack tokens in the count
     intervals: list[list] = []
@@ -408,6 +488,38 @@ def _assemble(
     pieces.append(hay.data[cursor:end_offset])
     pieces.append(tail.encode())
     return b"".join(pieces), count, placements
+
+
+def place_at(
+    hay: Haystack,
+    cut: int,
+    head: str,
+    tail: str,
+    needles: Sequence[tuple[float, str]],
+    at: Sequence[int],
+    encoding: str = "cl100k_base",
+) -> FittedPrompt:
+    """``head + haystack[:cut]-with-needles + tail`` with each needle at a given token index, nothing fitted.
+
+    OpenCompass's way: the cut and the insertion points are token counts decided beforehand, and the
+    token list is decoded as a whole, so a cut inside a multi-byte character decodes to U+FFFD exactly as
+    ``tiktoken``'s ``decode`` does (``errors="replace"``).
+
+    Args:
+        hay: the repeat's haystack.
+        cut: haystack tokens kept.
+        head: text before the haystack.
+        tail: text after the haystack.
+        needles: (requested depth in percent, text) of every needle, in insertion order.
+        at: each needle's token index in the cut haystack (0..cut).
+        encoding: tiktoken encoding name.
+    """
+    enc = get_encoding(encoding)
+    cut = max(0, min(cut, hay.n_tokens))
+    data, count, placements = _assemble(hay, cut, head, tail, needles, enc, at)
+    return FittedPrompt(
+        data.decode("utf-8", errors="replace"), count, cut, count, tuple(placements), content_digest(data)
+    )
 
 
 def text_tokens(head: str, tail: str, needles: Sequence[tuple[float, str]], encoding: str = "cl100k_base") -> int:

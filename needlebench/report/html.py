@@ -66,15 +66,42 @@ class Report:
 
 
 def provenance(records: list[dict]) -> str:
-    """ "Protocol: reference (2,400 samples); profile: v2; dataset version: 2.0": what made these scores."""
+    """ "Protocol: reference (2,400 samples); ...; haystack corpus: ...": what made these scores.
+
+    Haystack samples built from anything but OpenCompass's own files get a plain sentence saying their
+    prompts are not OpenCompass's (same algorithm, different text), so nobody sets them beside a
+    leaderboard number by mistake.
+    """
     parts = []
-    for key, label in (("protocol", "Protocol"), ("profile", "profile"), ("version", "dataset version")):
+    fields = (
+        ("protocol", "Protocol"),
+        ("profile", "profile"),
+        ("version", "dataset version"),
+        ("corpus", "haystack corpus"),
+    )
+    for key, label in fields:
         counts: dict[str, int] = {}
         for r in records:
+            if key == "corpus" and r.get("task") not in _HAYSTACK_TASKS:
+                continue
             value = str(r.get(key) or "not recorded")
             counts[value] = counts.get(value, 0) + 1
-        parts.append(f"{label}: " + ", ".join(f"{v} ({n:,} samples)" for v, n in sorted(counts.items())))
-    return "; ".join(parts) if records else ""
+        if counts:
+            parts.append(f"{label}: " + ", ".join(f"{v} ({n:,} samples)" for v, n in sorted(counts.items())))
+    text = "; ".join(parts) if records else ""
+    other = sorted(
+        {str(r.get("corpus")) for r in records if r.get("task") in _HAYSTACK_TASKS}
+        - {c for c in (str(r.get("corpus")) for r in records) if c.startswith("opencompass:")}
+    )
+    if other:
+        text += (
+            f". The haystack of {', '.join(other)} is not OpenCompass's (PaulGrahamEssays.jsonl, zh_finance.jsonl):"
+            " these prompts are not OpenCompass's bytes; use corpus='opencompass' with its files for that"
+        )
+    return text
+
+
+_HAYSTACK_TASKS = ("srt", "mrt", "mrs")
 
 
 def _safe(name: str) -> str:

@@ -352,15 +352,36 @@ def summary_table(
         skipped: over-length skips per (model, task, lang, length), from ``RunResults.skipped()``.
     """
     summary = _Summary(records, skipped)
+    corpora = _corpora(records)
     rows = []
     for spec in summary.specs():
         row = spec.labels()
         for m in models:
             row.update(summary.row(m, spec))
+        row["corpus"] = _row_corpus(corpora, spec)
         rows.append(row)
     df = pd.DataFrame(rows)
     df.attrs["marks"] = {m: (f"{m} complete", f"{m} note") for m in models}
     return df
+
+
+def _corpora(records: Sequence[dict[str, Any]]) -> dict[tuple[str, str], set[str]]:
+    """The haystack corpora each (task, language) was built from (``corpus`` in the sample metadata)."""
+    out: dict[tuple[str, str], set[str]] = {}
+    for r in records:
+        out.setdefault((str(r.get("task")), str(r.get("lang"))), set()).add(str(r.get("corpus") or "not recorded"))
+    return out
+
+
+def _row_corpus(corpora: dict[tuple[str, str], set[str]], spec: Any) -> str:
+    """A summary row's corpora: its cell's or language's, else every corpus under the task or the suite."""
+    if spec.level in ("cell", "lang"):
+        names = corpora.get((spec.key[0], spec.key[1]), set())
+    elif spec.level == "task":
+        names = set().union(*(v for (t, _), v in corpora.items() if t == spec.key[0]))
+    else:
+        names = set().union(*corpora.values())
+    return " + ".join(sorted(names))
 
 
 def difference_table(

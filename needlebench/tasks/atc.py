@@ -6,16 +6,28 @@ No haystack: every sentence is a link of one kinship chain. Needle counts
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ..context.corpora import find_opencompass_file, uses_opencompass_files
 from ..context.tokenizer import get_encoding
 from ..errors import ConfigError, check_at_least, check_choices
 from ..grading.graders import grade_boxed
 from ..protocol import Option, resolve_options
 from ..sample import DATASET_VERSION, Sample, sample_id
 from ..taskspec import TaskSpec
-from .kinship import QUESTION_TYPES, KinshipChain, KinshipQuestion, ask, load_name_pool, make_chain, rules_text
+from .kinship import (
+    QUESTION_TYPES,
+    KinshipChain,
+    KinshipQuestion,
+    ask,
+    load_name_list,
+    load_name_pool,
+    make_chain,
+    reference_chain,
+    rules_text,
+)
 from .reference_text import REFERENCE_PROMPTS
 
 __all__ = [
@@ -34,6 +46,10 @@ __all__ = [
 ATC_OPTIONS: dict[str, Option] = {
     "prompt_style": Option("reference", "clarified"),
     "answer_match": Option("exact", "normalised"),
+    # opencompass: OpenCompass's draws (global seed((repeat + 1) + 10000 * question type), a sample of the
+    # flat name list, template then term per link, then a shuffle); seeded: ours, hash-seeded by coordinates,
+    # names built from first names and surnames
+    "chain_draw": Option("opencompass", "seeded"),
 }
 
 DEFAULT_COUNTS: tuple[int, ...] = tuple(2**i for i in range(1, 10))
@@ -59,9 +75,11 @@ class AtcParams:
     seed: int = 0
     few_shot: bool = True
     encoding: str = "cl100k_base"
+    corpus: str = "packaged"  # "opencompass" (or "auto" with the files present): names from its names.json
     protocol: str = "reference"
     prompt_style: str = ""  # "" = what the protocol says; see ATC_OPTIONS
     answer_match: str = ""
+    chain_draw: str = ""
 
     def options(self) -> dict[str, str]:
         """The resolved protocol options (given values, else the protocol's)."""
@@ -159,10 +177,20 @@ def generate_atc(p: AtcParams) -> Iterator[Sample]:
     enc = get_encoding(p.encoding)
     opts = p.options()
     reference = opts["prompt_style"] == "reference"
+    drawn = opts["chain_draw"] == "opencompass"
+    names_file = ""
+    if drawn and uses_opencompass_files(p.lang, p.corpus):
+        names_file = str(find_opencompass_file("names.json") or "")
+    names = load_name_list(p.lang, names_file) if drawn else ()
     for n in p.needle_counts:
         for qtype in p.question_types:
             for repeat in range(p.repeats):
-                chain = make_chain(pool, n, "atc", n, qtype, repeat, p.seed, style=opts["prompt_style"])
+                if drawn:
+                    # OpenCompass's seed: (i + 1) + 10000 * the question type's enum value
+                    r = random.Random(repeat + 1 + 10000 * QUESTION_TYPES.index(qtype))
+                    chain = reference_chain(names, n, r, p.lang)
+                else:
+                    chain = make_chain(pool, n, "atc", n, qtype, repeat, p.seed, style=opts["prompt_style"])
                 question = ask(chain, qtype)
                 prompt = reference_atc_prompt(chain, qtype) if reference else atc_prompt(chain, question, p.few_shot)
                 meta = {
@@ -173,6 +201,7 @@ def generate_atc(p: AtcParams) -> Iterator[Sample]:
                     "few_shot": p.few_shot,
                     "seed": p.seed,
                     "encoding": p.encoding,
+                    "names": names_file or ("packaged name list" if drawn else "packaged name pool"),
                     "version": DATASET_VERSION,
                     "protocol": p.protocol,
                     "options": opts,

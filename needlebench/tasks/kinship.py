@@ -12,12 +12,13 @@ from __future__ import annotations
 import functools
 import json
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
 from ..seeding import rng
-from .reference_text import REFERENCE_TEMPLATES
+from .reference_text import REFERENCE_TEMPLATES, REFERENCE_TERMS
 
 __all__ = [
     "QUESTION_TYPES",
@@ -28,6 +29,8 @@ __all__ = [
     "NamePool",
     "load_name_pool",
     "make_chain",
+    "reference_chain",
+    "load_name_list",
     "ask",
     "ordinal",
     "RELATIONS",
@@ -230,6 +233,64 @@ def make_chain(pool: NamePool, num_needles: int, *coords: object, style: str = "
     order = list(range(len(links)))
     r.shuffle(order)
     return KinshipChain(lang, names, tuple(links), tuple(order))
+
+
+def reference_chain(names: Sequence[str], num_needles: int, r: random.Random, lang: str) -> KinshipChain:
+    """A chain drawn exactly as OpenCompass v2 draws it, from ``r`` (the sequence of its global ``seed(seed)``).
+
+    ``atc.py`` and ``multi.py``: ``sample(names, num_needles + 1)``; per link ``choice(templates)`` then
+    ``choice(terms)``; then ``shuffle`` of the statements. Generations follow OpenCompass's map (an
+    unknown term counts 1). The caller owns ``r``: a private ``random.Random(seed)``, never the global one.
+
+    Args:
+        names: the flat name list (``names.json``'s comma-separated list of the language).
+        num_needles: links in the chain.
+        r: the seeded generator, fresh at OpenCompass's seed.
+        lang: ``"en"`` or ``"zh"``.
+
+    Raises:
+        ConfigError: the name list is shorter than the chain.
+    """
+    if num_needles + 1 > len(names):
+        raise ConfigError(f"names: {num_needles + 1} names needed, the name list holds {len(names)}")
+    chosen = tuple(r.sample(list(names), num_needles + 1))
+    weight = {rel.term: rel.generations for rel in RELATIONS[lang]}
+    links = []
+    for elder, younger in zip(chosen, chosen[1:]):
+        template = r.choice(REFERENCE_TEMPLATES[lang])
+        term = r.choice(REFERENCE_TERMS[lang])
+        statement = template.format(A=elder, B=younger, relationship=term)
+        links.append(Link(elder, younger, term, weight.get(term, 1), statement))
+    order = list(range(len(links)))
+    r.shuffle(order)  # the same swaps as shuffling the statements themselves
+    return KinshipChain(lang, chosen, tuple(links), tuple(order))
+
+
+_OC_LANGUAGE = {"en": "English", "zh": "Chinese"}
+
+
+@functools.lru_cache(maxsize=8)
+def load_name_list(lang: str, path: str = "") -> tuple[str, ...]:
+    """The flat name list OpenCompass's ATC and M-RS draw from.
+
+    With ``path`` (OpenCompass's ``names.json``: ``{"English": "name,name,...", "Chinese": ...}``) its
+    list, split on commas as OpenCompass splits it; without, 2000 distinct names drawn once from the
+    packaged pool (the worked examples' names left out), so the reference algorithm also runs offline.
+
+    Args:
+        lang: ``"en"`` or ``"zh"``.
+        path: a ``names.json`` file, or ``""`` for the packaged pool.
+
+    Raises:
+        ConfigError: the file cannot be read or lacks the language.
+    """
+    if not path:
+        return distinct_names(load_name_pool(lang), 2000, rng("name-list", lang), _EXAMPLE_NAMES)
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return tuple(data[_OC_LANGUAGE[lang]].split(","))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ConfigError(f"names: {path} is not OpenCompass's names.json ({exc})") from exc
 
 
 def ordinal(n: int, lang: str = "en") -> str:

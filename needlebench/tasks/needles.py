@@ -7,7 +7,9 @@ of the bank, the sample's coordinates and the suite seed.
 from __future__ import annotations
 
 import functools
+import io
 import json
+import random
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +17,15 @@ from ..errors import ConfigError
 from ..seeding import rng
 from .prompts import reference_retrieval_question
 
-__all__ = ["Needle", "NeedleBank", "load_needle_bank", "default_needle_file", "pick_needles"]
+__all__ = [
+    "Needle",
+    "NeedleBank",
+    "load_needle_bank",
+    "default_needle_file",
+    "pick_needles",
+    "reference_needle",
+    "reference_needle_set",
+]
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"  # package data: found the same from a wheel
 
@@ -31,6 +41,8 @@ class Needle:
     answer_format: str
     keywords: tuple[str, ...]
     retrieval_question: str = ""  # OpenCompass's one-line form: question, then answer format
+    arg1: str = ""  # OpenCompass's ``arg1`` (M-RT keeps needles with distinct arg1 and arg2)
+    line: int = 0  # 0-based line of the file it came from
 
     @property
     def reference_question(self) -> str:
@@ -44,6 +56,7 @@ class NeedleBank:
 
     source: str
     needles: tuple[Needle, ...]
+    lines: int = 0  # lines of the file, blank ones included (OpenCompass shuffles them all)
 
     def for_lang(self, lang: str) -> tuple[Needle, ...]:
         """The bank's needles of one language, in file order.
@@ -79,11 +92,13 @@ def _parse(row: dict, path: Path, lineno: int) -> Needle:
             return Needle(
                 f"oc-{lineno:04d}",
                 lang,
-                row["needle"].strip(),
+                row["needle"],  # verbatim: OpenCompass inserts "\n" + needle + "\n"
                 ask.strip(),
                 fmt,
                 (str(row["arg2"]),),
                 question,
+                str(row.get("arg1", "")),
+                lineno - 1,
             )
         keywords = tuple(str(k) for k in row["keywords"])
         if not keywords or not all(keywords):
@@ -95,6 +110,8 @@ def _parse(row: dict, path: Path, lineno: int) -> Needle:
             row["question"].strip(),
             row.get("answer_format", "").strip(),
             keywords,
+            arg1=str(row["id"]),
+            line=lineno - 1,
         )
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise ConfigError(f"needle file {path} line {lineno}: bad needle record ({exc})") from exc
@@ -105,7 +122,8 @@ def load_needle_bank(path: str | Path) -> NeedleBank:
     """Read a needle file (JSON lines), checking every record."""
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        # split as Python's readlines() splits (OpenCompass's M-RT shuffles exactly those lines)
+        lines = io.StringIO(path.read_text(encoding="utf-8")).readlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"needle_file: cannot read {path}: {exc}") from exc
     needles = []
@@ -119,7 +137,7 @@ def load_needle_bank(path: str | Path) -> NeedleBank:
         needles.append(_parse(row, path, lineno))
     if not needles:
         raise ConfigError(f"needle_file: {path} holds no needles")
-    return NeedleBank(str(path), tuple(needles))
+    return NeedleBank(str(path), tuple(needles), len(lines))
 
 
 def pick_needles(pool: tuple[Needle, ...], count: int, *coords: object) -> tuple[Needle, ...]:
@@ -151,3 +169,52 @@ def pick_needles(pool: tuple[Needle, ...], count: int, *coords: object) -> tuple
         if len(chosen) == count:
             return tuple(chosen)
     raise ConfigError(f"num_needles={count}: the needle bank has too few needles with distinct keywords")
+
+
+def reference_needle(pool: tuple[Needle, ...], repeat: int) -> Needle:
+    """S-RT's needle for a repeat as OpenCompass draws it: ``Random(repeat).choice`` over the language's needles.
+
+    One needle per repeat for the whole suite (every length and depth), in file order.
+
+    Args:
+        pool: the language's needles, in file order.
+        repeat: the repeat number (OpenCompass's ``counter``).
+    """
+    return random.Random(repeat).choice(pool)
+
+
+def reference_needle_set(bank: NeedleBank, lang: str, count: int, seed: int) -> tuple[Needle, ...]:
+    """M-RT's fixed needle set: OpenCompass's ``get_unique_entries``, seeded.
+
+    OpenCompass shuffles every line of the needle file with the unseeded global generator, then keeps
+    needles of the language whose ``arg1``, ``arg2`` and pair are all unseen, until ``count``; two
+    processes disagree on the set. We run the same walk on ``random.Random(seed)`` (the listed fix).
+
+    Args:
+        bank: the needle file, with its line count.
+        lang: ``"en"`` or ``"zh"``.
+        count: needles wanted (OpenCompass: the number of depths).
+        seed: the suite seed.
+
+    Raises:
+        ConfigError: the file holds fewer such needles than ``count``.
+    """
+    by_line = {n.line: n for n in bank.needles if n.lang == lang}
+    order = list(range(max(bank.lines, len(bank.needles))))
+    random.Random(seed).shuffle(order)
+    chosen: list[Needle] = []
+    seen_arg1: set[str] = set()
+    seen_arg2: set[str] = set()
+    for line in order:
+        needle = by_line.get(line)
+        if needle is None:
+            continue
+        arg2 = needle.keywords[0]
+        if needle.arg1 in seen_arg1 or arg2 in seen_arg2:
+            continue
+        seen_arg1.add(needle.arg1)
+        seen_arg2.add(arg2)
+        chosen.append(needle)
+        if len(chosen) == count:
+            return tuple(chosen)
+    raise ConfigError(f"num_needles={count}: {bank.source} has too few needles with distinct arg1 and arg2")

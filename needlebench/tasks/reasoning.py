@@ -16,16 +16,28 @@ from __future__ import annotations
 
 import functools
 import json
+import random
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from ..context.corpora import find_opencompass_file, uses_opencompass_files
 from ..context.haystack import Haystack
+from ..context.reference import chain_positions
 from ..errors import ConfigError
 from ..grading.graders import SampleScore, ScoreOptions, grade_boxed, grade_words
 from ..sample import Sample
 from ..seeding import rng
 from .atc import kinship_gold, kinship_meta, oracle_boxed
-from .kinship import QUESTION_TYPES, KinshipChain, ask, load_name_pool, make_chain, rules_text
+from .kinship import (
+    QUESTION_TYPES,
+    KinshipChain,
+    ask,
+    load_name_list,
+    load_name_pool,
+    make_chain,
+    reference_chain,
+    rules_text,
+)
 from .prompts import PromptParts, sparse_prompt
 from .reference_text import MRS_REFERENCE_FRAMES, MRS_REFERENCE_QUESTION
 from .sparse import (
@@ -40,7 +52,7 @@ from .sparse import (
     validate_sparse,
 )
 
-__all__ = ["needle_depths", "generate_mrs", "grade_mrs", "oracle_mrs", "MRS_COUNTS", "REFERENCE_DIFF"]
+__all__ = ["needle_depths", "generate_mrs", "grade_mrs", "oracle_mrs", "names_path", "MRS_COUNTS", "REFERENCE_DIFF"]
 
 MRS_COUNTS = (2, 3, 4, 5)
 REFERENCE_DIFF = 10.0  # OpenCompass v2's ``diff``: percent of the haystack between consecutive needles
@@ -108,6 +120,20 @@ def _kinship_parts(p: SparseParams, chain: KinshipChain, question_text: str) -> 
     )
 
 
+def names_path(lang: str, corpus: str) -> str:
+    """OpenCompass's ``names.json`` when the corpus is read from its files and the file is there, else ``""``.
+
+    Args:
+        lang: ``"en"`` or ``"zh"``.
+        corpus: the corpus choice.
+    """
+    if uses_opencompass_files(lang, corpus):
+        found = find_opencompass_file("names.json")
+        if found is not None:
+            return str(found)
+    return ""
+
+
 def _kinship_samples(p: SparseParams, qtypes: tuple[str, ...]) -> Iterator[Sample]:
     pool = load_name_pool(p.lang)
     counts = p.num_needles or MRS_COUNTS
@@ -118,16 +144,23 @@ def _kinship_samples(p: SparseParams, qtypes: tuple[str, ...]) -> Iterator[Sampl
             "question_types: OpenCompass's M-RS asks only eldest_ancestor; "
             "use prompt_style='clarified' for the other question types"
         )
+    per_repeat = opts["needle_choice"] == "per_repeat"
+    names = load_name_list(p.lang, names_path(p.lang, p.corpus)) if per_repeat else ()
     match = opts["answer_match"]
     for hay, length, depth, count, repeat in _cells(p, counts):
         coords = ("mrs", p.lang, length, count, depth, repeat, p.seed)
         qtype = rng("mrs-question", *coords).choice(qtypes)
-        chain = make_chain(pool, count, *coords, style=opts["prompt_style"])
+        if per_repeat:
+            # OpenCompass: the global seed(counter), one chain per repeat and count for every length and depth
+            chain = reference_chain(names, count, random.Random(repeat), p.lang)
+        else:
+            chain = make_chain(pool, count, *coords, style=opts["prompt_style"])
         question = ask(chain, qtype)
         parts = _kinship_parts(p, chain, question.text)
         gold = {**kinship_gold(chain, question, match), "form": "kinship"}
         cell = (hay, length, depth, count, repeat)
-        yield from _sample(p, cell, parts, chain.statements(), gold, **kinship_meta(chain, question))
+        meta = {**kinship_meta(chain, question), "statements": chain.statements()}
+        yield from _sample(p, cell, parts, chain.statements(), gold, **meta)
 
 
 def _cells(p: SparseParams, counts: Sequence[int]) -> Iterator[tuple[Haystack, int, float, int, int]]:
@@ -149,8 +182,13 @@ def _sample(
 ) -> Iterator[Sample]:
     """One M-RS sample of a cell, its needles spread from the cell's depth (none if it is skipped)."""
     hay, length, depth, count, repeat = cell
-    depths = needle_depths(depth, count, p.options()["placement"])
+    placement = p.options()["placement"]
+    depths = needle_depths(depth, count, placement)
     needles = list(zip(depths, [needle_text(p, x) for x in texts]))
+    positions = None
+    if placement == "reference":
+        # on OpenCompass's haystack: its diff spacing in tokens, without the double count
+        positions = functools.partial(_chain_positions, depth=depth, count=count)
     sample = haystack_sample(
         p,
         hay,
@@ -159,6 +197,7 @@ def _sample(
         parts,
         needles,
         gold,
+        positions=positions,
         depth=depth,
         depths=list(depths),
         repeat=repeat,
@@ -166,6 +205,10 @@ def _sample(
     )
     if sample is not None:
         yield sample
+
+
+def _chain_positions(tokens: int, depth: float, count: int) -> list[int]:
+    return chain_positions(tokens, depth, count, REFERENCE_DIFF)
 
 
 def _multihop_samples(p: SparseParams) -> Iterator[Sample]:

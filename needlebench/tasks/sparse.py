@@ -8,11 +8,23 @@ from __future__ import annotations
 
 import functools
 import math
+import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..context.haystack import Haystack, build_haystack, fit_prompt, load_tokenized
+from ..context.corpora import find_opencompass_file, uses_opencompass_files
+from ..context.haystack import (
+    FittedPrompt,
+    Haystack,
+    build_haystack,
+    build_ordered_haystack,
+    fit_prompt,
+    load_tokenized,
+    place_at,
+    snap_to_sentence,
+)
+from ..context.reference import depth_index, document_order, safe_boundary
 from ..context.tokenizer import count_tokens, get_encoding
 from ..errors import ConfigError
 from ..grading.graders import SampleScore, ScoreOptions, grade_mrt, grade_srt
@@ -20,7 +32,14 @@ from ..protocol import Option, resolve_options
 from ..sample import DATASET_VERSION, Sample, sample_id
 from ..suites import get_suite
 from ..taskspec import TaskSpec
-from .needles import Needle, default_needle_file, load_needle_bank, pick_needles
+from .needles import (
+    Needle,
+    default_needle_file,
+    load_needle_bank,
+    pick_needles,
+    reference_needle,
+    reference_needle_set,
+)
 from .prompts import QUESTION_POSITIONS, PromptParts, reference_prompt, reference_question, sparse_prompt
 
 __all__ = [
@@ -61,6 +80,18 @@ SPARSE_OPTIONS: dict[str, Option] = {
     # M-RS kinship chains: OpenCompass's ATC postprocessor and evaluator (its box, cleaned, equals the gold);
     # or names ignoring case and punctuation; "contains": the gold name anywhere inside the box
     "answer_match": Option("exact", "normalised", extra=("contains",)),
+    # opencompass: OpenCompass's haystack (documents as the files hold them, its compounding per-repeat
+    # shuffle, no separator, cut at exactly the token budget); seeded: ours (a hash-seeded order per
+    # repeat, documents stripped and joined by a blank line, English re-wrapped, cut at a sentence end,
+    # the prompt fitted to its budget, needles at sentence starts)
+    "haystack": Option("opencompass", "seeded"),
+    # on the opencompass haystack: a needle at OpenCompass's token index (moved only where it would
+    # split a word or a character), or at the sentence start nearest its depth
+    "needle_position": Option("token", "sentence"),
+    # per_repeat: OpenCompass's draws (S-RT one needle per repeat for every length and depth, M-RT one
+    # fixed set shuffled per repeat, M-RS one chain per repeat and count); per_length: a fresh draw per
+    # (repeat, length) cell, so a suite uses more of the needle bank
+    "needle_choice": Option("per_repeat", "per_length"),
 }
 
 
@@ -93,6 +124,9 @@ class SparseParams:
     placement: str = ""
     keyword_match: str = ""
     answer_match: str = ""
+    haystack: str = ""
+    needle_position: str = ""
+    needle_choice: str = ""
     profile: str = "v2"
     extra: dict = field(default_factory=dict)
 
@@ -150,8 +184,23 @@ def validate_sparse(p: SparseParams) -> None:
     get_encoding(p.encoding)
 
 
+def needle_path(p: SparseParams) -> str:
+    """The needle file: the one given, else OpenCompass's ``needles.jsonl`` beside its corpus files, else ours.
+
+    Args:
+        p: the task's parameters (``needle_file`` and ``corpus``).
+    """
+    if p.needle_file:
+        return p.needle_file
+    if uses_opencompass_files(p.lang, p.corpus):
+        found = find_opencompass_file("needles.jsonl")
+        if found is not None:
+            return str(found)
+    return str(default_needle_file(p.lang))
+
+
 def _bank(p: SparseParams) -> tuple[Needle, ...]:
-    path = p.needle_file or str(default_needle_file(p.lang))
+    path = needle_path(p)
     pool = load_needle_bank(path).for_lang(p.lang)
     if not pool:
         raise ConfigError(f"needle_file: {path} has no needles for language {p.lang!r}")
@@ -191,6 +240,9 @@ def haystack_for(p: SparseParams, repeat: int) -> Haystack:
         p: the task's parameters (language, corpus, encoding, seed; the longest length sets the size).
         repeat: the repeat number, which seeds the document order.
     """
+    if p.options()["haystack"] == "opencompass":
+        tc = load_tokenized(p.lang, p.corpus, p.encoding, raw=True)
+        return build_ordered_haystack(tc, document_order(len(tc.doc_tokens), repeat), max(p.lengths))
     tc = load_tokenized(p.lang, p.corpus, p.encoding)
     return build_haystack(tc, max(p.lengths), "haystack", p.lang, repeat, p.seed)
 
@@ -212,7 +264,14 @@ def _buffer(p: SparseParams, length: int, needle_tokens: int, text: int, rule: s
     return buffer
 
 
-def fill(p: SparseParams, hay: Haystack, length: int, parts: PromptParts, needles: list[tuple[float, str]]) -> tuple:
+def fill(
+    p: SparseParams,
+    hay: Haystack,
+    length: int,
+    parts: PromptParts,
+    needles: list[tuple[float, str]],
+    positions: Callable[[int], list[int]] | None = None,
+) -> tuple:
     """Fit one prompt to its length and buffer under the protocol's budget rule.
 
     Args:
@@ -221,6 +280,8 @@ def fill(p: SparseParams, hay: Haystack, length: int, parts: PromptParts, needle
         length: the cell's nominal length in tokens.
         parts: the prompt's head and tail (instructions and question).
         needles: (depth, text) of each needle.
+        positions: on OpenCompass's haystack, the needles' requested token indices for a haystack of the
+            given size (default: each at ``int(tokens * depth / 100)``, OpenCompass's S-RT and M-RT rule).
 
     Returns:
         (the fitted prompt, the sample's metadata: length, buffer, token counts, ``shortened_from`` if cut).
@@ -230,8 +291,10 @@ def fill(p: SparseParams, hay: Haystack, length: int, parts: PromptParts, needle
         ConfigError: the length cannot hold the task's text.
     """
     rule = p.options()["budget"]
+    opencompass = p.options()["haystack"] == "opencompass"
     template = count_tokens(parts.head, p.encoding) + count_tokens(parts.tail, p.encoding)
-    needle_tokens = sum(count_tokens(t, p.encoding) + 1 for _, t in needles)
+    # OpenCompass subtracts the needles' own token counts; our fitting keeps a spare token for a joining space
+    needle_tokens = sum(count_tokens(t, p.encoding) + (0 if opencompass else 1) for _, t in needles)
     text = template + needle_tokens
     buffer = _buffer(p, length, needle_tokens, text, rule)
     requested = p.buffer_for(length)
@@ -248,7 +311,20 @@ def fill(p: SparseParams, hay: Haystack, length: int, parts: PromptParts, needle
         if p.overlength == "skip" or p.max_prompt_tokens - text < 1:
             raise SkipSample(f"length {length} needs {budget} tokens, the model has {p.max_prompt_tokens}")
         shortened_from, budget = budget, p.max_prompt_tokens
-    fitted = fit_prompt(hay, budget, parts.head, parts.tail, needles, p.encoding, overhead=text)
+    if opencompass:
+        filler = budget - text
+        fitted = _place(p, hay, filler, parts, needles, positions)
+        # OpenCompass counts the haystack per document; where the model's room is a hard limit, the real
+        # count must fit it, so a prompt that merged past it loses the excess (and is recorded as shortened)
+        for _ in range(8):
+            if not p.max_prompt_tokens or fitted.tokens <= p.max_prompt_tokens:
+                break
+            if shortened_from is None:
+                shortened_from = budget
+            filler -= fitted.tokens - p.max_prompt_tokens
+            fitted = _place(p, hay, filler, parts, needles, positions)
+    else:
+        fitted = fit_prompt(hay, budget, parts.head, parts.tail, needles, p.encoding, overhead=text)
     meta = {
         "length": length,
         "buffer": buffer,
@@ -272,6 +348,28 @@ def fill(p: SparseParams, hay: Haystack, length: int, parts: PromptParts, needle
     return fitted, meta
 
 
+def _place(
+    p: SparseParams,
+    hay: Haystack,
+    tokens: int,
+    parts: PromptParts,
+    needles: list[tuple[float, str]],
+    positions: Callable[[int], list[int]] | None,
+) -> FittedPrompt:
+    """OpenCompass's assembly: the haystack cut at exactly ``tokens``, each needle at its token index.
+
+    An index that would split a word or a character moves to the nearest boundary that splits nothing
+    (the listed fix); ``needle_position="sentence"`` moves it to the nearest sentence start instead.
+    """
+    tokens = max(0, min(tokens, hay.n_tokens))
+    wanted = positions(tokens) if positions else [depth_index(tokens, d) for d, _ in needles]
+    if p.options()["needle_position"] == "sentence":
+        at = [snap_to_sentence(hay, k, tokens) for k in wanted]
+    else:
+        at = [safe_boundary(hay, k, tokens) for k in wanted]
+    return place_at(hay, tokens, parts.head, parts.tail, needles, at, p.encoding)
+
+
 def needle_text(p: SparseParams, text: str) -> str:
     """A needle as inserted: OpenCompass (reference style) puts it on a line of its own; ours joins it to the prose.
 
@@ -291,6 +389,7 @@ def haystack_sample(
     placed: list[tuple[float, str]],
     gold: dict,
     single_needle: bool = False,
+    positions: Callable[[int], list[int]] | None = None,
     **meta: object,
 ) -> Sample | None:
     """One sparse-task sample: needles placed in the haystack, or None where the model's room skips it.
@@ -308,10 +407,11 @@ def haystack_sample(
         gold: the sample's structured gold.
         single_needle: record the one needle's realised depth as ``realised_depth`` (S-RT's field)
             instead of the list ``realised_depths``.
+        positions: on OpenCompass's haystack, the needles' token indices for a haystack size (M-RS).
         meta: the task's own metadata, added to what ``fill`` records.
     """
     try:
-        fitted, m = fill(p, hay, coords[0], parts, placed)
+        fitted, m = fill(p, hay, coords[0], parts, placed, positions)
     except SkipSample:
         return None
     realised = [pl.realised_depth for pl in fitted.placements]
@@ -347,15 +447,19 @@ def question_parts(p: SparseParams, needles: tuple[Needle, ...], multi: bool = F
 
 
 def generate_srt(p: SparseParams) -> Iterator[Sample]:
-    """S-RT: one needle per (repeat, length), moved through every depth."""
+    """S-RT: one needle per repeat (OpenCompass) or per (repeat, length), moved through every depth."""
     validate_sparse(p)
     pool = _bank(p)
+    per_repeat = p.options()["needle_choice"] == "per_repeat"
     for repeat in range(p.repeats):
         hay = haystack_for(p, repeat)
         picked: dict[int, tuple[Needle, PromptParts]] = {}
         for length, depth in cell_order(p, p.lengths, p.depths):
             if length not in picked:
-                (needle,) = pick_needles(pool, 1, "srt", p.lang, repeat, length, p.seed)
+                if per_repeat:
+                    needle = reference_needle(pool, repeat)
+                else:
+                    (needle,) = pick_needles(pool, 1, "srt", p.lang, repeat, length, p.seed)
                 picked[length] = (needle, question_parts(p, (needle,)))
             needle, parts = picked[length]
             gold = {"keywords": list(needle.keywords), "needle": needle.text, "match": p.options()["keyword_match"]}
@@ -406,16 +510,26 @@ def generate_mrt(p: SparseParams) -> Iterator[Sample]:
 
     With ``num_needles`` unset there is one needle at each depth of the suite
     (OpenCompass v2); otherwise the needles are spread evenly from 0 to 100.
+    ``needle_choice="per_repeat"`` (reference): OpenCompass's one fixed set for the
+    whole suite (the first ``count`` of it), in ``Random(repeat)``'s order per repeat;
+    ``per_length``: a fresh hash-seeded draw per (repeat, length, count).
     """
     validate_sparse(p)
     pool = _bank(p)
     counts = p.num_needles or (len(p.depths),)
+    per_repeat = p.options()["needle_choice"] == "per_repeat"
+    fixed = reference_needle_set(load_needle_bank(needle_path(p)), p.lang, max(counts), p.seed) if per_repeat else ()
     for repeat in range(p.repeats):
         hay = haystack_for(p, repeat)
         for length in prefix_order(p.lengths):
             for count in counts:
                 depths = tuple(p.depths) if count == len(p.depths) else _spread(count)
-                needles = pick_needles(pool, count, "mrt", p.lang, repeat, length, count, p.seed)
+                if per_repeat:
+                    needles = list(fixed[:count])
+                    random.Random(repeat).shuffle(needles)  # OpenCompass's per-repeat order of its fixed set
+                    needles = tuple(needles)
+                else:
+                    needles = pick_needles(pool, count, "mrt", p.lang, repeat, length, count, p.seed)
                 parts = question_parts(p, needles, multi=True)
                 placed = [(d, needle_text(p, n.text)) for d, n in zip(depths, needles, strict=False)]
                 gold = {
