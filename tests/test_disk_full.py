@@ -46,7 +46,7 @@ def test_a_full_dataset_cache_stops_the_build_then_builds_the_same_rows(
     message; once there is room, the rows are the ones a roomy cache gives."""
     from needlebench.rows import load_rows
 
-    params = dict(lang="en", lengths=[4000], depths=[0, 50, 100], repeats=4)
+    params = dict(lang="en", lengths=[32000], depths=[0, 50, 100], repeats=4)  # ~1.5 MB of prompts: over 1 MiB
     monkeypatch.setenv("NEEDLEBENCH_CACHE", str(small_fs))
     with pytest.raises(OutOfSpace, match="no space left"):
         load_rows("srt", **params)
@@ -54,7 +54,7 @@ def test_a_full_dataset_cache_stops_the_build_then_builds_the_same_rows(
     assert leftovers == []  # nothing a later run could mistake for a finished file
     monkeypatch.setenv("NEEDLEBENCH_CACHE", str(tmp_path / "roomy"))
     rows = load_rows("srt", **params)
-    assert len(rows) == 12 and all(json.loads(m)["prompt_tokens"] <= 4000 for m in rows["meta"])
+    assert len(rows) == 12 and all(json.loads(m)["prompt_tokens"] <= 32000 for m in rows["meta"])
 
 
 def test_prediction_files_cut_short_are_not_trusted_on_resume(tmp_path: Path) -> None:
