@@ -126,6 +126,9 @@ def test_extra_resolves_to_a_current_engine(wheel: Path, extra: str) -> None:
     picked = {name: got.get(name) for name in EXPECTED[extra]}
     assert all((picked[n] or "").startswith(v) for n, v in EXPECTED[extra].items()), picked
     assert got["opencompass"] == "0.5.4"
+    # the README's "Install on a GPU machine" table states exactly these versions
+    row = f"{extra} {got[extra]}, torch {got['torch']}, transformers {got['transformers']}, numpy {got['numpy']}"
+    assert row in (ROOT / "README.md").read_text(encoding="utf-8"), f"README does not say: {row}"
     # opencv-python-headless is where vLLM >= 0.14 breaks: its numpy-1 wheels end at 4.12
     assert Version(got["opencv-python-headless"]) < Version("4.13"), got["opencv-python-headless"]
 
