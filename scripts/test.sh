@@ -12,4 +12,7 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 .venv/bin/ruff check needlebench tests tools bench configs
+# With no arguments: everything but the engine tests (tests/test_vllm_inproc.py builds a 9 GB vLLM CPU
+# environment, ~6 min cold); `bash scripts/test.sh -m engine` runs those alone.
+if [ $# -eq 0 ]; then set -- -m "not engine"; fi
 .venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 "$@"

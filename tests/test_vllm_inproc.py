@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.engine]  # opt-in: scripts/test.sh -m engine
 
 SCRIPT = ROOT / "tools" / "vllm_inproc.sh"
 CONFIG = "tests/configs/e2e_vllm_inproc.py"
