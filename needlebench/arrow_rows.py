@@ -141,6 +141,9 @@ def cache_key(task: str, params: object) -> str:
     names = find_opencompass_file("names.json") if opencompass else None
     if names is not None:
         ident["names"] = _file_identity(str(names))  # ATC and M-RS draw from it
+    multihop = find_opencompass_file(f"multi_needle_reasoning_{lang}.json") if opencompass else None
+    if multihop is not None:
+        ident["multihop"] = _file_identity(str(multihop))  # v1 M-RS reads it
     return stable_hash(json.dumps(ident, sort_keys=True, default=str), digest_size=12)
 
 

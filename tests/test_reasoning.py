@@ -283,6 +283,38 @@ def test_bring_your_own_multihop_needles(tmp_path: Path) -> None:
         )
 
 
+def test_v1_on_opencompass_files_reads_its_multihop_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenCompass's 2024 configs read ``multi_needle_reasoning_{lang}.json``: so does ``profile="v1"`` with
+    ``corpus="opencompass"`` when the data folder holds it; v2, and v1 on our packaged corpus, stay kinship."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from bench.standin import build_standin
+    from needlebench.arrow_rows import cache_key
+
+    data = build_standin(tmp_path)
+    monkeypatch.setenv("COMPASS_DATA_CACHE", str(tmp_path))
+    base = dict(lang="en", lengths=(2000,), depths=(10,), repeats=1, buffer=200, num_needles=(2,))
+    v1 = SparseParams(**base, profile="v1", corpus="opencompass")
+    assert {s.gold["form"] for s in generate_mrs(v1)} == {"kinship"}  # no such file yet
+    before = cache_key("mrs", v1)
+    records = [
+        {
+            "derivation_count": 2,
+            "derivations": ["Ab Cd built Ef.", "Ef lies in Gh."],
+            "question": "Where?",
+            "answer": "Gh",
+        }
+    ]
+    (data / "multi_needle_reasoning_en.json").write_text(json.dumps(records), encoding="utf-8")
+    samples = list(generate_mrs(v1))
+    assert {s.gold["form"] for s in samples} == {"multihop"} and all("Ef lies in Gh." in s.prompt for s in samples)
+    assert cache_key("mrs", v1) != before  # the file's contents are part of the dataset's identity
+    v2 = SparseParams(**base, corpus="opencompass")
+    packaged = SparseParams(**base, profile="v1")
+    assert {s.gold["form"] for p in (v2, packaged) for s in generate_mrs(p)} == {"kinship"}
+
+
 def _overall(scores: dict[str, float], profile: str) -> float:
     """The suite overall from the tasks' own weights (the paper's equal or 0.4/0.3/0.3 split)."""
     weights = suite_weights(profile)

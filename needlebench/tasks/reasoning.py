@@ -211,12 +211,28 @@ def _chain_positions(tokens: int, depth: float, count: int) -> list[int]:
     return chain_positions(tokens, depth, count, REFERENCE_DIFF)
 
 
-def _multihop_samples(p: SparseParams) -> Iterator[Sample]:
-    records = _multihop_records(p.needle_file)
+def multihop_file(p: SparseParams) -> str:
+    """The 2024 multi-hop records M-RS reads: the ``needle_file`` given, else, for ``profile="v1"`` on
+    OpenCompass's files, its ``multi_needle_reasoning_{lang}.json`` (what its 2024 configs read); "" for
+    the 2025 kinship form.
+
+    Args:
+        p: the task's parameters (``needle_file``, ``profile``, ``corpus``, ``lang``).
+    """
+    if p.needle_file:
+        return p.needle_file
+    if p.profile == "v1" and uses_opencompass_files(p.lang, p.corpus):
+        found = find_opencompass_file(f"multi_needle_reasoning_{p.lang}.json")
+        return str(found) if found else ""
+    return ""
+
+
+def _multihop_samples(p: SparseParams, path: str) -> Iterator[Sample]:
+    records = _multihop_records(path)
     counts = p.num_needles or MRS_COUNTS
     for count in counts:
         if not any(r["count"] == count for r in records):
-            raise ConfigError(f"needle_file: {p.needle_file} has no records with derivation_count={count}")
+            raise ConfigError(f"needle_file: {path} has no records with derivation_count={count}")
     for hay, length, depth, count, repeat in _cells(p, counts):
         pool = [r for r in records if r["count"] == count]
         record = rng("mrs-record", p.lang, length, count, repeat, p.seed).choice(pool)
@@ -231,7 +247,7 @@ def _multihop_samples(p: SparseParams) -> Iterator[Sample]:
 
 
 def generate_mrs(p: SparseParams) -> Iterator[Sample]:
-    """Every M-RS sample of a config: kinship chains, or the 2024 records when ``needle_file`` is set.
+    """Every M-RS sample of a config: kinship chains, or the 2024 records (:func:`multihop_file`).
 
     Args:
         p: the task's parameters; ``extra["question_types"]`` picks the kinship questions
@@ -245,8 +261,9 @@ def generate_mrs(p: SparseParams) -> Iterator[Sample]:
     for q in qtypes:
         if q not in QUESTION_TYPES:
             raise ConfigError(f"question_types: unknown {q!r}; choose from {QUESTION_TYPES}")
-    if p.needle_file:
-        yield from _multihop_samples(p)
+    path = multihop_file(p)
+    if path:
+        yield from _multihop_samples(p, path)
     else:
         yield from _kinship_samples(p, qtypes)
 
