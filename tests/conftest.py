@@ -29,6 +29,23 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The package's wheel, built once from the repository (the metadata and files users get from an index)."""
+    import subprocess
+
+    dist = tmp_path_factory.mktemp("dist")
+    r = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    (whl,) = dist.glob("needlebench-*.whl")
+    return whl
+
+
 def bin_path(name: str) -> str:
     return str(VENV_BIN / name)
 

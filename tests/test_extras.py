@@ -75,21 +75,6 @@ def _versions(report: dict) -> dict[str, str]:
     return {canonicalize_name(i["metadata"]["name"]): i["metadata"]["version"] for i in report["install"]}
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The package's wheel, built from the repository (the metadata users get from an index)."""
-    dist = tmp_path_factory.mktemp("extras_dist")
-    r = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(ROOT)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert r.returncode == 0, r.stderr[-3000:]
-    (whl,) = dist.glob("needlebench-*.whl")
-    return whl
-
-
 def _requirement_line(line: str) -> Requirement | None:
     """The requirement a ``"...",`` line of pyproject.toml holds, if it is one."""
     m = re.fullmatch(r'"([^"]+)",?', line)

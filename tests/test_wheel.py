@@ -38,18 +38,9 @@ summarizer = dict(type=SUMMARIZER)
 
 
 @pytest.fixture(scope="module")
-def fresh(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def fresh(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Path:
     """A venv holding only the built wheel (its dependencies borrowed from .venv); its python."""
     base = tmp_path_factory.mktemp("wheel")
-    dist = base / "dist"
-    r = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(ROOT)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert r.returncode == 0, r.stderr[-3000:]
-    (wheel,) = dist.glob("needlebench-*.whl")
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
     py = venv / "bin" / "python"
