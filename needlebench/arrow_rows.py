@@ -26,7 +26,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .context.corpora import corpus_digest, find_opencompass_file, uses_opencompass_files
+from .context.corpora import corpus_digest, opencompass_data_file
 from .errors import ConfigError, OutOfSpace
 from .sample import DATASET_VERSION
 from .seeding import files_digest, stable_hash
@@ -133,17 +133,19 @@ def cache_key(task: str, params: object) -> str:
     lang = fields.get("lang")
     if "corpus" in fields and lang:
         ident["corpus"] = corpus_digest(lang, fields["corpus"])
-    opencompass = "corpus" in fields and bool(lang) and uses_opencompass_files(lang, fields["corpus"])
+
+    def data_file(name: str) -> str:
+        return opencompass_data_file(lang, fields["corpus"], name) if "corpus" in fields and lang else ""
+
     if "needle_file" in fields and lang:
         # the needle file read: the one given, OpenCompass's needles.jsonl beside its corpus, or ours
-        found = find_opencompass_file("needles.jsonl") if opencompass else None
-        ident["needles"] = _file_identity(fields["needle_file"] or str(found or default_needle_file(lang)))
-    names = find_opencompass_file("names.json") if opencompass else None
-    if names is not None:
-        ident["names"] = _file_identity(str(names))  # ATC and M-RS draw from it
-    multihop = find_opencompass_file(f"multi_needle_reasoning_{lang}.json") if opencompass else None
-    if multihop is not None:
-        ident["multihop"] = _file_identity(str(multihop))  # v1 M-RS reads it
+        ident["needles"] = _file_identity(
+            fields["needle_file"] or data_file("needles.jsonl") or str(default_needle_file(lang))
+        )
+    # ATC and M-RS draw names from names.json; v1 M-RS reads the multi-hop records
+    for key, name in (("names", "names.json"), ("multihop", f"multi_needle_reasoning_{lang}.json")):
+        if path := data_file(name):
+            ident[key] = _file_identity(path)
     return stable_hash(json.dumps(ident, sort_keys=True, default=str), digest_size=12)
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "CORPUS_CHOICES",
     "uses_opencompass_files",
     "find_opencompass_file",
+    "opencompass_data_file",
 ]
 
 CORPUS_CHOICES = ("packaged", "opencompass", "auto")
@@ -175,6 +176,19 @@ def uses_opencompass_files(lang: str, choice: str) -> bool:
     if choice == "opencompass":
         return True
     return choice == "auto" and all(find_opencompass_file(n) for n in _OC_FILES.get(lang, ()))
+
+
+def opencompass_data_file(lang: str, choice: str, name: str) -> str:
+    """OpenCompass's data file ``name`` (``needles.jsonl``, ``names.json``, ...) when the corpus choice reads
+    OpenCompass's files and the file is there, else ``""``: generators and cache keys ask this one question.
+
+    Args:
+        lang: ``"en"`` or ``"zh"``.
+        choice: one of :data:`CORPUS_CHOICES` or a file path.
+        name: the file's name in the data folder.
+    """
+    found = find_opencompass_file(name) if uses_opencompass_files(lang, choice) else None
+    return str(found) if found is not None else ""
 
 
 def _opencompass(lang: str, raw: bool = False) -> Corpus:

@@ -145,7 +145,8 @@ def _read_tokenized(path: Path, lang: str, encoding: str, documents: int) -> Tok
     byte_cuts = np.cumsum(byte_lens).tolist()
     doc_bytes = tuple(data[a:b] for a, b in zip([0, *byte_cuts[:-1]], byte_cuts))
     separator = info.get("separator", _SEPARATOR)
-    docs = tuple(b.decode("utf-8")[: len(b.decode("utf-8")) - len(separator)] for b in doc_bytes)
+    texts = (b.decode("utf-8") for b in doc_bytes)
+    docs = tuple(t[: len(t) - len(separator)] for t in texts)
     corpus = Corpus(info["name"], lang, docs, info["source"])
     return TokenizedCorpus(corpus, encoding, tuple(np.split(tokens.astype(np.int64), tok_cuts)), doc_bytes, separator)
 

@@ -10,7 +10,7 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..context.corpora import find_opencompass_file, uses_opencompass_files
+from ..context.corpora import opencompass_data_file
 from ..context.tokenizer import get_encoding
 from ..errors import ConfigError, check_at_least, check_choices
 from ..grading.graders import grade_boxed
@@ -178,9 +178,7 @@ def generate_atc(p: AtcParams) -> Iterator[Sample]:
     opts = p.options()
     reference = opts["prompt_style"] == "reference"
     drawn = opts["chain_draw"] == "opencompass"
-    names_file = ""
-    if drawn and uses_opencompass_files(p.lang, p.corpus):
-        names_file = str(find_opencompass_file("names.json") or "")
+    names_file = opencompass_data_file(p.lang, p.corpus, "names.json") if drawn else ""
     names = load_name_list(p.lang, names_file) if drawn else ()
     for n in p.needle_counts:
         for qtype in p.question_types:

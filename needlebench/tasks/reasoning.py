@@ -20,7 +20,7 @@ import random
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from ..context.corpora import find_opencompass_file, uses_opencompass_files
+from ..context.corpora import opencompass_data_file
 from ..context.haystack import Haystack
 from ..context.reference import chain_positions
 from ..errors import ConfigError
@@ -52,7 +52,7 @@ from .sparse import (
     validate_sparse,
 )
 
-__all__ = ["needle_depths", "generate_mrs", "grade_mrs", "oracle_mrs", "names_path", "MRS_COUNTS", "REFERENCE_DIFF"]
+__all__ = ["needle_depths", "generate_mrs", "grade_mrs", "oracle_mrs", "multihop_file", "MRS_COUNTS", "REFERENCE_DIFF"]
 
 MRS_COUNTS = (2, 3, 4, 5)
 REFERENCE_DIFF = 10.0  # OpenCompass v2's ``diff``: percent of the haystack between consecutive needles
@@ -120,20 +120,6 @@ def _kinship_parts(p: SparseParams, chain: KinshipChain, question_text: str) -> 
     )
 
 
-def names_path(lang: str, corpus: str) -> str:
-    """OpenCompass's ``names.json`` when the corpus is read from its files and the file is there, else ``""``.
-
-    Args:
-        lang: ``"en"`` or ``"zh"``.
-        corpus: the corpus choice.
-    """
-    if uses_opencompass_files(lang, corpus):
-        found = find_opencompass_file("names.json")
-        if found is not None:
-            return str(found)
-    return ""
-
-
 def _kinship_samples(p: SparseParams, qtypes: tuple[str, ...]) -> Iterator[Sample]:
     pool = load_name_pool(p.lang)
     counts = p.num_needles or MRS_COUNTS
@@ -145,7 +131,7 @@ def _kinship_samples(p: SparseParams, qtypes: tuple[str, ...]) -> Iterator[Sampl
             "use prompt_style='clarified' for the other question types"
         )
     per_repeat = opts["needle_choice"] == "per_repeat"
-    names = load_name_list(p.lang, names_path(p.lang, p.corpus)) if per_repeat else ()
+    names = load_name_list(p.lang, opencompass_data_file(p.lang, p.corpus, "names.json")) if per_repeat else ()
     match = opts["answer_match"]
     for hay, length, depth, count, repeat in _cells(p, counts):
         coords = ("mrs", p.lang, length, count, depth, repeat, p.seed)
@@ -219,12 +205,9 @@ def multihop_file(p: SparseParams) -> str:
     Args:
         p: the task's parameters (``needle_file``, ``profile``, ``corpus``, ``lang``).
     """
-    if p.needle_file:
+    if p.needle_file or p.profile != "v1":
         return p.needle_file
-    if p.profile == "v1" and uses_opencompass_files(p.lang, p.corpus):
-        found = find_opencompass_file(f"multi_needle_reasoning_{p.lang}.json")
-        return str(found) if found else ""
-    return ""
+    return opencompass_data_file(p.lang, p.corpus, f"multi_needle_reasoning_{p.lang}.json")
 
 
 def _multihop_samples(p: SparseParams, path: str) -> Iterator[Sample]:

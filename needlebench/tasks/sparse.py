@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..context.corpora import find_opencompass_file, uses_opencompass_files
+from ..context.corpora import opencompass_data_file
 from ..context.haystack import (
     FittedPrompt,
     Haystack,
@@ -190,13 +190,7 @@ def needle_path(p: SparseParams) -> str:
     Args:
         p: the task's parameters (``needle_file`` and ``corpus``).
     """
-    if p.needle_file:
-        return p.needle_file
-    if uses_opencompass_files(p.lang, p.corpus):
-        found = find_opencompass_file("needles.jsonl")
-        if found is not None:
-            return str(found)
-    return str(default_needle_file(p.lang))
+    return p.needle_file or opencompass_data_file(p.lang, p.corpus, "needles.jsonl") or str(default_needle_file(p.lang))
 
 
 def _bank(p: SparseParams) -> tuple[Needle, ...]:
