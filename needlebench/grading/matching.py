@@ -236,10 +236,8 @@ def reference_boxed(text: str) -> str | None:
         text: the prediction as the evaluator sees it.
     """
     start = text.rfind("\\boxed")
-    if start < 0:
-        start = text.rfind("\\fbox")
-        if start < 0:
-            return None
+    if start < 0:  # OpenCompass then tries the last \fbox, whose content it never keeps (not "\boxed{")
+        return None
     if text.find("}", start) < 0:
         return None  # a run of unclosed boxes costs one C-speed scan
     depth, end = 0, -1
