@@ -325,6 +325,10 @@ def test_dataset_numbers_skip_unscored_samples_and_count_them() -> None:
     assert math.isnan(summarise_details(details[2:])["score"])
     atc = dataset_metrics([{**d, "needle_counts": [2]} for d in details])
     assert atc["weighted_score"] == 50.0  # the two scored N=2 samples only
+    from needlebench.tasks.needlechain_results import chain_cells
+
+    chain = chain_cells([{**d, "variant": "forward", "k": 5, "question": "single"} for d in details])
+    assert chain["acc_forward_k5_single"] == 50.0 and "err_forward_k5_request_failed" not in chain
 
 
 def test_a_language_row_over_single_sample_lengths_gets_an_interval(tmp_path: Path) -> None:

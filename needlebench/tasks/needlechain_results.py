@@ -25,7 +25,8 @@ def chain_cells(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     """NeedleChain graded, plain and strict accuracy per (variant, k, question); error shares per (variant, k).
 
     ``acc_*`` is the graded score (the sample's ``scoring`` rule); ``plain_*`` counts the value alone and
-    ``strict_*`` the value with every needed name mentioned, where the grader reports them.
+    ``strict_*`` the value with every needed name mentioned, where the grader reports them. A failed request
+    is left out of every number, as in the NeedleChain table (``summarise_details`` counts it).
     """
     out: dict[str, float] = {}
     cells: dict[tuple[str, int, str], list[float]] = defaultdict(list)
@@ -35,6 +36,8 @@ def chain_cells(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     }
     groups: dict[tuple[str, int], list[Mapping[str, Any]]] = defaultdict(list)
     for d in details:
+        if is_excluded(d):
+            continue
         cell = (d["variant"], d["k"], d["question"])
         cells[cell].append(float(d["score"]))
         for name, values in shown.items():
