@@ -96,7 +96,7 @@ def worker(mode: str, suite: str, arg: str) -> dict[str, Any]:
             samples += len(ds)
     elif mode == "ours-materialize":
         # what our partitioner does before any task starts: every dataset once, on all cores
-        from needlebench.arrow_rows import materialize_many
+        from needlebench.cache.arrow_rows import materialize_many
         from needlebench.tasks import config_params
 
         materialize_many([(d["task"], config_params(d)) for d in _ours_configs(suite)])

@@ -3,7 +3,7 @@
 A stand-in model answers every prompt of the 128k suite (9,200 samples): right
 on about half of them (chosen by a stable hash of the sample id), a wrong
 sentence on the rest. Its answers are graded by the real evaluator code
-(``needlebench.evaluation``: per-sample records with the gold and the haystack
+(``needlebench.grading.evaluation``: per-sample records with the gold and the haystack
 around each needle), written as an OpenCompass run folder, and the report is
 built from it. Reported: samples, the size of the page and of its embedded
 sample list, and the seconds each step took.
@@ -28,11 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     Args:
         argv: ``--suite`` (default 128k) and ``--out``.
     """
-    from needlebench.evaluation import grade_rows, write_results
+    from needlebench.cache.rows import load_rows
+    from needlebench.grading.evaluation import grade_rows, write_results
     from needlebench.grading.graders import ScoreOptions
     from needlebench.opencompass.configs import needlebench_datasets
     from needlebench.report import build
-    from needlebench.rows import load_rows
     from needlebench.seeding import stable_hash
     from needlebench.tasks import config_params, get_task
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from needlebench import store
+from needlebench import files as store
+from needlebench.cache.rows import load_rows
 from needlebench.context import haystack
 from needlebench.opencompass import dataset as oc_dataset
-from needlebench.rows import load_rows
 from needlebench.seeding import canonical, content_digest, rng, stable_hash
 from needlebench.tasks import config_params
 from needlebench.tasks.sparse import SparseParams, generate_srt
@@ -120,7 +120,7 @@ def test_tokenized_cache_follows_corpus_content_not_size_and_time(cache: Path, t
 
 def test_dataset_cache_key_covers_code(monkeypatch: pytest.MonkeyPatch) -> None:
     params = SparseParams(lang="en", lengths=(1000,), depths=(50,), repeats=1)
-    from needlebench import arrow_rows as rows
+    from needlebench.cache import arrow_rows as rows
 
     before = rows.cache_key("srt", params)
     monkeypatch.setattr(rows, "code_digest", lambda *m: "edited")
@@ -179,7 +179,7 @@ def test_atomic_write_keeps_the_old_file_and_no_temp_on_error(tmp_path: Path) ->
 _CHILD = """
 import json, os, sys, time
 from pathlib import Path
-from needlebench import arrow_rows
+from needlebench.cache import arrow_rows
 from needlebench.opencompass import dataset
 start, log = Path(sys.argv[1]), Path(sys.argv[2])
 real = arrow_rows.write_rows
@@ -233,7 +233,7 @@ def test_eight_processes_build_one_dataset_once(tmp_path: Path) -> None:
 _UNGUARDED = """
 # no `if __name__ == "__main__"` guard: worker processes must never re-run this script
 import json, sys
-from needlebench.arrow_rows import materialize_many
+from needlebench.cache.arrow_rows import materialize_many
 from needlebench.opencompass.configs import needlebench_datasets
 from needlebench.tasks import config_params
 ds = needlebench_datasets(suite="4k", langs=["en", "zh"], lengths=[1000], depths=[0, 100], repeats=1)
@@ -271,7 +271,7 @@ def _srt_en() -> dict:
 def test_materialize_many_reports_a_bad_value_as_a_config_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from needlebench.arrow_rows import materialize_many
+    from needlebench.cache.arrow_rows import materialize_many
     from needlebench.errors import ConfigError
 
     monkeypatch.setenv("NEEDLEBENCH_CACHE", str(tmp_path / "cache"))
@@ -300,7 +300,7 @@ def test_dataset_cache_key_covers_every_module_generation_imports() -> None:
     assert r.returncode == 0, r.stderr[-2000:]
     package = Path(store.__file__).parent
     loaded = [Path(f).relative_to(package).as_posix() for f in json.loads(r.stdout.splitlines()[-1])]
-    from needlebench.arrow_rows import _ROW_SOURCES
+    from needlebench.cache.arrow_rows import _ROW_SOURCES
 
     uncovered = [f for f in loaded if not any(fnmatch.fnmatch(f, pattern) for pattern in _ROW_SOURCES)]
     assert not uncovered, f"generation imports modules the dataset cache key does not cover: {uncovered}"

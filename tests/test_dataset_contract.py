@@ -80,7 +80,7 @@ def test_private_fields_we_read_still_mean_what_we_read() -> None:
     from datasets import Dataset
     from opencompass.tasks.openicl_eval import OpenICLEvalTask
 
-    from needlebench.rows import selected_rows
+    from needlebench.cache.rows import selected_rows
 
     whole = Dataset.from_dict({"x": [0, 1, 2, 3]})
     picked = whole.select([1, 3])

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from needlebench.errors import OutOfSpace
+from needlebench.files import atomic_write
 from needlebench.opencompass.resume import repair_predictions
-from needlebench.store import atomic_write
 
 
 @pytest.fixture
@@ -44,7 +44,7 @@ def test_a_full_dataset_cache_stops_the_build_then_builds_the_same_rows(
 ) -> None:
     """No silent fallback to rows in memory (a 1000k suite does not fit there): the build stops with the
     message; once there is room, the rows are the ones a roomy cache gives."""
-    from needlebench.rows import load_rows
+    from needlebench.cache.rows import load_rows
 
     params = dict(lang="en", lengths=[32000], depths=[0, 50, 100], repeats=4)  # ~1.5 MB of prompts: over 1 MiB
     monkeypatch.setenv("NEEDLEBENCH_CACHE", str(small_fs))

@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+from needlebench.planning.shards import shard_ranges
 
+from needlebench.cache.rows import load_rows
 from needlebench.opencompass.configs import needlebench_datasets
 from needlebench.opencompass.partitioner import NeedleBenchPartitioner
 from needlebench.report.html import build_report
-from needlebench.rows import load_rows
-from needlebench.sharding import shard_ranges
 from needlebench.tasks import config_params
 
 MODEL = dict(
@@ -195,7 +195,7 @@ class _DoubleTokenizer:
 def test_eval_stage_uses_the_infer_decision_instead_of_measuring_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from needlebench import planning
+    from needlebench.planning import limits as planning
 
     model = _broken_tokenizer_model(tmp_path)
     infer, _ = _stage(tmp_path, model, "infer")
@@ -280,7 +280,7 @@ def test_eval_stage_groups_a_models_datasets_into_eval_workers_tasks() -> None:
 
 def test_api_models_keep_the_openai_client_reserve() -> None:
     """OpenCompass's OpenAI client trims or refuses a prompt within 100 tokens of max_seq_len - output."""
-    from needlebench.planning import OPENAI_CLIENT_RESERVE, model_room
+    from needlebench.planning.limits import OPENAI_CLIENT_RESERVE, model_room
 
     local = {"abbr": "m", "max_seq_len": 1500, "max_out_len": 16}
     api = {**local, "openai_api_base": "http://127.0.0.1:1/v1"}

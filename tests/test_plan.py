@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from conftest import ROOT, run_export
 
-from needlebench.cli import main
+from needlebench.commands.cli import main
+from needlebench.commands.plan import RunPlan, common_prefix, format_plan, plan_config
 from needlebench.opencompass.partitioner import OVERLENGTH_FILE, NeedleBenchPartitioner
-from needlebench.plan import RunPlan, common_prefix, format_plan, plan_config
 
 CONFIG = "tests/configs/plan_tiny.py"
 
@@ -144,7 +144,7 @@ def test_planning_layer_imports_no_opencompass() -> None:
 
     code = (
         "import sys\n"
-        "from needlebench.planning import PartitionSettings, limited_dataset, overlength_cells, token_shards\n"
+        "from needlebench.planning.limits import PartitionSettings, limited_dataset, overlength_cells, token_shards\n"
         "model = {'abbr': 'm', 'max_seq_len': 400, 'max_out_len': 16}\n"
         "d = {'abbr': 'd', 'type': 'needlebench.opencompass.dataset.NeedleBenchDataset', 'task': 'srt',"
         " 'lang': 'en', 'lengths': [1000], 'depths': [50], 'repeats': 2}\n"

@@ -290,7 +290,7 @@ def test_v1_on_opencompass_files_reads_its_multihop_records(tmp_path: Path, monk
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from bench.standin import build_standin
-    from needlebench.arrow_rows import cache_key
+    from needlebench.cache.arrow_rows import cache_key
 
     data = build_standin(tmp_path)
     monkeypatch.setenv("COMPASS_DATA_CACHE", str(tmp_path))

@@ -90,7 +90,7 @@ def test_the_wheel_carries_its_data_and_runs_from_anywhere(fresh: Path, tmp_path
     assert all(str(fresh.parents[1]) in w and str(ROOT) not in w for w in where), where
 
     r = subprocess.run(
-        [str(fresh), "-m", "needlebench.cli", "export", "tiny.py", "-o", "rows.jsonl"],
+        [str(fresh), "-m", "needlebench.commands.cli", "export", "tiny.py", "-o", "rows.jsonl"],
         cwd=work,
         env=env,
         capture_output=True,

@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError
+from ..files import cache_dir, cached_file, code_digest
 from ..seeding import content_digest, rng
 from .corpora import Corpus
 from .tokenizer import count_tokens, get_encoding, token_byte_lengths
@@ -110,7 +111,6 @@ _CACHE_MODULES = ("context/corpora.py", "context/haystack.py", "context/tokenize
 
 def _cache_code_digest() -> str:
     """Digest of the reader, normaliser and tokenizer sources (a test patches it to force a rebuild)."""
-    from ..store import code_digest
 
     return code_digest(*_CACHE_MODULES)
 
@@ -171,7 +171,6 @@ def load_tokenized(
         raw: OpenCompass's form: documents as the files hold them (no re-wrapping, no stripping), no separator.
     """
     from ..seeding import stable_hash
-    from ..store import cache_dir, cached_file
     from .corpora import corpus_digest, load_corpus
 
     key = stable_hash(corpus_digest(lang, choice), choice, encoding, raw, _CACHE_FORMAT, _cache_code_digest())

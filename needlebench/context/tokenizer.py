@@ -55,7 +55,7 @@ def ensure_offline_bpe() -> None:
     data = source.read_bytes()
     if hashlib.sha256(data).hexdigest() != _CL100K_SHA256:
         raise ConfigError(f"bundled tokenizer file {source} does not match cl100k_base's hash")
-    from ..store import atomic_write  # imported here: only this one-time copy needs it
+    from ..files import atomic_write  # imported here: only this one-time copy needs it
 
     with atomic_write(target) as tmp:
         tmp.write_bytes(data)

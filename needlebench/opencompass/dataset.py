@@ -23,7 +23,7 @@ from datasets import Dataset, Features, Value, concatenate_datasets
 from datasets.table import InMemoryTable, concat_tables
 from opencompass.datasets.base import BaseDataset
 
-from ..rows import load_rows, selected_rows
+from ..cache.rows import load_rows, selected_rows
 
 __all__ = ["NeedleBenchDataset", "with_reader_columns"]
 # the columns OpenCompass's BaseDataset adds, with the types its ``.map`` gives them

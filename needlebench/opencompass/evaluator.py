@@ -1,6 +1,6 @@
 """OpenCompass evaluator for every needlebench task.
 
-A thin layer over :mod:`needlebench.evaluation`: it grades with the task's
+A thin layer over :mod:`needlebench.grading.evaluation`: it grades with the task's
 own grader (looked up by the row's ``task``), never crashes on a bad
 prediction, and writes one JSON line per sample (metadata, extracted answer,
 score, failure kind) beside OpenCompass's result file, for the summarizer and reports.
@@ -13,7 +13,7 @@ from typing import Any
 from opencompass.openicl.icl_evaluator import BaseEvaluator
 
 from ..errors import ConfigError
-from ..evaluation import dataset_results, grade_rows, write_results
+from ..grading.evaluation import dataset_results, grade_rows, write_results
 from ..grading.graders import METRICS, ScoreOptions
 
 __all__ = ["NeedleBenchEvaluator", "grade_rows"]

@@ -18,7 +18,7 @@ from typing import Any
 from mmengine.config import Config
 
 from ..errors import ConfigError
-from ..planning import DEFAULT_MAX_SEQ_LEN
+from ..planning.limits import DEFAULT_MAX_SEQ_LEN
 from ..tasks import type_name
 
 __all__ = [

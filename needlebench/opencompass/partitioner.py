@@ -37,9 +37,9 @@ from mmengine.config import Config, ConfigDict
 from opencompass.partitioners.base import BasePartitioner
 from opencompass.utils import get_infer_output_path
 
-from ..arrow_rows import materialize_many
+from ..cache.arrow_rows import materialize_many
 from ..errors import ConfigError
-from ..planning import (
+from ..planning.limits import (
     LIMITS_FILE,
     PartitionSettings,
     is_api_model,
@@ -48,7 +48,7 @@ from ..planning import (
     shard_runs,
     token_shards,
 )
-from ..sharding import shard_ranges
+from ..planning.shards import shard_ranges
 from ..tasks import config_params, is_needlebench
 from .preflight import check_api_server
 from .resume import repair_predictions
@@ -66,7 +66,7 @@ def _store_entry(path: str, model_abbr: str, dataset_abbr: str, entry: dict) -> 
     Why one helper: both record files are read-modify-write by the
     partitioner and read by other stages, so neither may ever be half-written.
     """
-    from ..store import atomic_write
+    from ..files import atomic_write
 
     data: dict = {}
     if osp.exists(path):

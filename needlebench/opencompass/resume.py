@@ -19,7 +19,7 @@ import json
 import logging
 from pathlib import Path
 
-from ..store import atomic_write
+from ..files import atomic_write
 
 __all__ = ["repair_predictions"]
 

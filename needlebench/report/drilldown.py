@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from ..aggregate.plots import length_label, plt
-from ..evaluation import CONTEXT_CHARS, GOLD_CHARS
+from ..grading.evaluation import CONTEXT_CHARS, GOLD_CHARS
 
 __all__ = ["Heatmap", "SampleIndex", "grid_html", "drilldown_script", "ANSWER_CHARS"]
 

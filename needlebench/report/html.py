@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from ..aggregate.records import is_excluded
+from ..files import atomic_write
 from ..progress import Progress
-from ..store import atomic_write
 from ..tasks import all_tasks
 from . import figures, tables
 from .drilldown import STYLE, Heatmap, SampleIndex, cell_key, drilldown_script, grid_html

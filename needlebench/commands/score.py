@@ -19,12 +19,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
-from .evaluation import grade_rows, write_results
+from ..errors import ConfigError
+from ..files import atomic_write
+from ..grading.evaluation import grade_rows, write_results
+from ..grading.graders import REQUEST_FAILED, ScoreOptions
+from ..progress import Progress
 from .export import ExportedDataset, read_parquet_export
-from .grading.graders import REQUEST_FAILED, ScoreOptions
-from .progress import Progress
-from .store import atomic_write
 
 __all__ = ["ScoreRun", "score_predictions", "read_predictions"]
 
@@ -151,7 +151,7 @@ def score_predictions(
             scored, missing = _score_dataset(run, d, usable, model, predictions, bar)
             run.scored, run.missing = run.scored + scored, run.missing + missing
     _write_record(run, predictions, export, model)
-    from .report import build_report
+    from ..report import build_report
 
     build_report([run.run_dir], run.run_dir / "summary")
     return run

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .aggregate.metrics import summarise_details
-from .grading.graders import SampleScore, ScoreOptions, request_failure
-from .store import atomic_write
-from .tasks import get_task
+from ..aggregate.metrics import summarise_details
+from ..files import atomic_write
+from ..tasks import get_task
+from .graders import SampleScore, ScoreOptions, request_failure
 
 __all__ = ["grade_rows", "dataset_results", "write_results", "PREDICTION_CHARS", "GOLD_CHARS", "CONTEXT_CHARS"]
 

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
-from .rows import load_rows
-from .sharding import shard_ranges
-from .tasks import config_params, is_needlebench
-from .tasks.sparse import OVERLENGTH_POLICIES
+from ..cache.rows import load_rows
+from ..errors import ConfigError
+from ..tasks import config_params, is_needlebench
+from ..tasks.sparse import OVERLENGTH_POLICIES
+from .shards import shard_ranges
 
 __all__ = [
     "DEFAULT_MAX_SEQ_LEN",
@@ -137,7 +137,7 @@ def token_counts(tokenizer: Any, texts: Sequence[str]) -> list[tuple[int, int]]:
         tokenizer: a transformers tokenizer.
         texts: the texts (prompts, or slices of them).
     """
-    from .context.tokenizer import get_encoding
+    from ..context.tokenizer import get_encoding
 
     enc = get_encoding()
     return [(len(tokenizer(t, add_special_tokens=False)["input_ids"]), len(enc.encode_ordinary(t))) for t in texts]

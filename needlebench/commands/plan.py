@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = [
     "DatasetPlan",
@@ -210,7 +210,7 @@ def common_prefix(a: np.ndarray, b: np.ndarray) -> int:
 
 def _prompt_bytes(rows: Any) -> list[np.ndarray]:
     """Each row's prompt as a zero-copy uint8 view of the Arrow buffer (UTF-8 bytes)."""
-    from .rows import selected_rows
+    from ..cache.rows import selected_rows
 
     column = selected_rows(rows).data.table.column("prompt")  # a selection: only its rows
     out: list[np.ndarray] = []
@@ -238,7 +238,7 @@ def _model_ratio(tokenizer: Any, rows: Any) -> tuple[float, int, int]:
 
     The pooled ratio: an estimate of what the model is sent, where the room uses the worst prompt's.
     """
-    from .planning import token_counts
+    from ..planning.limits import token_counts
 
     n = len(rows)
     if n == 0:
@@ -251,7 +251,7 @@ def _model_ratio(tokenizer: Any, rows: Any) -> tuple[float, int, int]:
 
 def _settings(cfg: Any, num_shards: int | None) -> Any:
     """The config's infer partitioner settings as the run would use them (checked; nothing is written)."""
-    from .planning import PartitionSettings
+    from ..planning.limits import PartitionSettings
 
     settings = dict((cfg.get("infer") or {}).get("partitioner") or {})
     keep = ("num_shards", "overlength", "template_margin", "measure_with_model_tokenizer")
@@ -263,7 +263,8 @@ def _settings(cfg: Any, num_shards: int | None) -> Any:
 
 def _plan_model(settings: Any, limits: Any, model: dict, datasets: list[Any]) -> ModelPlan:
     """One model's plan: limits, rows, model-token estimate, prefix share and shards."""
-    from .planning import (
+    from ..cache.rows import load_rows
+    from ..planning.limits import (
         limited_dataset,
         model_room,
         out_len,
@@ -272,8 +273,7 @@ def _plan_model(settings: Any, limits: Any, model: dict, datasets: list[Any]) ->
         shard_runs,
         token_shards,
     )
-    from .rows import load_rows
-    from .tasks import config_params
+    from ..tasks import config_params
 
     tok, where, error = limits.tokenizer(model)
     path = str(model.get("tokenizer_path") or model.get("path") or "")
@@ -368,9 +368,9 @@ def plan_config(config_path: str, num_shards: int | None = None) -> RunPlan:
         ConfigError: a missing or unloadable config, one without needlebench datasets or models, a bad
             partitioner setting or a shard count below 1.
     """
-    from .arrow_rows import materialize_many
-    from .opencompass.configs import load_config
-    from .tasks import config_params, is_needlebench
+    from ..cache.arrow_rows import materialize_many
+    from ..opencompass.configs import load_config
+    from ..tasks import config_params, is_needlebench
 
     if num_shards is not None and num_shards < 1:
         raise ConfigError(f"--shards: {num_shards} must be at least 1")

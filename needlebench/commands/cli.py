@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .errors import ConfigError
+from ..errors import ConfigError
 from .export import iter_config_samples
 
 __all__ = ["main", "iter_config_samples"]
@@ -48,7 +48,7 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .report.html import build, significance_lines
+    from ..report.html import build, significance_lines
 
     path, rep = build([Path(p) for p in args.work_dirs], Path(args.output) if args.output else None, args.quiet)
     print(f"report written to {path}")

@@ -1,17 +1,11 @@
-"""Generate a dataset once per config and reuse it from disk.
+"""Durable files: atomic writes, file locks and verified cache files.
 
-OpenCompass builds every dataset in the infer task and again in the eval
-task. Both see the same samples because generation is deterministic; the
-store also makes the second build a memory-mapped file read. The key
-covers the task parameters, the dataset version, the generator code and
-the contents of the corpus and needle files, so an edited input never
-serves stale samples.
-
-Every cache file goes through :func:`cached_file`: one process builds it
-under a file lock while the others wait, the bytes land through
-:func:`atomic_write`, and a sidecar checksum written last is verified
-before a file is ever read, so a truncated or corrupt file is rebuilt,
-never read as data.
+Every file this package writes (caches, results, reports, limits) goes through
+:func:`atomic_write`, so a kill or a full disk never leaves a half-written file
+that a later run would trust; a full disk raises :class:`OutOfSpace` naming the
+path and the space needed. :func:`cached_file` builds a cache file once under a
+file lock while other processes wait, and a sidecar checksum written last is
+verified before the file is ever read, so a truncated or corrupt file is rebuilt.
 """
 
 from __future__ import annotations
@@ -29,23 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from .errors import OutOfSpace
-from .sample import Sample
 from .seeding import files_digest
 
-__all__ = [
-    "cache_dir",
-    "code_digest",
-    "atomic_write",
-    "file_lock",
-    "cached_file",
-    "verified",
-    "ROW_COLUMNS",
-    "sample_to_row",
-    "sample_values",
-]
-
-ROW_COLUMNS = ("id", "task", "lang", "prompt", "system", "answer", "meta")
-_PACKAGE = Path(__file__).resolve().parent
+__all__ = ["cache_dir", "code_digest", "atomic_write", "file_lock", "cached_file", "verified"]
+_PACKAGE = Path(__file__).resolve().parent  # the needlebench package folder
 _SIDECAR = ".sum"
 
 
@@ -235,23 +216,8 @@ def code_digest(*modules: str) -> str:
     """
     files: list[Path] = []
     for m in modules:
-        files += sorted(_PACKAGE.glob(m))
+        found = sorted(_PACKAGE.glob(m))
+        if not found:  # a moved module would otherwise drop out of the key and serve stale caches
+            raise FileNotFoundError(f"code_digest: {m!r} matches no file under {_PACKAGE}")
+        files += found
     return files_digest(files)
-
-
-def sample_values(sample: Sample) -> tuple[str, ...]:
-    """A sample's cache-row values in ``ROW_COLUMNS`` order: strings only, gold and meta as sorted JSON."""
-    return (
-        sample.id,
-        sample.task,
-        sample.lang,
-        sample.prompt,
-        sample.system,
-        json.dumps(sample.gold, ensure_ascii=False, sort_keys=True),
-        json.dumps(sample.meta, ensure_ascii=False, sort_keys=True),
-    )
-
-
-def sample_to_row(sample: Sample) -> dict[str, str]:
-    """A sample as a cache row (``ROW_COLUMNS`` -> :func:`sample_values`)."""
-    return dict(zip(ROW_COLUMNS, sample_values(sample), strict=True))

@@ -26,13 +26,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from .context.corpora import corpus_digest, opencompass_data_file
-from .errors import ConfigError, OutOfSpace
-from .sample import DATASET_VERSION
-from .seeding import files_digest, stable_hash
-from .store import ROW_COLUMNS, cache_dir, cached_file, code_digest, sample_values, verified
-from .tasks import get_task, make_params
-from .tasks.needles import default_needle_file
+from ..context.corpora import corpus_digest, opencompass_data_file
+from ..errors import ConfigError, OutOfSpace
+from ..files import cache_dir, cached_file, code_digest, verified
+from ..sample import DATASET_VERSION
+from ..seeding import files_digest, stable_hash
+from ..tasks import get_task, make_params
+from ..tasks.needles import default_needle_file
+from .store import ROW_COLUMNS, sample_values
 
 __all__ = ["ARROW_SCHEMA", "cache_path", "materialize_file", "materialize_many", "write_rows"]
 
@@ -98,9 +99,8 @@ _ROW_SOURCES = (
     "protocol.py",
     "suites.py",
     "taskspec.py",
-    "store.py",
-    "arrow_rows.py",
-    "rows.py",
+    "files.py",
+    "cache/*.py",
     "errors.py",
     "context/*.py",
     "tasks/*.py",
@@ -112,7 +112,7 @@ _ROW_SOURCES = (
 
 def _code_identity() -> str:
     """Generator sources, the row writer and committed data: what decides a dataset's rows."""
-    data = Path(__file__).resolve().parent / "data"
+    data = Path(__file__).resolve().parent.parent / "data"
     extra = sorted(data.rglob("*.json*")) if data.is_dir() else []
     return code_digest(*_ROW_SOURCES) + files_digest(extra)
 
@@ -200,7 +200,7 @@ def _claim_and_build(jobs: list[tuple[str, dict[str, Any]]]) -> None:
 def materialize_many(jobs: Sequence[tuple[str, Mapping[str, Any]]], workers: int | None = None) -> list[Path]:
     """Build the cache files of several (task, params) at once; those already built cost a check.
 
-    The workers are fresh ``python -m needlebench.arrow_rows`` processes (not forks of the caller,
+    The workers are fresh ``python -m needlebench.cache.arrow_rows`` processes (not forks of the caller,
     which may hold OpenCompass's threads, and not ``multiprocessing``, which re-runs the caller's
     main script); each claims datasets as it goes.
 
@@ -232,7 +232,7 @@ def materialize_many(jobs: Sequence[tuple[str, Mapping[str, Any]]], workers: int
     for i in range(workers):
         order = missing[i:] + missing[:i]  # each worker starts at a different dataset
         proc = subprocess.Popen(
-            [sys.executable, "-m", "needlebench.arrow_rows"],
+            [sys.executable, "-m", "needlebench.cache.arrow_rows"],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

@@ -11,9 +11,9 @@ from typing import Any
 
 from datasets import Dataset, Features
 
+from ..tasks import get_task, make_params
 from .arrow_rows import ARROW_SCHEMA, materialize_file
 from .store import sample_to_row
-from .tasks import get_task, make_params
 
 __all__ = ["FEATURES", "materialize", "load_rows", "selected_rows"]
 

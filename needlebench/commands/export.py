@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
-from .progress import Progress
-from .sample import DATASET_VERSION, Sample
-from .store import atomic_write
+from ..errors import ConfigError
+from ..files import atomic_write
+from ..progress import Progress
+from ..sample import DATASET_VERSION, Sample
 
 __all__ = [
     "ExportedDataset",
@@ -50,13 +50,13 @@ def config_datasets(config_path: str) -> list[dict[str, Any]]:
     Raises:
         ConfigError: the file is missing, does not load, or has no needlebench dataset.
     """
-    from .opencompass.configs import load_config
+    from ..opencompass.configs import load_config
 
     return [dict(d) for d in load_config(config_path)[1]]
 
 
 def _samples(dataset: dict[str, Any]) -> Iterator[Sample]:
-    from .tasks import config_params, get_task, make_params
+    from ..tasks import config_params, get_task, make_params
 
     yield from get_task(dataset["task"]).generate(make_params(dataset["task"], **config_params(dataset)))
 
@@ -128,7 +128,7 @@ def write_parquet(config_path: str, out_dir: Path, quiet: bool = False) -> list[
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from .tasks import config_params
+    from ..tasks import config_params
 
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[ExportedDataset] = []
