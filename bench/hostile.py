@@ -21,8 +21,8 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from needlebench.grading.graders import SampleScore, ScoreOptions
 from needlebench.grading.matching import hostile_outputs
+from needlebench.grading.record import SampleScore, ScoreOptions
 from needlebench.tasks import get_task, make_params
 
 __all__ = ["grading_cases", "failed_safely", "SIZES", "main"]

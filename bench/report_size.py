@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     from needlebench.cache.rows import load_rows
     from needlebench.grading.evaluation import grade_rows, write_results
-    from needlebench.grading.graders import ScoreOptions
+    from needlebench.grading.record import ScoreOptions
     from needlebench.opencompass.configs import needlebench_datasets
     from needlebench.report import build
     from needlebench.seeding import stable_hash
@@ -59,9 +59,9 @@ def main(argv: list[str] | None = None) -> int:
                 for sid, gold in zip(rows["id"], rows["answer"])
             ]
             options = ScoreOptions(**{k: v for k, v in d["eval_cfg"]["evaluator"].items() if k == "metric"})
-            details = grade_rows(preds, list(rows["answer"]), rows, options)
-            write_results(folder / d["abbr"], details, preds)
-            samples += len(details)
+            records = grade_rows(preds, list(rows["answer"]), rows, spec, options)
+            write_results(folder / d["abbr"], records, spec)
+            samples += len(records)
         timings["grade_s"] = time.perf_counter() - t
         t = time.perf_counter()
         page, rep = build([run], run / "summary")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .errors import ConfigError
-from .grading.graders import SampleScore, ScoreOptions
+from .grading.record import SampleScore, ScoreOptions
 from .sample import Sample
 
 __all__ = ["TaskSpec", "TaskResults", "ReportParts", "Skipped", "load_ref"]

@@ -50,7 +50,7 @@ from opencompass.openicl.icl_evaluator import CircularEvaluator  # noqa: E402
 from opencompass.utils.text_postprocessors import first_option_postprocess  # noqa: E402
 from prediction_variants import boxed_outputs, chain_outputs, keyword_outputs, letter_outputs  # noqa: E402
 
-from needlebench.grading.graders import ScoreOptions, grade_mrt, grade_srt  # noqa: E402
+from needlebench.grading.record import ScoreOptions  # noqa: E402
 from needlebench.tasks.atc import AtcParams, generate_atc  # noqa: E402
 from needlebench.tasks.atc_mc import AtcMcParams, generate_atc_mc, grade_atc_mc  # noqa: E402
 from needlebench.tasks.needlechain import (  # noqa: E402
@@ -60,7 +60,7 @@ from needlebench.tasks.needlechain import (  # noqa: E402
     grade_needlechain,
 )
 from needlebench.tasks.reasoning import generate_mrs, grade_mrs  # noqa: E402
-from needlebench.tasks.sparse import SparseParams, generate_mrt, generate_srt  # noqa: E402
+from needlebench.tasks.sparse import SparseParams, generate_mrt, generate_srt, grade_mrt, grade_srt  # noqa: E402  # noqa: E402
 
 PER_FAMILY = 10_000
 # (family, why) -> a predicate over (prediction, gold) that says the disagreement is that exception.
@@ -428,8 +428,8 @@ def test_box_extraction_and_cleaning_equal_opencompass_on_random_latex() -> None
     """The extracted, cleaned answer itself (not only the verdict) equals ``needlebench_atc_postprocess_v2``'s."""
     import random
 
-    from needlebench.grading.graders import reference_clean
     from needlebench.grading.matching import reference_boxed
+    from needlebench.tasks.atc import reference_clean
 
     pieces = ("\\boxed", "\\fbox", "\\boxed ", "{", "}", "{{", "}}", "\n", "Ann", " ", "~", "'", '"', "\\text{", "\\")
     rng = random.Random(5)

@@ -21,17 +21,19 @@ from conftest import assert_linear
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's bench package
 
 from bench.hostile import failed_safely, grading_cases  # noqa: E402
-from needlebench.grading.graders import is_repetitive, parse_int, reference_clean  # noqa: E402
-from needlebench.grading.matching import (  # noqa: E402
+from needlebench.grading.matching import (  # noqa: E402  # noqa: E402
     clean_prediction,
     hostile_outputs,
+    is_repetitive,
     last_boxed,
     levenshtein_score,
     normalise_answer,
+    parse_int,
     reference_boxed,
     strip_thinking,
 )
 from needlebench.tasks import get_task  # noqa: E402
+from needlebench.tasks.atc import reference_clean  # noqa: E402
 from needlebench.tasks.needlechain import mentioned_positions, parse_answer, released_value  # noqa: E402
 
 OUTPUTS = hostile_outputs()
@@ -210,7 +212,7 @@ def loaded() -> Iterator[list]:
 def test_oracle_model_answers_every_prompt_with_full_marks(loaded: list) -> None:
     import json
 
-    from needlebench.grading.graders import ScoreOptions
+    from needlebench.grading.record import ScoreOptions
     from needlebench.opencompass.scripted import OracleModel
 
     oracle = OracleModel()
@@ -234,7 +236,7 @@ def test_oracle_model_refuses_a_prompt_it_does_not_know(loaded: list) -> None:
 def test_garbage_model_scores_zero_on_every_task(loaded: list) -> None:
     import json
 
-    from needlebench.grading.graders import ScoreOptions
+    from needlebench.grading.record import ScoreOptions
     from needlebench.opencompass.scripted import GARBAGE_OUTPUTS, GarbageModel
 
     garbage = GarbageModel(size=20_000)

@@ -11,9 +11,9 @@ from conftest import run_export
 from kinship_solver import solve
 
 from needlebench.errors import ConfigError
-from needlebench.grading.graders import ScoreOptions, grade_boxed
+from needlebench.grading.record import ScoreOptions
 from needlebench.report.tables import suite_weights
-from needlebench.tasks.atc import AtcParams, generate_atc
+from needlebench.tasks.atc import AtcParams, generate_atc, grade_boxed
 from needlebench.tasks.atc_results import atc_weighted_score, enl
 from needlebench.tasks.kinship import QUESTION_TYPES, load_name_pool, make_chain, ordinal
 from needlebench.tasks.reasoning import generate_mrs, needle_depths

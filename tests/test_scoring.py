@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from needlebench.grading.graders import ScoreOptions, grade_mrt, grade_srt
 from needlebench.grading.matching import (
     clean_prediction,
     keyword_hit,
@@ -15,6 +14,8 @@ from needlebench.grading.matching import (
     normalise_answer,
     strip_thinking,
 )
+from needlebench.grading.record import ScoreOptions
+from needlebench.tasks.sparse import grade_mrt, grade_srt
 
 SRT_GOLD = {
     "keywords": ["Pothgon spyglass"],

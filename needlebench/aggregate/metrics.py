@@ -38,7 +38,7 @@ def _group(details: Sequence[Mapping[str, Any]], key: str) -> dict[Any, list[flo
 def summarise_details(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     """The numbers an evaluator reports for one dataset: score, failure rate, per length / needles, counts.
 
-    Every rate and mean is over the scored samples only; the samples left out are counted beside them
+    Every rate and mean is over the scored samples only; the unscored ones are counted beside them
     (``num_samples`` = ``num_scored`` + ``num_failed`` + ``num_shortened``), never averaged in as 0.
 
     Args:
@@ -53,7 +53,7 @@ def summarise_details(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         ),
         "num_samples": len(details),
         "num_scored": len(scored),
-        "num_failed": sum(is_failed(d) and not is_shortened(d) for d in details),  # as the tables count them
+        "num_failed": sum(is_failed(d) for d in details),  # a shortened prompt is counted as shortened
         "num_shortened": sum(is_shortened(d) for d in details),
     }
     for length, vals in sorted(_group(scored, "length").items()):

@@ -1,8 +1,10 @@
 """What a per-sample record says about whether it counts.
 
-A record is one line of ``<dataset>.samples.jsonl``: the sample's metadata,
-its grade and the prediction. Shortened prompts and unanswered requests are
-counted (planned) but never scored; every table uses these predicates.
+A record is one line of ``<dataset>.samples.jsonl`` (a
+:class:`~needlebench.grading.record.GradedSample` written out): the sample's metadata,
+its grade, the prediction and, when it is left out of the numbers, its ``unscored``
+reason. Unscored samples are counted where they were planned but never scored;
+every metric and table uses these predicates.
 """
 
 from __future__ import annotations
@@ -10,19 +12,28 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["is_shortened", "is_failed", "is_excluded"]
+from ..grading.record import FAILED_REASONS, GradedSample, unscored_reason
+
+__all__ = ["is_shortened", "is_failed", "is_skipped", "is_excluded"]
+
+Record = Mapping[str, Any] | GradedSample
 
 
-def is_shortened(record: Mapping[str, Any]) -> bool:
+def is_shortened(record: Record) -> bool:
     """A prompt cut to fit the model: it is never reported as its nominal length."""
-    return record.get("shortened_from") is not None
+    return unscored_reason(record) == "shortened"
 
 
-def is_failed(record: Mapping[str, Any]) -> bool:
-    """A request the inference server never answered: not a wrong answer, and never scored."""
-    return record.get("error") == "request_failed"
+def is_failed(record: Record) -> bool:
+    """A sample without an answer (the request failed, or no prediction was given): not a wrong answer."""
+    return unscored_reason(record) in FAILED_REASONS
 
 
-def is_excluded(record: Mapping[str, Any]) -> bool:
-    """A sample that is counted but left out of every score (shortened, or its request failed)."""
-    return is_shortened(record) or is_failed(record)
+def is_skipped(record: Record) -> bool:
+    """A sample never sent because it did not fit the model."""
+    return unscored_reason(record) == "skipped"
+
+
+def is_excluded(record: Record) -> bool:
+    """A sample that is counted but left out of every score (any ``unscored`` reason)."""
+    return unscored_reason(record) is not None

@@ -4,8 +4,8 @@ Input is one JSON line per prediction, ``{"id": ..., "prediction": ...}`` (optio
 ``"dataset"`` and ``"version"``). Lines that cannot be used are reported, by kind and
 count, and the rest are scored: unknown ids, ids given more than once (all their lines
 are left out, since which one is meant cannot be told), and predictions made for another
-dataset version. A sample of the export without a usable prediction is recorded as a
-failed request: counted in its cell, never scored, and flagged in the tables.
+dataset version. A sample of the export without a usable prediction is recorded unscored as
+``no_prediction``: counted in its cell (with failed requests), never scored, and flagged in the tables.
 Results go to a new ``<out>/<timestamp>/`` folder laid out like an OpenCompass run
 (``results/<model>/<dataset>.samples.jsonl``, ``summary/``), so nothing earlier is overwritten.
 """
@@ -22,8 +22,9 @@ from typing import Any
 from ..errors import ConfigError
 from ..files import atomic_write
 from ..grading.evaluation import grade_rows, write_results
-from ..grading.graders import REQUEST_FAILED, ScoreOptions
+from ..grading.record import ScoreOptions, Unanswered
 from ..progress import Progress
+from ..tasks import get_task
 from .export import ExportedDataset, read_parquet_export
 
 __all__ = ["ScoreRun", "score_predictions", "read_predictions"]
@@ -38,7 +39,7 @@ class ScoreRun:
     Attributes:
         run_dir: the new run folder.
         scored: predictions graded.
-        missing: export samples without a usable prediction (recorded as failed requests).
+        missing: export samples without a usable prediction (recorded unscored as ``no_prediction``).
         problems: one line per kind of unusable prediction line, with its count and examples.
     """
 
@@ -160,14 +161,18 @@ def score_predictions(
 def _score_dataset(
     run: ScoreRun, d: ExportedDataset, usable: dict[tuple[str, str], Any], model: str, source: Path, bar: Progress
 ) -> tuple[int, int]:
-    """Grade one dataset's rows (a row without a prediction is a failed request); its (scored, missing)."""
-    absent = f"{REQUEST_FAILED}no prediction for this id in {source.name}"
+    """Grade one dataset's rows (a row without a prediction is unscored, ``no_prediction``); its (scored, missing)."""
+    absent = Unanswered("no_prediction", f"no prediction for this id in {source.name}")
     preds = [usable.get((d.abbr, r["id"]), absent) for r in d.rows]
     options = ScoreOptions(**d.info.get("score_options", {}))
-    details = grade_rows(preds, [r["gold"] for r in d.rows], d.rows, options)
+    tasks = sorted({r["task"] for r in d.rows})
+    if len(tasks) != 1:
+        raise ConfigError(f"{d.abbr}: an exported dataset holds one task's samples; found tasks {tasks}")
+    task = get_task(tasks[0])
+    records = grade_rows(preds, [r["gold"] for r in d.rows], d.rows, task, options)
     folder = run.run_dir / "results" / model
     folder.mkdir(parents=True, exist_ok=True)
-    metrics = write_results(folder / d.abbr, details, preds)
+    metrics = write_results(folder / d.abbr, records, task)
     with atomic_write(folder / f"{d.abbr}.json") as tmp:
         tmp.write_text(json.dumps(metrics, indent=1, default=str), encoding="utf-8")
     bar.update(len(d.rows))

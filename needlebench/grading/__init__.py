@@ -1,1 +1,5 @@
-"""Per-sample grading: text clean-up and matching primitives, and the graders tasks share."""
+"""Grading: the matching primitives tasks share, the graded-sample record and grading a dataset.
+
+Each task's grader lives with its task in ``needlebench.tasks``; nothing here imports a task
+(callers look the task up and pass its ``TaskSpec`` in).
+"""

@@ -2,7 +2,8 @@
 
 OpenCompass's evaluator (``needlebench.opencompass.evaluator``) and ``needlebench score``
 (predictions made elsewhere) both call these, so a prediction gets the same grade,
-the same record line and the same numbers whichever way it arrives.
+the same record line and the same numbers whichever way it arrives. One dataset is one
+task: the caller looks its ``TaskSpec`` up and passes it in (grading never imports the tasks).
 """
 
 from __future__ import annotations
@@ -11,14 +12,24 @@ import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..aggregate.metrics import summarise_details
+from ..errors import ConfigError
 from ..files import atomic_write
-from ..tasks import get_task
-from .graders import SampleScore, ScoreOptions, request_failure
+from .record import DETAIL_CHARS, GradedSample, SampleScore, ScoreOptions, unanswered
 
-__all__ = ["grade_rows", "dataset_results", "write_results", "PREDICTION_CHARS", "GOLD_CHARS", "CONTEXT_CHARS"]
+if TYPE_CHECKING:
+    from ..taskspec import TaskSpec
+
+__all__ = [
+    "grade_rows",
+    "dataset_results",
+    "write_results",
+    "PREDICTION_CHARS",
+    "GOLD_CHARS",
+    "CONTEXT_CHARS",
+]
 
 log = logging.getLogger(__name__)
 
@@ -57,59 +68,83 @@ _META_KEYS = (
 
 
 def grade_rows(
-    predictions: list[Any], references: list[str], test_set: Any, options: ScoreOptions
-) -> list[dict[str, Any]]:
-    """One detail record per sample: its metadata, grade and failure kind; never raises on a bad prediction.
+    predictions: Sequence[Any],
+    references: Sequence[str],
+    test_set: Any,
+    task: TaskSpec,
+    options: ScoreOptions,
+) -> list[GradedSample]:
+    """One :class:`GradedSample` per row: its metadata, grade and failure kind; never raises on a bad prediction.
 
-    A prediction marked as a failed request is recorded as ``request_failed`` (never scored); a grader
-    that raises is recorded as ``grader_error`` so the other samples are kept.
+    A prediction that never came (:class:`~needlebench.grading.record.Unanswered`, or a model wrapper's
+    :func:`~needlebench.grading.record.failed_prediction`) is recorded unscored with its reason and never
+    graded; a shortened prompt is graded but unscored; a grader that raises is scored 0 as
+    ``grader_error`` so the other samples are kept.
 
     Args:
         predictions: the model's outputs, in row order.
         references: each row's gold as JSON (the ``answer`` column).
         test_set: the dataset rows (``id``, ``task``, ``lang``, ``meta``), in the same order.
-        options: scoring settings passed to each task's grader.
+        task: the dataset's task (every row must be one of its samples).
+        options: scoring settings passed to the task's grader.
+
+    Raises:
+        ConfigError: a row of another task than ``task``.
     """
-    details = []
+    records = []
     for pred, ref, row in zip(predictions, references, test_set, strict=False):
+        if row["task"] != task.name:
+            raise ConfigError(f"sample {row['id']}: task {row['task']!r} in a dataset graded as {task.name!r}")
         meta = json.loads(row["meta"])
         gold: Any = ref  # parsed once below when graded; the evidence reuses it
-        failure = request_failure(pred)
-        if failure is not None:  # the server never answered: not the model's wrong answer, and never scored
-            result = SampleScore(0.0, False, error="request_failed", extras={"request_failed": failure[:500]})
+        missing = unanswered(pred)
+        detail: str | None = None
+        if missing is not None:  # no answer to grade: not the model's wrong answer, and never scored
+            result, detail = None, missing.detail[:DETAIL_CHARS]
         else:
             try:
                 gold = json.loads(ref)
-                result = get_task(row["task"]).grade(pred, gold, options)
+                result = task.grade(pred, gold, options)
             except Exception as exc:  # a grader bug must not lose the other samples
+                log.warning("sample %s: grader error %s: %s", row["id"], type(exc).__name__, exc)
                 result = SampleScore(0.0, False, error=f"grader_error: {type(exc).__name__}: {exc}")
-        detail = {
-            "id": row["id"],
-            "task": row["task"],
-            "lang": row["lang"],
-            **{k: meta[k] for k in _META_KEYS if k in meta},
-            "score": result.score,
-            "correct": result.correct,
-            "format_failure": result.format_failure,
-            "extracted": result.extracted,
-            "error": result.error,
-            **result.extras,
-            **_evidence(row, gold),
-        }
-        details.append(detail)
-    return details
+        shortened = meta.get("shortened_from") is not None
+        evidence = _evidence(row, gold, task)
+        records.append(
+            GradedSample(
+                id=row["id"],
+                task=row["task"],
+                lang=row["lang"],
+                fields={**{k: meta[k] for k in _META_KEYS if k in meta}, **(result.extras if result else {})},
+                score=result.score if result else None,
+                correct=result.correct if result else False,
+                format_failure=result.format_failure if result else False,
+                extracted=result.extracted if result else None,
+                error=result.error if result else missing.reason if missing else None,
+                error_detail=detail,
+                unscored="shortened" if shortened else (missing.reason if missing else None),
+                gold=evidence.get("gold"),
+                context=evidence.get("context"),
+                prediction="" if missing else _text(pred)[:PREDICTION_CHARS],
+            )
+        )
+    return records
 
 
-def _evidence(row: Any, gold: Any) -> dict[str, Any]:
+def _text(prediction: Any) -> str:
+    """The prediction as the record keeps it: text as returned, ``None`` as empty, anything else as ``str``."""
+    return prediction if isinstance(prediction, str) else ("" if prediction is None else str(prediction))
+
+
+def _evidence(row: Any, gold: Any, spec: TaskSpec) -> dict[str, Any]:
     """What a reader needs to judge a sample by eye: the gold as an answer, the haystack around each needle.
 
-    ``gold`` is the task oracle's answer; ``context`` holds ``[before, needle, after]`` with
+    ``gold`` is the task oracle's answer; ``context`` holds ``(before, needle, after)`` with
     ``CONTEXT_CHARS`` either side of each needle's first occurrence in the prompt (never the whole prompt).
     """
     try:
         if isinstance(gold, str):  # not parsed by the grading step (a failed request)
             gold = json.loads(gold)
-        spec = get_task(row["task"])
         out: dict[str, Any] = {"gold": spec.oracle(gold)[:GOLD_CHARS]} if spec.oracle else {}
         needles = spec.aggregation().needle_texts
         prompt = row["prompt"] if needles and "prompt" in row else ""
@@ -121,51 +156,46 @@ def _evidence(row: Any, gold: Any) -> dict[str, Any]:
         at = prompt.find(text)
         if at >= 0:
             end = at + len(text)
-            context.append([prompt[max(0, at - CONTEXT_CHARS) : at], text, prompt[end : end + CONTEXT_CHARS]])
+            context.append((prompt[max(0, at - CONTEXT_CHARS) : at], text, prompt[end : end + CONTEXT_CHARS]))
     if context:
-        out["context"] = context
+        out["context"] = tuple(context)
     return out
 
 
-def dataset_results(details: Sequence[dict[str, Any]]) -> tuple[dict[str, float], dict[str, str]]:
+def dataset_results(records: Sequence[GradedSample], task: TaskSpec) -> tuple[dict[str, float], dict[str, str]]:
     """A dataset's numbers (the common ones plus its task's own) and its task's sidecar files.
 
     Args:
-        details: the dataset's per-sample records from :func:`grade_rows`.
+        records: the dataset's graded samples from :func:`grade_rows`.
+        task: the dataset's task.
 
     Returns:
         ``(metrics, {suffix: text})``.
     """
+    details = [r.to_json(prediction=False) for r in records]
     metrics = summarise_details(details)
+    results = task.aggregation()
     files: dict[str, str] = {}
-    for task in sorted({d["task"] for d in details}):  # one task per dataset; its own numbers and files
-        mine = [d for d in details if d["task"] == task]
-        results = get_task(task).aggregation()
-        if results.dataset_metrics:
-            metrics.update(results.dataset_metrics(mine))
-        if results.sidecars:
-            files.update(results.sidecars(mine))
+    if results.dataset_metrics:
+        metrics.update(results.dataset_metrics(details))
+    if results.sidecars:
+        files.update(results.sidecars(details))
     return metrics, files
 
 
-def write_results(
-    prefix: str | Path, details: Sequence[dict[str, Any]], predictions: Sequence[Any]
-) -> dict[str, float]:
-    """Write ``<prefix>.samples.jsonl`` and the task's sidecars atomically; return the dataset's numbers.
+def write_results(prefix: str | Path, records: Sequence[GradedSample], task: TaskSpec) -> dict[str, float]:
+    """Write ``<prefix>.samples.jsonl`` (one :meth:`GradedSample.to_json` a line) and the task's sidecars.
+
+    Every file is written atomically. Returns the dataset's numbers.
 
     Args:
         prefix: the result file's path without ``.json`` (OpenCompass's ``results/<model>/<dataset>``).
-        details: the per-sample records.
-        predictions: the raw predictions, in the same order (kept up to ``PREDICTION_CHARS``).
+        records: the graded samples.
+        task: the dataset's task.
     """
-    metrics, files = dataset_results(details)
-
-    def line(detail: dict[str, Any], pred: Any) -> str:
-        text = pred if isinstance(pred, str) else ("" if pred is None else str(pred))
-        return json.dumps({**detail, "prediction": text[:PREDICTION_CHARS]}, ensure_ascii=False) + "\n"
-
-    files = {"samples.jsonl": "".join(line(d, p) for d, p in zip(details, predictions, strict=True)), **files}
-    for suffix, text in files.items():
+    metrics, files = dataset_results(records, task)
+    lines = "".join(json.dumps(r.to_json(), ensure_ascii=False) + "\n" for r in records)
+    for suffix, text in {"samples.jsonl": lines, **files}.items():
         with atomic_write(f"{prefix}.{suffix}") as tmp:
             tmp.write_text(text, encoding="utf-8")
     return metrics

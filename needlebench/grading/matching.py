@@ -16,10 +16,16 @@ from collections.abc import Sequence
 
 import Levenshtein
 
+from .record import ScoreOptions
+
 __all__ = [
     "as_text",
     "clean_prediction",
     "strip_thinking",
+    "prepare",
+    "parse_int",
+    "is_repetitive",
+    "MAX_INT_DIGITS",
     "keyword_hit",
     "levenshtein_score",
     "last_boxed",
@@ -111,6 +117,20 @@ def strip_thinking(text: str) -> str:
     return out[last.end() :] if last is not None else out
 
 
+def prepare(prediction: object, options: ScoreOptions, clean: bool = True) -> str:
+    """The text a grader reads.
+
+    Args:
+        prediction: whatever the model returned.
+        options: evaluator settings (``strip_think``: None strips only when ``clean``).
+        clean: the clarified reading (bounded, printable, no chat tokens); False reads the output as
+            OpenCompass's evaluators do, unchanged.
+    """
+    text = clean_prediction(prediction) if clean else as_text(prediction)
+    strip = clean if options.strip_think is None else options.strip_think
+    return strip_thinking(text) if strip else text
+
+
 def _squash(text: str) -> str:
     return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text)).casefold()
 
@@ -181,6 +201,70 @@ def levenshtein_score(
     longest = max(len(p), len(r))
     similarity = 100 * (1 - Levenshtein.distance(p, r) / longest) if longest else 100.0
     return alpha * similarity  # OpenCompass's order of operations: the same float
+
+
+_NUMBER_WORDS = {
+    w: i
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+        "sixteen seventeen eighteen nineteen twenty".split()
+    )
+}
+
+
+_INTEGER = re.compile(r"-?\d+")
+MAX_INT_DIGITS = 18  # no generation count or distance is longer; int() of a megabyte of digits is quadratic
+
+
+def parse_int(answer: str) -> int | None:
+    """An integer answer: "5", "5 generations", "第5代" and the words zero..twenty are the same answer.
+
+    The first run of digits counts; a run longer than ``MAX_INT_DIGITS`` is no answer (None).
+
+    Args:
+        answer: a normalised boxed answer.
+    """
+    m = _INTEGER.search(answer.replace(",", ""))
+    if m:
+        digits = m.group()
+        return int(digits) if len(digits.lstrip("-")) <= MAX_INT_DIGITS else None
+    head = answer.strip().lower()
+    word = head.split(" ", 1)[0] if head else ""
+    return _NUMBER_WORDS.get(word)
+
+
+def is_repetitive(text: str, n: int = 4, threshold: float = 0.3, min_grams: int = 60) -> bool:
+    """Degenerate looping output: few distinct n-grams among many (words, or characters for Chinese).
+
+    Linear: one split, each n-gram hashed at most once, and the count stops as soon as the
+    distinct n-grams reach the threshold (varied text is decided after a fraction of it).
+
+    Args:
+        text: the prepared prediction.
+        n: the n-gram size.
+        threshold: the distinct share under which the output counts as looping.
+        min_grams: fewer n-grams than this never count (a short answer is not a loop).
+    """
+    words = text.split()
+    chars = len(words) <= len(text) / 8
+    units: str | list[str] = text.replace(" ", "") if chars else words
+    total = len(units) - n + 1
+    if total < min_grams:
+        return False
+    limit = threshold * total
+    seen: set = set()
+    for lo in range(0, total, _GRAM_CHUNK):
+        hi = min(total, lo + _GRAM_CHUNK)
+        if chars:  # 4-character strings hash faster than tuples of characters
+            seen.update(units[i : i + n] for i in range(lo, hi))
+        else:
+            seen.update(zip(*(units[lo + i : hi + i] for i in range(n))))
+        if len(seen) >= limit:
+            return False
+    return True
+
+
+_GRAM_CHUNK = 8192
 
 
 _BOX_START = re.compile(r"\\(?:boxed|fbox)\s*\{")

@@ -1,9 +1,10 @@
 """OpenCompass evaluator for every needlebench task.
 
-A thin layer over :mod:`needlebench.grading.evaluation`: it grades with the task's
-own grader (looked up by the row's ``task``), never crashes on a bad
-prediction, and writes one JSON line per sample (metadata, extracted answer,
-score, failure kind) beside OpenCompass's result file, for the summarizer and reports.
+A thin layer over :mod:`needlebench.grading.evaluation`: it looks the dataset's task up
+(one dataset is one task, named by its rows' ``task``), grades with the task's own grader,
+never crashes on a bad prediction, and writes one JSON line per sample (metadata, extracted
+answer, score, failure kind, unscored reason) beside OpenCompass's result file, for the
+summarizer and reports.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from opencompass.openicl.icl_evaluator import BaseEvaluator
 
 from ..errors import ConfigError
 from ..grading.evaluation import dataset_results, grade_rows, write_results
-from ..grading.graders import METRICS, ScoreOptions
+from ..grading.record import METRICS, ScoreOptions, unanswered
+from ..tasks import get_task
+from ..taskspec import TaskSpec
 
-__all__ = ["NeedleBenchEvaluator", "grade_rows"]
+__all__ = ["NeedleBenchEvaluator", "grade_rows", "dataset_task"]
 
 
 class NeedleBenchEvaluator(BaseEvaluator):
@@ -61,7 +64,31 @@ class NeedleBenchEvaluator(BaseEvaluator):
         """
         if len(predictions) != len(references):
             return {"error": f"{len(predictions)} predictions for {len(references)} samples"}
-        details = grade_rows(predictions, references, test_set, self.options)
+        task = dataset_task(test_set)
+        records = grade_rows(predictions, references, test_set, task, self.options)
         out = getattr(self, "_out_dir", None)  # set by OpenCompass's eval task: results/<model>/<dataset>
-        metrics = write_results(out, details, predictions) if out else dataset_results(details)[0]
-        return {**metrics, "details": details}
+        metrics = write_results(out, records, task) if out else dataset_results(records, task)[0]
+        return {**metrics, "details": [r.to_json(prediction=False) for r in records]}
+
+    def pred_postprocess(self, predictions: list[Any]) -> list[Any]:
+        """OpenCompass's prediction postprocessor on the answers; a failed request passes through as it is."""
+        if getattr(self, "pred_postprocessor", None) is None:
+            return predictions
+        done = iter(super().pred_postprocess([p for p in predictions if unanswered(p) is None]))
+        return [p if unanswered(p) is not None else next(done) for p in predictions]
+
+
+def dataset_task(test_set: Any) -> TaskSpec:
+    """The one task a dataset's rows belong to.
+
+    Args:
+        test_set: the dataset rows (a ``datasets.Dataset`` with a ``task`` column, or a list of rows).
+
+    Raises:
+        ConfigError: rows of several tasks, or none.
+    """
+    column = test_set["task"] if hasattr(test_set, "column_names") else [row["task"] for row in test_set]
+    names = sorted(set(column))
+    if len(names) != 1:
+        raise ConfigError(f"a needlebench dataset holds one task's samples; found tasks {names}")
+    return get_task(names[0])

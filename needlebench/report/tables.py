@@ -132,6 +132,8 @@ class _Summary:
                 cell.shortened += 1
             elif is_failed(r):
                 cell.failed += 1
+            elif is_excluded(r):  # any other unscored reason (a record of a skipped sample)
+                cell.skipped += 1
             else:
                 cell.rows.append(r)
             self.profiles[r["model"]].add(str(r.get("profile") or "v2"))

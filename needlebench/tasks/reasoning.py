@@ -24,10 +24,11 @@ from ..context.corpora import opencompass_data_file
 from ..context.haystack import Haystack
 from ..context.reference import chain_positions
 from ..errors import ConfigError
-from ..grading.graders import SampleScore, ScoreOptions, grade_boxed, grade_words
+from ..grading.matching import prepare
+from ..grading.record import SampleScore, ScoreOptions
 from ..sample import Sample
 from ..seeding import rng
-from .atc import kinship_gold, kinship_meta, oracle_boxed
+from .atc import grade_boxed, kinship_gold, kinship_meta, oracle_boxed
 from .kinship import (
     QUESTION_TYPES,
     KinshipChain,
@@ -43,6 +44,7 @@ from .reference_text import MRS_REFERENCE_FRAMES, MRS_REFERENCE_QUESTION
 from .sparse import (
     SparseParams,
     cell_order,
+    grade_srt,
     haystack_for,
     haystack_sample,
     needle_text,
@@ -52,7 +54,16 @@ from .sparse import (
     validate_sparse,
 )
 
-__all__ = ["needle_depths", "generate_mrs", "grade_mrs", "oracle_mrs", "multihop_file", "MRS_COUNTS", "REFERENCE_DIFF"]
+__all__ = [
+    "needle_depths",
+    "generate_mrs",
+    "grade_mrs",
+    "grade_words",
+    "oracle_mrs",
+    "multihop_file",
+    "MRS_COUNTS",
+    "REFERENCE_DIFF",
+]
 
 MRS_COUNTS = (2, 3, 4, 5)
 REFERENCE_DIFF = 10.0  # OpenCompass v2's ``diff``: percent of the haystack between consecutive needles
@@ -249,6 +260,30 @@ def generate_mrs(p: SparseParams) -> Iterator[Sample]:
         yield from _multihop_samples(p, path)
     else:
         yield from _kinship_samples(p, qtypes)
+
+
+def grade_words(prediction: object, gold: dict, options: ScoreOptions) -> SampleScore:
+    """The 2024 multi-hop M-RS form: a share of the answer's words, as OpenCompass v1 scores it.
+
+    ``NeedleBenchMultiEvaluator`` lowercases the answer and the prediction, splits the answer on
+    whitespace and gives each word found in the prediction (as a substring) an equal share of 100.
+    Under the clarified rule (``match`` "normalised") the whole answer must appear, ignoring case,
+    width and whitespace, as for S-RT.
+
+    Args:
+        prediction: the model output.
+        gold: ``{"keywords": [answer], "needle": answer, "match": ...}``.
+        options: evaluator settings (strip_think).
+    """
+    if gold.get("match", "normalised") != "exact":
+        return grade_srt(prediction, gold, options)
+    text = prepare(prediction, options, clean=False).lower()
+    words = str(gold["keywords"][0]).lower().split()
+    found = [w in text for w in words]
+    score = sum(found) * (100 / len(words)) if words else 0
+    correct = bool(words) and all(found)
+    error = None if correct else ("empty" if not text.strip() else "missed")
+    return SampleScore(float(score), correct, error=error, extras={"recalled": found})
 
 
 def grade_mrs(prediction: object, gold: dict, options: ScoreOptions) -> SampleScore:

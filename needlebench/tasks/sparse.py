@@ -27,7 +27,8 @@ from ..context.haystack import (
 from ..context.reference import depth_index, document_order, safe_boundary
 from ..context.tokenizer import count_tokens, get_encoding
 from ..errors import ConfigError
-from ..grading.graders import SampleScore, ScoreOptions, grade_mrt, grade_srt
+from ..grading.matching import KeywordMatcher, levenshtein_score, prepare
+from ..grading.record import SampleScore, ScoreOptions
 from ..protocol import Option, resolve_options
 from ..sample import DATASET_VERSION, Sample, sample_id
 from ..suites import get_suite
@@ -44,6 +45,8 @@ from .prompts import QUESTION_POSITIONS, PromptParts, reference_prompt, referenc
 
 __all__ = [
     "SparseParams",
+    "grade_srt",
+    "grade_mrt",
     "SkipSample",
     "generate_srt",
     "generate_mrt",
@@ -607,6 +610,53 @@ def suite_defaults(task: str, repeats: int, suite: str, lang: str, profile: str)
         profile: ``"v2"`` or ``"v1"``.
     """
     return {"repeats": repeats, "buffer": suite_buffer(suite, task, lang, profile)}
+
+
+def _needle_score(text: str, matcher: KeywordMatcher, needle: dict, options: ScoreOptions) -> float:
+    """One needle's score: 100 on a keyword hit, else 0 (keyword) or edit-distance credit (levenshtein)."""
+    if options.metric == "levenshtein":
+        return levenshtein_score(
+            text, needle["needle"], needle["keywords"], options.alpha, match=matcher.match, matcher=matcher
+        )
+    return 100.0 if matcher.hit(needle["keywords"]) else 0.0
+
+
+def grade_srt(prediction: object, gold: dict, options: ScoreOptions) -> SampleScore:
+    """S-RT (and M-RS's multihop form): the needle's keyword in the answer.
+
+    Args:
+        prediction: the model output.
+        gold: ``{"keywords": [...], "needle": sentence, "match": "exact" | "normalised"}``.
+        options: evaluator settings (metric, alpha, strip_think).
+    """
+    match = gold.get("match", "normalised")
+    text = prepare(prediction, options, clean=match != "exact")
+    score = _needle_score(text, KeywordMatcher(text, match), gold, options)
+    correct = score == 100.0
+    return SampleScore(score, correct, error=None if correct else ("empty" if not text.strip() else "missed"))
+
+
+def grade_mrt(prediction: object, gold: dict, options: ScoreOptions) -> SampleScore:
+    """Share of needles recalled; which positions were found goes into ``extras``.
+
+    Args:
+        prediction: the model output.
+        gold: ``{"needles": [{"keywords", "needle", "depth"}, ...], "match": ...}``.
+        options: evaluator settings (metric, alpha, strip_think).
+    """
+    match = gold.get("match", "normalised")
+    text = prepare(prediction, options, clean=match != "exact")
+    matcher = KeywordMatcher(text, match)  # one normalisation for every needle
+    partial = [_needle_score(text, matcher, needle, options) for needle in gold["needles"]]
+    found = [x == 100.0 for x in partial]
+    score = sum(partial) / len(partial) if partial else 0.0
+    correct = all(found)
+    return SampleScore(
+        score,
+        correct,
+        error=None if correct else ("empty" if not text.strip() else "missed"),
+        extras={"recalled": found},
+    )
 
 
 def sparse_task(

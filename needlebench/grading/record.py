@@ -1,0 +1,286 @@
+"""What grading takes and gives: the scoring options, a grader's result and the graded-sample record.
+
+A graded sample either counts or is *unscored* with a reason, as inspect_ai's
+``Score.unscored()``: counted where it was planned (a table shows "3 of 110
+request failed") but left out of every mean, rate and share, never averaged in
+as 0. The reasons:
+
+- ``shortened``: the prompt was cut to fit the model, so it is not its cell's length (it is
+  still graded, for reading; this reason wins over the others, as the tables count it);
+- ``request_failed``: the inference server never answered (OpenCompass's run);
+- ``no_prediction``: ``needlebench score`` got no usable prediction for the id;
+- ``skipped``: over length and never sent (the partitioner counts these in
+  ``needlebench_overlength.json``; a record may say so too).
+
+A grader that raises is *scored* 0 with error ``grader_error: ...``: the model's answer was
+there, and the error share shows the bug instead of shrinking the denominator unseen
+(the numbers OpenCompass's summary and ours have always given for it).
+
+A failed request travels from the model wrapper to the evaluator as a structured
+prediction (:func:`failed_prediction`), never as text a model could also have written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "ScoreOptions",
+    "SampleScore",
+    "GradedSample",
+    "METRICS",
+    "DETAIL_CHARS",
+    "UNSCORED_REASONS",
+    "FAILED_REASONS",
+    "unscored_reason",
+    "Unanswered",
+    "failed_prediction",
+    "unanswered",
+]
+
+METRICS = ("keyword", "levenshtein")
+
+UNSCORED_REASONS = ("shortened", "request_failed", "no_prediction", "skipped")
+# the reasons the tables count as "failed": the sample was sent (or meant to be) and got no answer
+FAILED_REASONS = ("request_failed", "no_prediction")
+
+# the key of a structured prediction that says the request failed (see ``failed_prediction``)
+_FAILED_KEY = "needlebench_request_failed"
+DETAIL_CHARS = 500  # of a failure message kept in the record
+
+
+@dataclass(frozen=True)
+class ScoreOptions:
+    """Evaluator settings users choose in the config.
+
+    Args:
+        metric: ``"keyword"`` or ``"levenshtein"`` (sparse tasks).
+        strip_think: drop ``<think>`` blocks before grading; None (the default) drops them under the
+            clarified rules only, as OpenCompass's evaluators read the whole output (an OpenCompass
+            model config that strips thinking itself corresponds to ``True``).
+        alpha: the weight of the Levenshtein partial credit.
+        lenient: score NeedleChain the ``released`` way whatever the sample says (see ``needlechain.py``).
+    """
+
+    metric: str = "keyword"
+    strip_think: bool | None = None
+    alpha: float = 0.2
+    lenient: bool = False
+
+
+@dataclass(frozen=True)
+class SampleScore:
+    """What a task's grader returns for one prediction.
+
+    Attributes:
+        score: 0..100.
+        correct: the answer is right.
+        format_failure: no answer in the asked format was found.
+        extracted: the answer the grader read, if any.
+        error: the failure kind (``None`` when correct).
+        extras: the task's own per-sample facts (``recalled`` needles, chosen option, ...), flat in the record.
+    """
+
+    score: float
+    correct: bool
+    format_failure: bool = False
+    extracted: str | None = None
+    error: str | None = None
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+
+# keys a record writes itself; every other key of a record line is one of its ``fields``
+_OWN_KEYS = (
+    "id",
+    "task",
+    "lang",
+    "score",
+    "correct",
+    "format_failure",
+    "extracted",
+    "error",
+    "error_detail",
+    "unscored",
+    "gold",
+    "context",
+    "prediction",
+)
+
+
+@dataclass(frozen=True)
+class GradedSample:
+    """One graded sample: what the evaluator returns, ``samples.jsonl`` holds and every table reads.
+
+    Attributes:
+        id: the sample id.
+        task: the task's registry name.
+        lang: ``"en"`` or ``"zh"``.
+        fields: the sample's metadata (its cell coordinates: ``length``, ``depth``, ``num_needles``, ``k``, ...)
+            and its grader's extras, flat, as they are on disk.
+        score: 0..100; None when nothing was graded (a failed request, no prediction).
+        correct: the answer is right (False when nothing was graded).
+        format_failure: no answer in the asked format.
+        extracted: the answer the grader read.
+        error: the failure kind (``missed``, ``no_boxed_answer``, ``request_failed``, ``grader_error: ...``).
+        error_detail: what the failure said (a failed request's exception), cut to 500 characters.
+        unscored: why the sample is left out of every number (see the module doc); None when it counts.
+        gold: the task oracle's answer, for a reader (cut).
+        context: ``[before, needle, after]`` per needle found in the prompt, for a reader.
+        prediction: the model output as kept in the record (cut).
+    """
+
+    id: str
+    task: str
+    lang: str
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    score: float | None = None
+    correct: bool = False
+    format_failure: bool = False
+    extracted: str | None = None
+    error: str | None = None
+    error_detail: str | None = None
+    unscored: str | None = None
+    gold: str | None = None
+    context: tuple[tuple[str, str, str], ...] | None = None
+    prediction: str = ""
+
+    def __post_init__(self) -> None:
+        if self.unscored is not None and self.unscored not in UNSCORED_REASONS:
+            raise ValueError(f"unscored: {self.unscored!r}; choose from {UNSCORED_REASONS}")
+        if self.unscored is None and self.score is None:
+            raise ValueError(f"sample {self.id}: a sample that counts needs a score")
+        clash = sorted(set(self.fields) & set(_OWN_KEYS))
+        if clash:
+            raise ValueError(f"sample {self.id}: fields {clash} would overwrite the record's own keys")
+
+    @property
+    def counts(self) -> bool:
+        """Whether the sample enters the numbers (it is not unscored)."""
+        return self.unscored is None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """A field (metadata or grader extra) by name, or ``default``."""
+        return self.fields.get(key, default)
+
+    def to_json(self, prediction: bool = True) -> dict[str, Any]:
+        """The record as one ``samples.jsonl`` object (metadata and extras flat, as the readers expect).
+
+        Args:
+            prediction: include the prediction (OpenCompass's own result file leaves it out).
+        """
+        out: dict[str, Any] = {"id": self.id, "task": self.task, "lang": self.lang, **self.fields}
+        out.update(
+            score=self.score,
+            correct=self.correct,
+            format_failure=self.format_failure,
+            extracted=self.extracted,
+            error=self.error,
+            unscored=self.unscored,
+        )
+        if self.error_detail is not None:
+            out["error_detail"] = self.error_detail
+        if self.gold is not None:
+            out["gold"] = self.gold
+        if self.context is not None:
+            out["context"] = [list(c) for c in self.context]
+        if prediction:
+            out["prediction"] = self.prediction
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> GradedSample:
+        """A record read back from a ``samples.jsonl`` object (lines written before ``unscored`` existed too).
+
+        Args:
+            data: one parsed line.
+
+        Raises:
+            ValueError: a line without ``id``, ``task`` or ``lang``, or with an unknown ``unscored`` reason.
+        """
+        missing = [k for k in ("id", "task", "lang") if k not in data]
+        if missing:
+            raise ValueError(f"not a graded sample: no {missing}")
+        context = data.get("context")
+        score = data.get("score")
+        reason = unscored_reason(data)
+        return cls(
+            id=str(data["id"]),
+            task=str(data["task"]),
+            lang=str(data["lang"]),
+            fields={k: v for k, v in data.items() if k not in _OWN_KEYS},
+            score=None if score is None or (reason in FAILED_REASONS and "unscored" not in data) else float(score),
+            correct=bool(data.get("correct")),
+            format_failure=bool(data.get("format_failure")),
+            extracted=data.get("extracted"),
+            error=data.get("error"),
+            error_detail=data.get("error_detail"),
+            unscored=reason,
+            gold=data.get("gold"),
+            context=tuple((str(a), str(b), str(c)) for a, b, c in context) if context is not None else None,
+            prediction=str(data.get("prediction") or ""),
+        )
+
+
+def unscored_reason(record: Mapping[str, Any] | GradedSample) -> str | None:
+    """Why a record is left out of the numbers, or None when it counts.
+
+    Reads the record's ``unscored``; a line written before that key existed is read as it was
+    counted then (a ``shortened_from``, then an ``error`` of ``request_failed``).
+
+    Args:
+        record: a :class:`GradedSample` or a ``samples.jsonl`` object.
+    """
+    if isinstance(record, GradedSample):
+        return record.unscored
+    if "unscored" in record:
+        return record["unscored"]
+    if record.get("shortened_from") is not None:
+        return "shortened"
+    if record.get("error") == "request_failed":
+        return "request_failed"
+    return None
+
+
+@dataclass(frozen=True)
+class Unanswered:
+    """A prediction that never came: what the evaluator gets in its place, out of band.
+
+    Attributes:
+        reason: ``"request_failed"`` or ``"no_prediction"`` (one of ``FAILED_REASONS``).
+        detail: what failed (the exception, the predictions file that lacked the id).
+    """
+
+    reason: str
+    detail: str = ""
+
+    def __post_init__(self) -> None:
+        if self.reason not in FAILED_REASONS:
+            raise ValueError(f"unanswered: {self.reason!r}; choose from {FAILED_REASONS}")
+
+
+def failed_prediction(reason: str) -> dict[str, str]:
+    """The prediction a model wrapper returns for a request that never succeeded.
+
+    A JSON object, which OpenCompass's inferencer saves as it is (a prediction may be a dict with a
+    ``prediction`` key, which its length accounting reads) and its eval task hands to the evaluator
+    unchanged; no text a model writes can be mistaken for it.
+
+    Args:
+        reason: what failed (the exception), kept in the record.
+    """
+    return {"prediction": "", _FAILED_KEY: reason[:DETAIL_CHARS] or "request failed"}
+
+
+def unanswered(prediction: object) -> Unanswered | None:
+    """What stood in for an answer: an :class:`Unanswered`, :func:`failed_prediction`'s value, or None.
+
+    Args:
+        prediction: a prediction as OpenCompass's eval task or ``needlebench score`` passes it.
+    """
+    if isinstance(prediction, Unanswered):
+        return prediction
+    if isinstance(prediction, Mapping) and _FAILED_KEY in prediction:
+        return Unanswered("request_failed", str(prediction[_FAILED_KEY])[:DETAIL_CHARS] or "request failed")
+    return None

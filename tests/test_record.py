@@ -1,0 +1,157 @@
+"""The graded-sample record: its JSON round trip, its unscored states, and that no metric counts an unscored sample."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from needlebench.cache.rows import load_rows
+from needlebench.grading.evaluation import dataset_results, grade_rows, write_results
+from needlebench.grading.record import (
+    GradedSample,
+    ScoreOptions,
+    Unanswered,
+    failed_prediction,
+    unanswered,
+    unscored_reason,
+)
+from needlebench.tasks import get_task
+
+# one small real dataset per task (as the install check's oracle runs them)
+DATASETS = (
+    ("srt", dict(lang="en", lengths=[1000, 2000], depths=[0, 50, 100], repeats=1)),
+    ("mrt", dict(lang="en", lengths=[1000, 2000], depths=[50], repeats=3, num_needles=[3])),
+    ("mrs", dict(lang="en", lengths=[1000], depths=[50], repeats=3, num_needles=[2, 3])),
+    ("atc", dict(lang="en", needle_counts=[2, 4], repeats=3)),
+    ("needlechain", dict(k_values=[5], points=2)),
+    ("atc_mc", dict(lang="en", steps=[2], repeats=2, style="direct")),
+)
+# the counts every dataset reports beside its numbers; the only ones unscored samples may change
+COUNTS = {"num_samples", "num_failed", "num_shortened"}
+
+
+def _rows(task: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    return [dict(r) for r in load_rows(task, **params)]
+
+
+def test_record_round_trips_through_json() -> None:
+    records = [
+        GradedSample("a", "srt", "en", {"length": 1000, "depth": 50}, 100.0, True, gold="x", prediction="Pothgon"),
+        GradedSample(
+            "b",
+            "mrt",
+            "zh",
+            {"length": 2000, "recalled": [True, False], "shortened_from": 2000},
+            50.0,
+            False,
+            error="missed",
+            unscored="shortened",
+            context=(("before", "needle", "after"),),
+        ),
+        GradedSample(
+            "c",
+            "atc",
+            "en",
+            {"num_needles": 4},
+            None,
+            error="request_failed",
+            error_detail="boom",
+            unscored="request_failed",
+        ),
+    ]
+    for r in records:
+        line = json.dumps(r.to_json(), ensure_ascii=False)
+        assert GradedSample.from_json(json.loads(line)) == r
+        assert json.loads(line)["unscored"] == r.unscored  # explicit on disk, null when it counts
+    assert "prediction" not in records[0].to_json(prediction=False)
+
+
+def test_record_refuses_what_it_cannot_be() -> None:
+    with pytest.raises(ValueError, match="unscored"):
+        GradedSample("a", "srt", "en", {}, 0.0, unscored="lost")
+    with pytest.raises(ValueError, match="needs a score"):
+        GradedSample("a", "srt", "en", {})  # counts, but has no score
+    with pytest.raises(ValueError, match="overwrite"):
+        GradedSample("a", "srt", "en", {"score": 5}, 0.0)
+    with pytest.raises(ValueError, match="not a graded sample"):
+        GradedSample.from_json({"id": "a", "score": 1})
+
+
+def test_lines_written_before_the_unscored_key_read_as_they_were_counted() -> None:
+    old = {"id": "a", "task": "srt", "lang": "en", "length": 1000, "score": 0.0, "correct": False}
+    assert unscored_reason({**old, "error": "request_failed"}) == "request_failed"
+    assert unscored_reason({**old, "error": "request_failed", "shortened_from": 2000}) == "shortened"
+    assert unscored_reason({**old, "error": "missed"}) is None
+    legacy = GradedSample.from_json({**old, "error": "request_failed"})
+    assert legacy.unscored == "request_failed" and legacy.score is None  # the old 0 was never a grade
+
+
+def test_a_failed_request_is_a_structured_prediction_no_model_text_can_equal() -> None:
+    failed = failed_prediction("APIConnectionError: refused")
+    assert json.loads(json.dumps(failed)) == failed  # survives OpenCompass's prediction file
+    assert unanswered(failed) == Unanswered("request_failed", "APIConnectionError: refused")
+    for text in ("", "\x00needlebench:request_failed\x00boom", json.dumps(failed), None, ["x"], {"prediction": "x"}):
+        assert unanswered(text) is None
+    with pytest.raises(ValueError, match="unanswered"):
+        Unanswered("shortened")
+
+
+@pytest.mark.parametrize("task,params", DATASETS, ids=[t for t, _ in DATASETS])
+def test_every_metric_skips_unscored_samples(task: str, params: dict[str, Any], tmp_path: Path) -> None:
+    """Unscored samples change only the counts: every dataset number (the common ones and the task's own)
+    equals the number of the counted samples alone, though the unscored ones hold perfect answers (a
+    shortened prompt) or none at all (a failed request, a missing prediction) and would move any mean."""
+    spec = get_task(task)
+    rows = _rows(task, params)
+    assert len(rows) >= 6, task
+    preds: list[Any] = []
+    for i, row in enumerate(rows):
+        perfect = spec.oracle(json.loads(row["answer"]))
+        kind = i % 6
+        if kind == 1:
+            preds.append(failed_prediction("APITimeoutError: timed out"))
+        elif kind == 3:
+            preds.append(Unanswered("no_prediction", "not in the file"))
+        elif kind == 5:  # a perfect answer to a prompt that was cut: graded, never counted
+            row["meta"] = json.dumps({**json.loads(row["meta"]), "shortened_from": 9999})
+            preds.append(perfect)
+        else:
+            preds.append(perfect if kind == 0 else "I cannot tell from the text.")
+    refs = [r["answer"] for r in rows]
+    records = grade_rows(preds, refs, rows, spec, ScoreOptions())
+    states = [r.unscored for r in records]
+    assert states[1] == "request_failed" and states[3] == "no_prediction" and states[5] == "shortened"
+    assert states[0] is None and records[0].score == 100.0 and records[5].score == 100.0
+    assert records[1].score is None and records[1].error == "request_failed" and records[1].prediction == ""
+    counted = [i for i, r in enumerate(records) if r.counts]
+    assert 0 < len(counted) < len(records)
+
+    everything, _ = dataset_results(records, spec)
+    alone, _ = dataset_results([records[i] for i in counted], spec)
+    assert everything.keys() == alone.keys()
+    for key, value in everything.items():
+        if key in COUNTS:
+            continue
+        same = (math.isnan(value) and math.isnan(alone[key])) if isinstance(value, float) else False
+        assert same or value == pytest.approx(alone[key]), (task, key, value, alone[key])
+    n = len(records)
+    assert everything["num_samples"] == n and everything["num_scored"] == len(counted)
+    assert everything["num_failed"] == sum(s in ("request_failed", "no_prediction") for s in states)
+    assert everything["num_shortened"] == states.count("shortened")
+
+    # the file the report reads holds the same records, unscored reasons and all
+    write_results(tmp_path / "ds", records, spec)
+    lines = (tmp_path / "ds.samples.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [GradedSample.from_json(json.loads(x)) for x in lines] == records
+
+
+def test_a_dataset_is_graded_as_one_task() -> None:
+    from needlebench.errors import ConfigError
+
+    rows = _rows(*DATASETS[0])
+    with pytest.raises(ConfigError, match="graded as 'atc'"):
+        grade_rows(["x"] * len(rows), [r["answer"] for r in rows], rows, get_task("atc"), ScoreOptions())
