@@ -110,6 +110,13 @@ def test_score_reports_bad_lines_scores_the_rest_and_never_overwrites(exported: 
     assert zh_row["oracle failed"] == "1" and zh_row["oracle planned"] == "2"  # counted, never scored
     record = json.loads((runs[0] / "needlebench_score.json").read_text())
     assert record["scored"] == 3 and record["missing"] == 2 and len(record["problems"]) == 4
+    samples = [
+        json.loads(x)
+        for f in (runs[0] / "results" / "oracle").glob("*.samples.jsonl")
+        for x in f.read_text(encoding="utf-8").splitlines()
+    ]
+    absent = [s for s in samples if s["unscored"] == "no_prediction"]  # unscored, and no text stands in for it
+    assert len(absent) == 2 and all(s["score"] is None and s["prediction"] == "" for s in absent)
     nothing = _write(tmp_path / "none.jsonl", [{"id": "nope", "prediction": "a"}])
     refused = _run("score", str(nothing), "--export", str(exported), "-o", str(out))
     assert refused.returncode == 2 and "none of 1 line(s)" in refused.stderr and len(list(out.iterdir())) == 2

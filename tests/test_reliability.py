@@ -49,6 +49,15 @@ def test_flaky_server_run_completes_and_marks_failed_requests(tmp_path: Path) ->
     assert len(samples) == 12
     failed = [s for s in samples if s["error"] == "request_failed"]
     assert len(failed) == len(never)
+    assert all(s["unscored"] in ("request_failed", "shortened") and s["score"] is None for s in failed)
+    # a failed request reached the evaluator as a structured prediction, never as text in the prediction
+    saved = [
+        row["prediction"]
+        for path in (run / "predictions" / "api-model").glob("*.json")
+        for row in json.loads(path.read_text(encoding="utf-8")).values()
+    ]
+    assert len(saved) == 12 and sum(isinstance(p, dict) for p in saved) == len(never)
+    assert not any(isinstance(p, str) and p.startswith("\x00") for p in saved + [s["prediction"] for s in samples])
     # every answered request is the server's real answer (FLAKY_OK, then the prompt): no fault leaked into it
     answered_samples = [s for s in samples if s["error"] != "request_failed"]
     assert all(s["prediction"].startswith("FLAKY_OK\n") and s["score"] == 100 for s in answered_samples)
