@@ -155,3 +155,20 @@ def test_a_dataset_is_graded_as_one_task() -> None:
     rows = _rows(*DATASETS[0])
     with pytest.raises(ConfigError, match="graded as 'atc'"):
         grade_rows(["x"] * len(rows), [r["answer"] for r in rows], rows, get_task("atc"), ScoreOptions())
+
+
+def test_a_models_text_postprocessor_never_sees_a_failed_request() -> None:
+    """As OpenCompass's eval task applies a model's ``pred_postprocessor``: answers are processed, failures kept."""
+    from opencompass.registry import TEXT_POSTPROCESSORS
+
+    from needlebench.opencompass.evaluator import NeedleBenchEvaluator
+    from needlebench.opencompass.models import api_model
+
+    think = "opencompass.utils.text_postprocessors.extract_non_reasoning_content"
+    cfg = api_model("m", "m", "http://127.0.0.1:1/v1", 4096, pred_postprocessor=dict(type=think))
+    kwargs = dict(cfg["pred_postprocessor"])
+    proc = TEXT_POSTPROCESSORS.get(kwargs.pop("type"))
+    failed = failed_prediction("APITimeoutError: timed out")
+    assert [proc(p, **kwargs) for p in (failed, "<think>hm</think>Paris")] == [failed, "Paris"]
+    evaluator = NeedleBenchEvaluator(pred_postprocessor=dict(type=think))  # a dataset's postprocessor, too
+    assert evaluator.pred_postprocess([failed, "<think>hm</think>Paris"]) == [failed, "Paris"]

@@ -16,9 +16,9 @@ from typing import Any
 
 from opencompass.models import OpenAISDK
 
-from ..grading.record import failed_prediction
+from ..grading.record import failed_prediction, unanswered
 
-__all__ = ["ResilientOpenAISDK"]
+__all__ = ["ResilientOpenAISDK", "keep_unanswered"]
 
 
 class ResilientOpenAISDK(OpenAISDK):
@@ -32,3 +32,24 @@ class ResilientOpenAISDK(OpenAISDK):
         except Exception as exc:  # noqa: BLE001 - any failure of one request must not cost the others
             self.logger.error(f"request failed after {self.retry} tries, recorded as request_failed: {exc}")
             return failed_prediction(f"{type(exc).__name__}: {exc}")
+
+
+def keep_unanswered(prediction: Any, inner: dict[str, Any]) -> Any:
+    """A model's ``pred_postprocessor`` that passes a failed request through untouched.
+
+    OpenCompass applies a model config's postprocessor to every saved prediction before the
+    evaluator sees them; a text postprocessor (``extract_non_reasoning_content``) would fail on
+    the failed-request object. ``api_model`` wraps a given postprocessor in this one.
+
+    Args:
+        prediction: one saved prediction.
+        inner: the postprocessor config the user gave (``type``: a function or its registered name).
+    """
+    if unanswered(prediction) is not None:
+        return prediction
+    from opencompass.registry import TEXT_POSTPROCESSORS
+
+    kwargs = dict(inner)
+    proc = kwargs.pop("type")
+    proc = TEXT_POSTPROCESSORS.get(proc) if isinstance(proc, str) else proc
+    return proc(prediction, **kwargs)

@@ -40,6 +40,7 @@ HF = "opencompass.models.HuggingFacewithChatTemplate"
 VLLM = "opencompass.models.VLLMwithChatTemplate"
 LMDEPLOY = "opencompass.models.TurboMindModelwithChatTemplate"
 API = "needlebench.opencompass.api.ResilientOpenAISDK"
+KEEP_UNANSWERED = "needlebench.opencompass.api.keep_unanswered"  # by dotted name, as OpenCompass looks it up
 OC_API = "opencompass.models.OpenAISDK"
 BACKENDS = {"hf": HF, "vllm": VLLM, "lmdeploy": LMDEPLOY, "api": API}
 
@@ -265,12 +266,15 @@ def api_model(
         temperature: the sampling temperature (0: greedy).
         timeout: seconds per request.
         kwargs: further arguments of ``OpenAISDK`` or OpenCompass's model config (checked); ``retry``
-            defaults to 2 and ``query_per_second`` to 8.
+            defaults to 2 and ``query_per_second`` to 8. A ``pred_postprocessor`` is wrapped so that it
+            never sees a failed request's prediction (``api.keep_unanswered``).
 
     Raises:
         ConfigError: an argument the model class does not take.
     """
     _check_extra(API, kwargs)
+    if kwargs.get("pred_postprocessor"):  # it must let a failed request's prediction object through
+        kwargs["pred_postprocessor"] = dict(type=KEEP_UNANSWERED, inner=kwargs["pred_postprocessor"])
     cfg = dict(
         type=API,
         abbr=abbr,

@@ -1,6 +1,8 @@
 # S-RT through our API model against the fault-injecting server (tools/flaky_server.py).
 # max_seq_len 1500 leaves 1420 tokens of room: the 1000-token prompts fit, the 2000-token ones are shortened,
-# so the run has failed requests and shortened prompts for the two summaries to agree on.
+# so the run has failed requests and shortened prompts for the two summaries to agree on. The model's text
+# postprocessor (as reasoning models set; named by its dotted path, since a plain config cannot dump a
+# function) must let the failed requests' prediction objects through.
 _base_ = []
 
 import os
@@ -19,6 +21,7 @@ models = [
         retry=2,
         timeout=3,
         query_per_second=50,
+        pred_postprocessor=dict(type="opencompass.utils.text_postprocessors.extract_non_reasoning_content"),
     )
 ]
 datasets = needlebench_datasets(suite="4k", tasks=["srt"], lengths=[1000, 2000], depths=[0, 50, 100], repeats=1)
