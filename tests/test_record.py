@@ -172,3 +172,13 @@ def test_a_models_text_postprocessor_never_sees_a_failed_request() -> None:
     assert [proc(p, **kwargs) for p in (failed, "<think>hm</think>Paris")] == [failed, "Paris"]
     evaluator = NeedleBenchEvaluator(pred_postprocessor=dict(type=think))  # a dataset's postprocessor, too
     assert evaluator.pred_postprocess([failed, "<think>hm</think>Paris"]) == [failed, "Paris"]
+
+
+def test_a_dataset_whose_every_sample_was_skipped_is_graded_as_empty(tmp_path: Path) -> None:
+    from needlebench.opencompass.evaluator import NeedleBenchEvaluator
+
+    evaluator = NeedleBenchEvaluator()
+    evaluator._out_dir = str(tmp_path / "ds")
+    out = evaluator.score([], [], [])
+    assert out["num_samples"] == 0 and math.isnan(out["score"]) and out["details"] == []
+    assert (tmp_path / "ds.samples.jsonl").read_text(encoding="utf-8") == ""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..aggregate.metrics import summarise_details
 from ..errors import ConfigError
 from ..files import atomic_write
-from .record import DETAIL_CHARS, GradedSample, SampleScore, ScoreOptions, unanswered
+from .record import DETAIL_CHARS, RESERVED_KEYS, GradedSample, SampleScore, ScoreOptions, unanswered
 
 if TYPE_CHECKING:
     from ..taskspec import TaskSpec
@@ -105,6 +105,9 @@ def grade_rows(
             try:
                 gold = json.loads(ref)
                 result = task.grade(pred, gold, options)
+                clash = sorted(set(result.extras) & RESERVED_KEYS)
+                if clash:
+                    raise ValueError(f"the grader's extras {clash} would overwrite the record's own keys")
             except Exception as exc:  # a grader bug must not lose the other samples
                 log.warning("sample %s: grader error %s: %s", row["id"], type(exc).__name__, exc)
                 result = SampleScore(0.0, False, error=f"grader_error: {type(exc).__name__}: {exc}")
@@ -162,28 +165,28 @@ def _evidence(row: Any, gold: Any, spec: TaskSpec) -> dict[str, Any]:
     return out
 
 
-def dataset_results(records: Sequence[GradedSample], task: TaskSpec) -> tuple[dict[str, float], dict[str, str]]:
+def dataset_results(records: Sequence[GradedSample], task: TaskSpec | None) -> tuple[dict[str, float], dict[str, str]]:
     """A dataset's numbers (the common ones plus its task's own) and its task's sidecar files.
 
     Args:
         records: the dataset's graded samples from :func:`grade_rows`.
-        task: the dataset's task.
+        task: the dataset's task; None for a dataset without rows (the common numbers only).
 
     Returns:
         ``(metrics, {suffix: text})``.
     """
     details = [r.to_json(prediction=False) for r in records]
     metrics = summarise_details(details)
-    results = task.aggregation()
     files: dict[str, str] = {}
-    if results.dataset_metrics:
+    results = task.aggregation() if task else None
+    if results and results.dataset_metrics:
         metrics.update(results.dataset_metrics(details))
-    if results.sidecars:
+    if results and results.sidecars:
         files.update(results.sidecars(details))
     return metrics, files
 
 
-def write_results(prefix: str | Path, records: Sequence[GradedSample], task: TaskSpec) -> dict[str, float]:
+def write_results(prefix: str | Path, records: Sequence[GradedSample], task: TaskSpec | None) -> dict[str, float]:
     """Write ``<prefix>.samples.jsonl`` (one :meth:`GradedSample.to_json` a line) and the task's sidecars.
 
     Every file is written atomically. Returns the dataset's numbers.
@@ -191,7 +194,7 @@ def write_results(prefix: str | Path, records: Sequence[GradedSample], task: Tas
     Args:
         prefix: the result file's path without ``.json`` (OpenCompass's ``results/<model>/<dataset>``).
         records: the graded samples.
-        task: the dataset's task.
+        task: the dataset's task; None for a dataset without rows.
     """
     metrics, files = dataset_results(records, task)
     lines = "".join(json.dumps(r.to_json(), ensure_ascii=False) + "\n" for r in records)

@@ -34,6 +34,7 @@ __all__ = [
     "DETAIL_CHARS",
     "UNSCORED_REASONS",
     "FAILED_REASONS",
+    "RESERVED_KEYS",
     "unscored_reason",
     "Unanswered",
     "failed_prediction",
@@ -92,20 +93,22 @@ class SampleScore:
 
 
 # keys a record writes itself; every other key of a record line is one of its ``fields``
-_OWN_KEYS = (
-    "id",
-    "task",
-    "lang",
-    "score",
-    "correct",
-    "format_failure",
-    "extracted",
-    "error",
-    "error_detail",
-    "unscored",
-    "gold",
-    "context",
-    "prediction",
+RESERVED_KEYS = frozenset(
+    (
+        "id",
+        "task",
+        "lang",
+        "score",
+        "correct",
+        "format_failure",
+        "extracted",
+        "error",
+        "error_detail",
+        "unscored",
+        "gold",
+        "context",
+        "prediction",
+    )
 )
 
 
@@ -151,7 +154,7 @@ class GradedSample:
             raise ValueError(f"unscored: {self.unscored!r}; choose from {UNSCORED_REASONS}")
         if self.unscored is None and self.score is None:
             raise ValueError(f"sample {self.id}: a sample that counts needs a score")
-        clash = sorted(set(self.fields) & set(_OWN_KEYS))
+        clash = sorted(set(self.fields) & set(RESERVED_KEYS))
         if clash:
             raise ValueError(f"sample {self.id}: fields {clash} would overwrite the record's own keys")
 
@@ -209,7 +212,7 @@ class GradedSample:
             id=str(data["id"]),
             task=str(data["task"]),
             lang=str(data["lang"]),
-            fields={k: v for k, v in data.items() if k not in _OWN_KEYS},
+            fields={k: v for k, v in data.items() if k not in RESERVED_KEYS},
             score=None if score is None or (reason in FAILED_REASONS and "unscored" not in data) else float(score),
             correct=bool(data.get("correct")),
             format_failure=bool(data.get("format_failure")),

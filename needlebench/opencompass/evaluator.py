@@ -65,7 +65,7 @@ class NeedleBenchEvaluator(BaseEvaluator):
         if len(predictions) != len(references):
             return {"error": f"{len(predictions)} predictions for {len(references)} samples"}
         task = dataset_task(test_set)
-        records = grade_rows(predictions, references, test_set, task, self.options)
+        records = grade_rows(predictions, references, test_set, task, self.options) if task else []
         out = getattr(self, "_out_dir", None)  # set by OpenCompass's eval task: results/<model>/<dataset>
         metrics = write_results(out, records, task) if out else dataset_results(records, task)[0]
         return {**metrics, "details": [r.to_json(prediction=False) for r in records]}
@@ -78,17 +78,17 @@ class NeedleBenchEvaluator(BaseEvaluator):
         return [p if unanswered(p) is not None else next(done) for p in predictions]
 
 
-def dataset_task(test_set: Any) -> TaskSpec:
-    """The one task a dataset's rows belong to.
+def dataset_task(test_set: Any) -> TaskSpec | None:
+    """The one task a dataset's rows belong to; None for a dataset without rows (every sample skipped).
 
     Args:
         test_set: the dataset rows (a ``datasets.Dataset`` with a ``task`` column, or a list of rows).
 
     Raises:
-        ConfigError: rows of several tasks, or none.
+        ConfigError: rows of several tasks.
     """
     column = test_set["task"] if hasattr(test_set, "column_names") else [row["task"] for row in test_set]
     names = sorted(set(column))
-    if len(names) != 1:
+    if len(names) > 1:
         raise ConfigError(f"a needlebench dataset holds one task's samples; found tasks {names}")
-    return get_task(names[0])
+    return get_task(names[0]) if names else None
