@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from needlebench.planning.shards import shard_ranges
 
 from needlebench.cache.rows import load_rows
 from needlebench.opencompass.configs import needlebench_datasets
 from needlebench.opencompass.partitioner import NeedleBenchPartitioner
+from needlebench.planning.shards import shard_ranges
 from needlebench.report.html import build_report
 from needlebench.tasks import config_params
 

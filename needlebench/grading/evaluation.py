@@ -27,34 +27,6 @@ PREDICTION_CHARS = 4000  # of each prediction kept in the per-sample record (rep
 GOLD_CHARS = 200  # of the gold answer
 CONTEXT_CHARS = 120  # of haystack either side of each needle
 
-_META_KEYS = (
-    "length",
-    "depth",
-    "depths",
-    "repeat",
-    "num_needles",
-    "question_type",
-    "k",
-    "variant",
-    "question",
-    "point",
-    "presented_positions",
-    "prompt_tokens",
-    "realised_depth",
-    "realised_depths",
-    "shortened_from",
-    "protocol",
-    "profile",
-    "version",
-    "corpus",
-    "buffer",
-    "needle_counts",
-    "circular_group",
-    "rotation",
-    "style",
-    "circular_pattern",
-)
-
 
 def grade_rows(
     predictions: list[Any], references: list[str], test_set: Any, options: ScoreOptions
@@ -87,7 +59,7 @@ def grade_rows(
             "id": row["id"],
             "task": row["task"],
             "lang": row["lang"],
-            **{k: meta[k] for k in _META_KEYS if k in meta},
+            **{k: meta[k] for k in get_task(row["task"]).record_keys if k in meta},
             "score": result.score,
             "correct": result.correct,
             "format_failure": result.format_failure,

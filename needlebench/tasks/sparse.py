@@ -620,6 +620,7 @@ def sparse_task(
     repeats: int,
     results: str,
     score_options: tuple[str, ...] = (),
+    report_text: str = "",
 ) -> TaskSpec:
     """A sparse task's spec: a haystack that can be shortened, a row of the summary table, a suite default.
 
@@ -634,6 +635,7 @@ def sparse_task(
         repeats: samples per cell in a suite (OpenCompass v2's).
         results: ``"module:attribute"`` of its ``TaskResults``.
         score_options: grading options a suite config sets for it.
+        report_text: what its numbers mean, for the report's "How to read" part.
     """
     return TaskSpec(
         name,
@@ -648,7 +650,25 @@ def sparse_task(
         suite_defaults=functools.partial(suite_defaults, name, repeats),
         score_options=score_options,
         results=results,
+        meta_keys=SPARSE_META_KEYS,
+        cell=("length", "depth"),
+        breakdowns={"num_needles": "needles"},
+        report_text=report_text,
     )
+
+
+# what a sparse sample's graded record keeps beside the generic keys: its place in the haystack (the asked
+# depth, each needle's depth and where each really landed), its repeat, needle count, question type, buffer
+SPARSE_META_KEYS = (
+    "depth",
+    "depths",
+    "repeat",
+    "num_needles",
+    "question_type",
+    "realised_depth",
+    "realised_depths",
+    "buffer",
+)
 
 
 # the suite overall: equal weights in the 2025 paper ("v2"), 0.4 / 0.3 / 0.3 in the 2024 paper ("v1")
@@ -663,6 +683,7 @@ SRT = sparse_task(
     10,
     "needlebench.tasks.sparse_results:SINGLE",
     ("metric",),
+    "S-RT asks for one hidden fact.",
 )
 MRT = sparse_task(
     "mrt",
@@ -675,4 +696,5 @@ MRT = sparse_task(
     25,
     "needlebench.tasks.sparse_results:MULTI",
     ("metric",),
+    "M-RT asks for several hidden facts at once (score = share recalled).",
 )
