@@ -92,6 +92,8 @@ class TaskSpec:
         suite_defaults: ``(suite, lang, profile) -> {parameter: value}``: the task's defaults inside a
             suite (``needlebench_datasets`` builds every task that has them), e.g. repeats and buffer.
         score_options: the grading options a suite config sets for this task (``("metric",)``).
+        profile_scoring: profile -> the grading options a suite config gives the task when the user sets
+            none (``{"v1": {"metric": "levenshtein"}}``: a profile's own evaluator).
         meta_keys: the task's own metadata copied from each sample into its graded record (beside the
             generic :data:`needlebench.sample.RECORD_KEYS`); the record is what the report reads back.
         cell: the metadata keys of a sample's cell, the coarse coordinate first (length, needle count, chain
@@ -113,6 +115,7 @@ class TaskSpec:
     results: str | None = None
     suite_defaults: Callable[[str, str, str], dict[str, Any]] | None = None
     score_options: tuple[str, ...] = ()
+    profile_scoring: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     meta_keys: tuple[str, ...] = ()
     cell: tuple[str, ...] = ("length",)
     breakdowns: Mapping[str, str] = field(default_factory=dict)

@@ -26,11 +26,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "needlebench"
 ALLOWED = {
     ("grading/graders.py", "srt"): "grade_srt: the S-RT/M-RT/ATC graders move into tasks/ (branch rec)",
     ("grading/graders.py", "mrt"): "grade_mrt: the S-RT/M-RT/ATC graders move into tasks/ (branch rec)",
-    ("opencompass/configs.py", "srt"): "needlebench_datasets: v1's Levenshtein default for one task",
     ("opencompass/configs.py", "atc"): "atc_datasets / atc_mc_datasets: the per-task config functions",
     ("opencompass/configs.py", "atc_mc"): "atc_mc_datasets: a per-task config function",
     ("opencompass/configs.py", "needlechain"): "needlechain_datasets: a per-task config function",
-    ("opencompass/configs.py", "buffer"): "needlebench_datasets passes the suite's buffer parameter",
     ("opencompass/models.py", "needlechain"): "NEEDLECHAIN_SAMPLING, imported by shipped configs",
 }
 

@@ -621,6 +621,7 @@ def sparse_task(
     results: str,
     score_options: tuple[str, ...] = (),
     report_text: str = "",
+    profile_scoring: dict[str, dict[str, str]] | None = None,
 ) -> TaskSpec:
     """A sparse task's spec: a haystack that can be shortened, a row of the summary table, a suite default.
 
@@ -636,6 +637,7 @@ def sparse_task(
         results: ``"module:attribute"`` of its ``TaskResults``.
         score_options: grading options a suite config sets for it.
         report_text: what its numbers mean, for the report's "How to read" part.
+        profile_scoring: profile -> its grading options when a suite config sets none.
     """
     return TaskSpec(
         name,
@@ -654,6 +656,7 @@ def sparse_task(
         cell=("length", "depth"),
         breakdowns={"num_needles": "needles"},
         report_text=report_text,
+        profile_scoring=profile_scoring or {},
     )
 
 
@@ -684,6 +687,9 @@ SRT = sparse_task(
     "needlebench.tasks.sparse_results:SINGLE",
     ("metric",),
     "S-RT asks for one hidden fact.",
+    # OpenCompass v1 gives Levenshtein partial credit to S-RT only (NeedleBenchOriginEvaluator); its M-RT
+    # (NeedleBenchParallelEvaluator) and M-RS (NeedleBenchMultiEvaluator) are keyword-only
+    profile_scoring={"v1": {"metric": "levenshtein"}},
 )
 MRT = sparse_task(
     "mrt",
