@@ -3,7 +3,7 @@
     python -m bench.hostile              # 10,000 outputs; target: under 5 s on 2 cores
     python -m bench.hostile --outputs 500
 
-The outputs are ``needlebench.grading.matching.hostile_outputs`` (noise, digits, runs of unclosed or
+The outputs are ``bench.hostile_outputs.hostile_outputs`` (noise, digits, runs of unclosed or
 nested ``\\boxed{``, unclosed ``<think>``, NUL bytes, lone surrogates, CJK repetition,
 ``## Answer:`` runs) at sizes from 100 to 30,000 characters (3,800 on average), each paired
 with every grader path in turn; ``tests/test_hostile.py`` grades the megabyte-sized ones
@@ -21,7 +21,7 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from needlebench.grading.matching import hostile_outputs
+from bench.hostile_outputs import hostile_outputs
 from needlebench.grading.record import SampleScore, ScoreOptions
 from needlebench.tasks import get_task, make_params
 

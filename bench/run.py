@@ -132,10 +132,9 @@ def prefix_share(suite: str, shards: int) -> dict[str, Any]:
     For each prompt: its longest common token prefix with any earlier prompt of the same shard
     (and the same repeat), summed, over all prompt tokens.
     """
-    from needlebench.planning.shards import shard_ranges
-
     from needlebench.context.tokenizer import get_encoding
     from needlebench.opencompass.configs import needlebench_datasets
+    from needlebench.planning.shards import shard_ranges
     from needlebench.tasks import config_params, get_task, make_params
 
     enc = get_encoding()

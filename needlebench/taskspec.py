@@ -8,15 +8,17 @@ no side effect and no module imports the registry back.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from .aggregate.metrics import breakdown
 from .errors import ConfigError
 from .grading.record import SampleScore, ScoreOptions
-from .sample import Sample
+from .sample import RECORD_KEYS, Sample
 
 __all__ = ["TaskSpec", "TaskResults", "ReportParts", "Skipped", "load_ref"]
 
@@ -57,6 +59,8 @@ class TaskResults:
             heatmap; a task without it has no heatmap.
         needle_texts: ``gold -> [text, ...]``: what was hidden in the prompt, so a report can show the
             haystack around each needle; a task without a haystack leaves it out.
+        needle_depths: ``record -> [depth, ...]``: where the needles sit (percent of the document), shown
+            beside each sample in the report's drill-down; a task without depths leaves it out.
     """
 
     dataset_metrics: Callable[[Sequence[Mapping[str, Any]]], dict[str, float]] | None = None
@@ -64,6 +68,7 @@ class TaskResults:
     report: Callable[[Sequence[dict[str, Any]], Sequence[str], Skipped], ReportParts] | None = None
     heatmap_points: Callable[[Mapping[str, Any]], Iterable[tuple[float, float]]] | None = None
     needle_texts: Callable[[Mapping[str, Any]], list[str]] | None = None
+    needle_depths: Callable[[Mapping[str, Any]], list[float]] | None = None
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,15 @@ class TaskSpec:
         suite_defaults: ``(suite, lang, profile) -> {parameter: value}``: the task's defaults inside a
             suite (``needlebench_datasets`` builds every task that has them), e.g. repeats and buffer.
         score_options: the grading options a suite config sets for this task (``("metric",)``).
+        profile_scoring: profile -> the grading options a suite config gives the task when the user sets
+            none (``{"v1": {"metric": "levenshtein"}}``: a profile's own evaluator).
+        meta_keys: the task's own metadata copied from each sample into its graded record (beside the
+            generic :data:`needlebench.sample.RECORD_KEYS`); the record is what the report reads back.
+        cell: the metadata keys of a sample's cell, the coarse coordinate first (length, needle count, chain
+            length) and the depth second when the task has one; over-length cells are recorded by them.
+        breakdowns: ``{metadata key: metric prefix}``: the dataset's mean score per value of each key, beside
+            the common numbers (``{"num_needles": "needles"}`` gives ``needles_2``, ``needles_4``, ...).
+        report_text: HTML sentences for the report's "How to read" part: what the task's numbers mean.
     """
 
     name: str
@@ -101,15 +115,34 @@ class TaskSpec:
     results: str | None = None
     suite_defaults: Callable[[str, str, str], dict[str, Any]] | None = None
     score_options: tuple[str, ...] = ()
+    profile_scoring: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    meta_keys: tuple[str, ...] = ()
+    cell: tuple[str, ...] = ("length",)
+    breakdowns: Mapping[str, str] = field(default_factory=dict)
+    report_text: str = ""
 
     @property
     def short(self) -> str:
         """The task's name in tables."""
         return self.label or self.name.upper()
 
+    @property
+    def record_keys(self) -> tuple[str, ...]:
+        """The metadata a graded record keeps: the generic keys and the task's own, each once."""
+        return tuple(dict.fromkeys((*RECORD_KEYS, *self.meta_keys)))
+
+    def cell_of(self, meta: Mapping[str, Any]) -> tuple[Any, Any]:
+        """A sample's cell from its metadata: ``(coarse coordinate, depth or None)``.
+
+        Args:
+            meta: the sample's metadata (or its graded record).
+        """
+        coarse, *rest = self.cell
+        return meta.get(coarse), (meta.get(rest[0]) if rest else None)
+
     def aggregation(self) -> TaskResults:
-        """The task's :class:`TaskResults` (empty when it declares none)."""
-        return _load_results(self.results) if self.results else TaskResults()
+        """The task's :class:`TaskResults` (empty when it declares none), its ``breakdowns`` in its dataset metrics."""
+        return _with_breakdowns(self.results, tuple(self.breakdowns.items()))
 
 
 def load_ref(ref: str, kind: type[T]) -> T:
@@ -135,3 +168,20 @@ def load_ref(ref: str, kind: type[T]) -> T:
 @functools.cache
 def _load_results(ref: str) -> TaskResults:
     return load_ref(ref, TaskResults)
+
+
+@functools.cache
+def _with_breakdowns(ref: str | None, breakdowns: tuple[tuple[str, str], ...]) -> TaskResults:
+    """The results ``ref`` names with the declared per-key means added to its dataset metrics."""
+    results = _load_results(ref) if ref else TaskResults()
+    if not breakdowns:
+        return results
+    own = results.dataset_metrics
+
+    def dataset_metrics(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for key, prefix in breakdowns:
+            out.update(breakdown(details, key, prefix))
+        return {**out, **own(details)} if own else out
+
+    return dataclasses.replace(results, dataset_metrics=dataset_metrics)

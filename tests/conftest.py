@@ -11,6 +11,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
+if str(ROOT) not in sys.path:  # the repository's bench package (hostile outputs), however pytest was started
+    sys.path.insert(0, str(ROOT))
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ import random
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 
-from needlebench.grading.matching import hostile_outputs
+from bench.hostile_outputs import hostile_outputs
 
 __all__ = ["answer_forms", "keyword_outputs", "boxed_outputs", "letter_outputs", "chain_outputs"]
 

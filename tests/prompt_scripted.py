@@ -17,7 +17,7 @@ import hashlib
 import re
 from typing import Any
 
-from needlebench.opencompass.scripted import _ScriptedModel, last_human_message
+from needlebench.opencompass.scripted import ScriptedModel, last_human_message
 
 __all__ = ["PromptScriptedModel", "scripted_answer"]
 
@@ -67,7 +67,7 @@ def scripted_answer(text: str) -> str:
     return f"Let me think.\n{form.format(name)}"
 
 
-class PromptScriptedModel(_ScriptedModel):
+class PromptScriptedModel(ScriptedModel):
     """Answers with :func:`scripted_answer` of the prompt's last HUMAN turn."""
 
     def answer(self, prompt: Any) -> str:

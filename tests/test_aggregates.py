@@ -305,7 +305,7 @@ def test_a_single_sample_gets_no_interval() -> None:
 def test_dataset_numbers_skip_unscored_samples_and_count_them() -> None:
     """OpenCompass's summary CSV reads these numbers: a failed request or a shortened prompt is never a 0."""
     from needlebench.aggregate.metrics import summarise_details
-    from needlebench.tasks.atc_results import dataset_metrics
+    from needlebench.tasks import get_task
 
     def rec(score: float, length: int, **extra: object) -> dict:
         return {"score": score, "correct": score == 100, "length": length, "num_needles": 2, "error": None, **extra}
@@ -319,12 +319,13 @@ def test_dataset_numbers_skip_unscored_samples_and_count_them() -> None:
     ]
     out = summarise_details(details)
     assert out["score"] == 50.0 and out["accuracy"] == 50.0 and out["length_1000"] == 50.0
-    assert "length_2000" not in out and out["needles_2"] == 50.0
+    assert "length_2000" not in out and "needles_2" not in out  # a task's own breakdown, declared with it
     assert (out["num_samples"], out["num_scored"], out["num_failed"], out["num_shortened"]) == (5, 2, 1, 2)
     assert out["error_wrong_name"] == 50.0 and "error_request_failed" not in out
     assert math.isnan(summarise_details(details[2:])["score"])
-    atc = dataset_metrics([{**d, "needle_counts": [2]} for d in details])
+    atc = get_task("atc").aggregation().dataset_metrics([{**d, "needle_counts": [2]} for d in details])
     assert atc["weighted_score"] == 50.0  # the two scored N=2 samples only
+    assert atc["needles_2"] == 50.0  # TaskSpec.breakdowns: per needle count, scored samples only
     from needlebench.tasks.needlechain_results import chain_cells
 
     chain = chain_cells([{**d, "variant": "forward", "k": 5, "question": "single"} for d in details])

@@ -88,3 +88,28 @@ def test_private_fields_we_read_still_mean_what_we_read() -> None:
     assert selected_rows(whole) is whole and selected_rows(picked)["x"] == [1, 3]
     assert selected_rows(picked)._indices is None
     assert "evaluator._out_dir = osp.splitext(out_path)[0]" in inspect.getsource(OpenICLEvalTask)
+
+
+def test_private_methods_we_call_or_override_still_mean_what_we_use() -> None:
+    """OpenCompass's private methods our adapters rely on, where no public hook exists.
+
+    ``BaseDataset._init_reader(**reader_cfg)`` builds ``self.reader`` from ``self.dataset`` (our dataset's
+    constructor calls it as ``BaseDataset.__init__`` does). ``OpenAISDK.generate`` sends each prompt through
+    ``self._generate(input, max_out_len, temperature)``, the one request our ``ResilientOpenAISDK``
+    overrides to turn exhausted retries into a marked prediction.
+    """
+    import inspect
+
+    from opencompass.datasets.base import BaseDataset
+    from opencompass.models import OpenAISDK
+
+    from needlebench.opencompass.api import ResilientOpenAISDK
+
+    assert "self._init_reader(" in inspect.getsource(BaseDataset.__init__)
+    assert "self.reader = DatasetReader(self.dataset" in inspect.getsource(BaseDataset._init_reader)
+    ds = _build(NeedleBenchDataset, CONFIGS[0])
+    assert list(ds.reader.dataset["test"]["id"]) == list(ds.dataset["id"])  # the reader serves our rows
+    assert "self._generate" in inspect.getsource(OpenAISDK.generate)
+    params = list(inspect.signature(OpenAISDK._generate).parameters)
+    assert params[:4] == ["self", "input", "max_out_len", "temperature"], params
+    assert ResilientOpenAISDK._generate is not OpenAISDK._generate

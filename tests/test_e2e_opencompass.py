@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -209,7 +210,10 @@ def test_every_task_leaves_the_output_budget_to_the_model(tmp_path: Path) -> Non
 
 @pytest.fixture(scope="module")
 def scripted_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return run_opencompass("tests/configs/e2e_oracle.py", tmp_path_factory.mktemp("oc_oracle"))
+    # the garbage model is tests/garbage_model.py (its hostile texts bench/hostile_outputs.py)
+    path = os.pathsep.join(filter(None, [str(ROOT / "tests"), str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = dict(os.environ, PYTHONPATH=path)
+    return run_opencompass("tests/configs/e2e_oracle.py", tmp_path_factory.mktemp("oc_oracle"), env=env)
 
 
 def _table(run: Path, name: str) -> list[dict[str, str]]:

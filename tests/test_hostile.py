@@ -1,6 +1,6 @@
 """Hostile model output: every grader stays linear, never raises, and scores it 0 with a failure kind.
 
-The inputs are ``needlebench.grading.matching.hostile_outputs`` at full size (1 MB of noise and of digits,
+The inputs are ``bench.hostile_outputs.hostile_outputs`` at full size (1 MB of noise and of digits,
 70k unclosed or nested ``\\boxed{``, 40k unclosed ``<think>``, NUL bytes, lone surrogates, 50k CJK
 characters, 50k ``## Answer:``), each graded by every grader path of ``bench.hostile``. Speed is checked as a ratio: each input
 eight times larger must cost under 32 times as long (linear: 8, quadratic: 64), never as a
@@ -10,20 +10,17 @@ quadratic code.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 from conftest import assert_linear
+from garbage_model import GARBAGE_OUTPUTS, GarbageModel
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's bench package
-
-from bench.hostile import failed_safely, grading_cases  # noqa: E402
-from needlebench.grading.matching import (  # noqa: E402  # noqa: E402
+from bench.hostile import failed_safely, grading_cases
+from bench.hostile_outputs import hostile_outputs
+from needlebench.grading.matching import (
     clean_prediction,
-    hostile_outputs,
     is_repetitive,
     last_boxed,
     levenshtein_score,
@@ -32,9 +29,10 @@ from needlebench.grading.matching import (  # noqa: E402  # noqa: E402
     reference_boxed,
     strip_thinking,
 )
-from needlebench.tasks import get_task  # noqa: E402
-from needlebench.tasks.atc import reference_clean  # noqa: E402
-from needlebench.tasks.needlechain import mentioned_positions, parse_answer, released_value  # noqa: E402
+from needlebench.opencompass.dataset import NeedleBenchDataset
+from needlebench.tasks import config_params, get_task
+from needlebench.tasks.atc import reference_clean
+from needlebench.tasks.needlechain import mentioned_positions, parse_answer, released_value
 
 OUTPUTS = hostile_outputs()
 SMALL = hostile_outputs(1_000_000 // 8)  # the same outputs an eighth as long, for the linear-time ratios
@@ -198,26 +196,25 @@ ORACLE_DATASETS = (
 
 
 @pytest.fixture(scope="module")
-def loaded() -> Iterator[list]:
-    """Datasets as the infer task loads them, registered where the oracle looks."""
-    from needlebench.opencompass import dataset
+def loaded() -> list[dict]:
+    """The dataset configs the oracle is given, their rows in the cache as the infer task loads them."""
+    from needlebench.opencompass.configs import task_dataset
 
-    before = len(dataset.LOADED)
-    for task, params in ORACLE_DATASETS:
-        dataset.NeedleBenchDataset.load(task, **params)
-    yield dataset.LOADED[before:]
-    del dataset.LOADED[before:]
+    configs = [task_dataset(f"oracle_{task}", task, params, None) for task, params in ORACLE_DATASETS]
+    for cfg in configs:
+        cfg["rows"] = list(NeedleBenchDataset.load(cfg["task"], **config_params(cfg)))
+    return configs
 
 
-def test_oracle_model_answers_every_prompt_with_full_marks(loaded: list) -> None:
+def test_oracle_model_answers_every_prompt_with_full_marks(loaded: list[dict]) -> None:
     import json
 
     from needlebench.grading.record import ScoreOptions
     from needlebench.opencompass.scripted import OracleModel
 
-    oracle = OracleModel()
-    for ds in loaded:
-        for row in ds:
+    oracle = OracleModel(datasets=[{k: v for k, v in cfg.items() if k != "rows"} for cfg in loaded])
+    for cfg in loaded:
+        for row in cfg["rows"]:
             gold = json.loads(row["answer"])
             chat = [{"role": "SYSTEM", "prompt": row["system"]}, {"role": "HUMAN", "prompt": row["prompt"]}]
             for prompt in (row["prompt"], chat):
@@ -226,22 +223,25 @@ def test_oracle_model_answers_every_prompt_with_full_marks(loaded: list) -> None
                     assert get_task(row["task"]).grade(answer, gold, options).score == 100.0, (row["id"], answer)
 
 
-def test_oracle_model_refuses_a_prompt_it_does_not_know(loaded: list) -> None:
+def test_oracle_model_refuses_a_prompt_it_does_not_know(loaded: list[dict]) -> None:
+    """A prompt of no dataset it was given is an error, never a wrong answer; so is any prompt without datasets."""
     from needlebench.opencompass.scripted import OracleModel
 
+    known = [{k: v for k, v in cfg.items() if k != "rows"} for cfg in loaded]
     with pytest.raises(LookupError, match="'What is the capital of France"):
-        OracleModel().generate([[{"role": "HUMAN", "prompt": "What is the capital of France? " * 5}]], 16)
+        OracleModel(datasets=known).generate([[{"role": "HUMAN", "prompt": "What is the capital of France? " * 5}]], 16)
+    with pytest.raises(LookupError, match="none of its 0 datasets"):
+        OracleModel().generate([loaded[0]["rows"][0]["prompt"]], 16)
 
 
-def test_garbage_model_scores_zero_on_every_task(loaded: list) -> None:
+def test_garbage_model_scores_zero_on_every_task(loaded: list[dict]) -> None:
     import json
 
     from needlebench.grading.record import ScoreOptions
-    from needlebench.opencompass.scripted import GARBAGE_OUTPUTS, GarbageModel
 
     garbage = GarbageModel(size=20_000)
-    for ds in loaded:
-        rows = list(ds)
+    for cfg in loaded:
+        rows = cfg["rows"]
         answers = garbage.generate([r["prompt"] for r in rows] * len(GARBAGE_OUTPUTS), 16)
         for row, answer in zip(rows * len(GARBAGE_OUTPUTS), answers, strict=True):
             result = get_task(row["task"]).grade(answer, json.loads(row["answer"]), ScoreOptions())

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from needlebench.planning.shards import shard_ranges
 
 from needlebench.cache.rows import load_rows
 from needlebench.opencompass.configs import needlebench_datasets
 from needlebench.opencompass.partitioner import NeedleBenchPartitioner
+from needlebench.planning.shards import shard_ranges
 from needlebench.report.html import build_report
 from needlebench.tasks import config_params
 
@@ -287,3 +287,15 @@ def test_api_models_keep_the_openai_client_reserve() -> None:
     assert model_room(local, {}, 64) == (1500, 1500 - 16 - 64)
     assert model_room(api, {}, 64) == (1500, 1500 - 16 - OPENAI_CLIENT_RESERVE)
     assert model_room(api, {}, 200) == (1500, 1500 - 16 - 200)  # a larger margin still wins
+
+
+def test_an_unreadable_limits_record_is_logged_not_swallowed(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A missing record is normal (nothing was limited); a corrupt one is named in a warning."""
+    from needlebench.opencompass.partitioner import LIMITS_FILE, _read_limits
+
+    with caplog.at_level("WARNING", logger="needlebench.opencompass.partitioner"):
+        assert _read_limits(str(tmp_path)) is None
+        assert not caplog.records
+        (tmp_path / LIMITS_FILE).write_text("{not json", encoding="utf-8")
+        assert _read_limits(str(tmp_path)) is None
+    assert [r.levelname for r in caplog.records] == ["WARNING"] and LIMITS_FILE in caplog.records[0].getMessage()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import csv
+import html
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -75,6 +77,7 @@ def test_flaky_server_run_completes_and_marks_failed_requests(tmp_path: Path) ->
         in table[("S-RT", "EN", "all")]["api-model note"] + table[("S-RT", "ZH", "all")]["api-model note"]
     )
     _same_cells(run, table, samples)
+    _report_agrees(run)
 
 
 def _same_cells(run: Path, table: dict, samples: list[dict]) -> None:
@@ -107,6 +110,55 @@ def _same_cells(run: Path, table: dict, samples: list[dict]) -> None:
             assert int(float(oc[(abbr, metric)])) == int(lang_row[f"api-model {column}"]), (abbr, metric)
         assert int(float(oc[(abbr, "num_samples")])) == len(mine)
     assert numbers  # at least one cell was scored and compared
+
+
+def _report_agrees(run: Path) -> None:
+    """report.html shows needlebench_summary.csv's numbers cell by cell: every value, count and interval.
+
+    With :func:`_same_cells` this closes the loop: OpenCompass's summary CSV, ``needlebench_summary.csv``
+    and the page a reader sees agree on one mixed run (echo answers scoring 100, failed requests, shortened
+    prompts). Columns are matched by name (with one model the page drops its name before the counts);
+    missing numbers are empty in the CSV and "-" on the page.
+    """
+    page = (run / "summary" / "report.html").read_text(encoding="utf-8")
+    section = re.search(r"<h2>needlebench_summary</h2><table>(.*?)</table>", page, re.S)
+    assert section, "report.html has no needlebench_summary table"
+    head = [html.unescape(h) for h in re.findall(r"<th>(.*?)</th>", section.group(1))]
+    rows = [re.findall(r"<td>(.*?)</td>", r) for r in re.findall(r"<tr>(.*?)</tr>", section.group(1))[1:]]
+    csv_rows = list(csv.DictReader((run / "summary" / "needlebench_summary.csv").open(encoding="utf-8")))
+    assert len(rows) == len(csv_rows) > 0
+
+    def shown(cell: str) -> str:
+        text = re.sub(r"<span class='(badge|flag|ci)'[^>]*>.*?</span>", "", cell.split("<br>")[0])
+        return html.unescape(text).strip()
+
+    def number(text: str) -> float | None:
+        try:
+            return None if text in ("", "-", "nan") else float(text)
+        except ValueError:
+            return None
+
+    compared = intervals = 0  # numbers and intervals read from the page
+    for cells, mine in zip(rows, csv_rows, strict=True):
+        assert len(cells) == len(head)
+        for name, cell in zip(head, cells, strict=True):
+            column = name if name in mine else f"api-model {name}"
+            ours, theirs = mine[column], shown(cell)
+            if number(ours) is None and ours not in ("", "nan"):  # text: task, language, note, corpus
+                assert theirs == ours, (column, ours, theirs)
+                continue
+            assert (number(theirs) is None) == (number(ours) is None), (column, ours, theirs)
+            if number(ours) is not None:
+                assert number(theirs) == pytest.approx(number(ours), abs=0.005), (column, ours, theirs)
+                compared += 1
+            bounds = re.search(r"<span class='ci'[^>]*>\[(.*?), (.*?)\]</span>", cell)
+            if bounds:
+                for bound, side in zip(bounds.groups(), ("ci_low", "ci_high"), strict=True):
+                    assert float(bound) == pytest.approx(float(mine[f"{column} {side}"]), abs=0.051), (column, side)
+                intervals += 1
+            else:
+                assert number(mine.get(f"{column} ci_low", "")) is None, (column, "interval not shown")
+    assert compared and intervals  # the page's numbers were read, not skipped
 
 
 def _opencompass(work: Path, *extra: str) -> subprocess.Popen:

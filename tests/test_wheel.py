@@ -27,11 +27,11 @@ CONFIG = """\
 _base_ = []
 from needlebench.opencompass.configs import SUMMARIZER, atc_datasets, needlebench_datasets, runtime
 
-models = [dict(type="needlebench.opencompass.scripted.OracleModel", abbr="oracle", max_seq_len=100000,
-               max_out_len=256, batch_size=16, run_cfg=dict(num_gpus=0))]
 datasets = needlebench_datasets(suite="4k", langs=["en", "zh"], lengths=[1000], depths=[0, 100], repeats=1,
                                 mrt=dict(num_needles=[2]), mrs=dict(num_needles=[2]))
 datasets += atc_datasets(langs=["en"], needle_counts=[2], repeats=1)
+models = [dict(type="needlebench.opencompass.scripted.OracleModel", abbr="oracle", max_seq_len=100000,
+               max_out_len=256, batch_size=16, run_cfg=dict(num_gpus=0), datasets=datasets)]
 infer, eval = runtime(num_shards=2, eval_workers=1)
 summarizer = dict(type=SUMMARIZER)
 """

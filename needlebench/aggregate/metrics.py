@@ -18,7 +18,7 @@ from typing import Any
 
 from .records import is_excluded, is_failed, is_shortened
 
-__all__ = ["mean", "summarise_details", "error_shares"]
+__all__ = ["mean", "summarise_details", "breakdown", "error_shares"]
 
 
 def mean(values: Iterable[float]) -> float:
@@ -56,14 +56,25 @@ def summarise_details(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         "num_failed": sum(is_failed(d) for d in details),  # a shortened prompt is counted as shortened
         "num_shortened": sum(is_shortened(d) for d in details),
     }
-    for length, vals in sorted(_group(scored, "length").items()):
-        out[f"length_{length}"] = mean(vals)
-    by_needles = {n: mean(vals) for n, vals in sorted(_group(scored, "num_needles").items())}
-    for n, value in by_needles.items():
-        out[f"needles_{n}"] = value
+    out.update(breakdown(scored, "length", "length"))
     for kind, share in error_shares(scored).items():
         out[f"error_{kind}"] = share
     return out
+
+
+def breakdown(details: Sequence[Mapping[str, Any]], key: str, prefix: str) -> dict[str, float]:
+    """The mean score per value of one metadata key, over the scored samples: ``{"<prefix>_<value>": mean}``.
+
+    A task declares which keys it breaks its numbers down by (``TaskSpec.breakdowns``); the length
+    breakdown is common to all. Samples without the key, shortened or unanswered ones are left out.
+
+    Args:
+        details: per-sample records.
+        key: the metadata key (``length``, or a task's own such as a needle count).
+        prefix: the metric name's head.
+    """
+    scored = [d for d in details if not is_excluded(d)]
+    return {f"{prefix}_{value}": mean(vals) for value, vals in sorted(_group(scored, key).items())}
 
 
 def error_shares(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:

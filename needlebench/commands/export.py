@@ -171,6 +171,11 @@ def dataset_card(datasets: list[ExportedDataset], config_path: str) -> str:
         datasets: the datasets written.
         config_path: the config they came from.
     """
+    from ..tasks import get_task
+
+    specs = [get_task(name) for name in dict.fromkeys(d.info["task"] for d in datasets)]
+    tasks = ", ".join(f"`{spec.name}` ({spec.title})" for spec in specs)
+    cells = "; ".join(f"`{spec.name}`: {', '.join(spec.cell)}" for spec in specs)
     corpora = sorted({c for d in datasets for c in d.info.get("corpora", [])})
     licences = sorted({text for c in corpora for key, text in _CORPUS_LICENCES.items() if c.startswith(key)})
     yaml = ["---", "configs:"]
@@ -185,7 +190,7 @@ def dataset_card(datasets: list[ExportedDataset], config_path: str) -> str:
     return "\n".join(
         yaml
         + [
-            "# NeedleBench / NeedleChain prompts (needlebench export)",
+            "# NeedleBench prompts (needlebench export)",
             "",
             f"Made by `needlebench export {Path(config_path).name} --format parquet` (dataset version {DATASET_VERSION}).",
             "The same config gives the same prompts and ids on any machine: every random choice comes from the seed",
@@ -199,10 +204,11 @@ def dataset_card(datasets: list[ExportedDataset], config_path: str) -> str:
             "",
             "- `dataset`: the dataset's name (as in OpenCompass's outputs); `id`: the sample's id (coordinates",
             "  plus a digest of its prompt; send it back with the prediction).",
-            "- `task`, `lang`: the task (`srt`, `mrt`, `mrs`, `atc`, `atc_mc`, `needlechain`) and language.",
+            f"- `task`, `lang`: the task ({tasks}) and language.",
             "- `system`: a system prompt, empty when the task has none; `prompt`: the user turn, sent as is.",
             "- `gold`: the structured answer (JSON text) the task's grader reads.",
-            "- `meta`: JSON text: length, depth(s), token counts, corpus, seed, protocol, version, ...",
+            "- `meta`: JSON text: the sample's coordinates, token counts, seed, protocol, version, ...; a sample's",
+            f"  cell is named by these keys ({cells}).",
             "",
             "## Scoring predictions made elsewhere",
             "",

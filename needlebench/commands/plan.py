@@ -12,12 +12,15 @@ model weights are loaded.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "DatasetPlan",
@@ -383,8 +386,8 @@ def plan_config(config_path: str, num_shards: int | None = None) -> RunPlan:
     datasets = [d.to_dict() if hasattr(d, "to_dict") else dict(d) for d in ours]
     try:
         materialize_many([(d["task"], config_params(d)) for d in datasets])
-    except OSError:
-        pass  # an unwritable cache: load_rows builds the rows in memory
+    except OSError as exc:  # an unwritable cache: load_rows builds the rows in memory, slower
+        log.warning("dataset cache not written (%s: %s); rows are built in memory", type(exc).__name__, exc)
     return RunPlan(
         config=str(config_path),
         num_shards=settings.num_shards,

@@ -38,34 +38,6 @@ PREDICTION_CHARS = 4000  # of each prediction kept in the per-sample record (rep
 GOLD_CHARS = 200  # of the gold answer
 CONTEXT_CHARS = 120  # of haystack either side of each needle
 
-_META_KEYS = (
-    "length",
-    "depth",
-    "depths",
-    "repeat",
-    "num_needles",
-    "question_type",
-    "k",
-    "variant",
-    "question",
-    "point",
-    "presented_positions",
-    "prompt_tokens",
-    "realised_depth",
-    "realised_depths",
-    "shortened_from",
-    "protocol",
-    "profile",
-    "version",
-    "corpus",
-    "buffer",
-    "needle_counts",
-    "circular_group",
-    "rotation",
-    "style",
-    "circular_pattern",
-)
-
 
 def grade_rows(
     predictions: Sequence[Any],
@@ -118,7 +90,7 @@ def grade_rows(
                 id=row["id"],
                 task=row["task"],
                 lang=row["lang"],
-                fields={**{k: meta[k] for k in _META_KEYS if k in meta}, **(result.extras if result else {})},
+                fields={**{k: meta[k] for k in task.record_keys if k in meta}, **(result.extras if result else {})},
                 score=result.score if result else None,
                 correct=result.correct if result else False,
                 format_failure=result.format_failure if result else False,

@@ -164,9 +164,6 @@ def needlebench_datasets(
     for where, opts in (("needlebench_datasets", task_options), *per_task.items()):
         if "lang" in opts:
             raise ConfigError(f"{where}: lang= is not an option; set languages with langs=[...] (a dataset each)")
-    # OpenCompass v1 gives Levenshtein partial credit to S-RT only (NeedleBenchOriginEvaluator); its M-RT
-    # (NeedleBenchParallelEvaluator) and M-RS (NeedleBenchMultiEvaluator) are keyword-only
-    v1_metric = {"srt": "levenshtein"} if profile == "v1" and metric is None else {}
     recall = (profile == "v1") if recall_step is None else bool(recall_step)
     out = []
     for task in tasks:
@@ -178,7 +175,7 @@ def needlebench_datasets(
                 lengths=list(lengths or spec.lengths),
                 depths=list(depths if depths is not None else spec.depths),
                 repeats=_per_task(repeats, task, defaults["repeats"]),
-                buffer=defaults["buffer"],
+                **{k: v for k, v in defaults.items() if k != "repeats"},  # the task's own suite values
                 seed=seed,
                 corpus=corpus,
                 question_position=question_position,
@@ -188,7 +185,7 @@ def needlebench_datasets(
             )
             params.update(task_options)
             params.update(per_task.get(task, {}))
-            chosen = v1_metric.get(task, metric or "keyword")
+            chosen = metric or task_spec.profile_scoring.get(profile, {}).get("metric", "keyword")
             evaluator = {k: v for k, v in {"metric": chosen}.items() if k in task_spec.score_options}
             out_len = _per_task(max_out_len, task, None)
             out.append(task_dataset(f"needlebench_{task}_{lang}_{suite}", task, params, out_len, evaluator))

@@ -70,17 +70,10 @@ class NeedleBenchDataset(BaseDataset):
 
     @staticmethod
     def load(task: str, **params: Any) -> Dataset:
-        """The rows of one dataset config (OpenCompass's ``load`` hook); each is also kept in :data:`LOADED`.
+        """The rows of one dataset config (OpenCompass's ``load`` hook).
 
         Args:
             task: registry name of the task.
             params: the task's parameters plus ``max_prompt_tokens`` / ``overlength`` (see :func:`load_rows`).
         """
-        ds = load_rows(task, **params)
-        LOADED.append(ds)
-        return ds
-
-
-# Every dataset this process loaded, in order: the scripted models (``scripted.OracleModel``) look
-# a prompt's gold up here, since OpenCompass builds the datasets in the process that runs the model.
-LOADED: list[Dataset] = []
+        return load_rows(task, **params)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import os.path as osp
 from collections import defaultdict
 
@@ -53,6 +54,8 @@ from ..tasks import config_params, is_needlebench
 from .preflight import check_api_server
 from .resume import repair_predictions
 from .slurm_preflight import check_slurm, is_slurm_runner
+
+log = logging.getLogger(__name__)
 
 __all__ = ["NeedleBenchPartitioner", "OVERLENGTH_FILE"]
 
@@ -86,7 +89,10 @@ def _read_limits(work_dir: str) -> dict | None:
     try:
         with open(path, encoding="utf-8") as fh:
             return json.load(fh)
-    except (OSError, ValueError):
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:  # the eval stage then decides the limits again, from the configs
+        log.warning("%s is unreadable (%s: %s); the limits are decided again", path, type(exc).__name__, exc)
         return None
 
 

@@ -1,9 +1,9 @@
-"""Scripted models for checking an install: an oracle that answers every prompt with its gold,
-and a garbage model that answers hostile text.
+"""Scripted models for checking an install: the base class, and an oracle that answers every prompt with its gold.
 
-A run with both must show the oracle at 100 and the garbage model at 0 in every table; any
-other number means the pipeline (generation, sharding, prompt templates, grading, merging,
-summarising) lost or mixed up samples. Both are API-style models: no weights, no compute.
+A run with the oracle must show 100 in every table; any other number means the pipeline
+(generation, sharding, prompt templates, grading, merging, summarising) lost or mixed up samples.
+Scripted models are API-style: no weights, no compute. The garbage model that answers hostile
+text lives with the tests (``tests/garbage_model.py``), beside the hostile-output generator.
 """
 
 from __future__ import annotations
@@ -11,38 +11,22 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from opencompass.models.base import BaseModel
 from opencompass.models.base_api import APITemplateParser
 
-from ..grading.matching import hostile_outputs
-from ..tasks import get_task
-from . import dataset
+from ..cache.rows import load_rows
+from ..tasks import config_params, get_task, is_needlebench
 
-__all__ = ["OracleModel", "GarbageModel", "API_META_TEMPLATE", "last_human_message", "GARBAGE_OUTPUTS"]
+__all__ = ["ScriptedModel", "OracleModel", "API_META_TEMPLATE", "last_human_message"]
 
 # OpenCompass's usual API meta template: the model receives the dialogue as role-tagged messages
 # (a PromptList), so the oracle can read the last user turn exactly, with no template text around it.
 API_META_TEMPLATE = dict(
     round=[dict(role="HUMAN", api_role="HUMAN"), dict(role="BOT", api_role="BOT", generate=True)],
     reserved_roles=[dict(role="SYSTEM", api_role="SYSTEM")],
-)
-
-# The garbage model's rotation: hostile outputs, 200 kB at most so runs stay fast. Left out: lone
-# surrogates (no UTF-8 prediction file can hold them) and the "## Answer:" run, whose capital A is
-# a fair answer "A" to the multiple-choice task; "## answer: 4x" tests the marker instead.
-GARBAGE_OUTPUTS = (
-    "noise",
-    "boxed_unclosed",
-    "nul_bytes",
-    "cjk_repeated",
-    "answer_4x",
-    "think_unclosed",
-    "boxed_nested",
-    "digits",
-    "boxed_digits",
-    "marker_then_spaces",
 )
 
 
@@ -63,7 +47,7 @@ def last_human_message(prompt: Any) -> str:
     raise ValueError(f"prompt has no HUMAN turn: {str(prompt)[:80]!r}")
 
 
-class _ScriptedModel(BaseModel):
+class ScriptedModel(BaseModel):
     """An API-style model whose answers are computed, not generated.
 
     Args:
@@ -127,27 +111,36 @@ class _ScriptedModel(BaseModel):
         raise NotImplementedError
 
 
-class OracleModel(_ScriptedModel):
+class OracleModel(ScriptedModel):
     """Answers each prompt with its task's ``oracle`` applied to the prompt's gold.
 
-    The gold is found by the exact text of the prompt's last HUMAN turn among the rows of every
-    needlebench dataset loaded in this process (OpenCompass builds the datasets in the process
-    that runs the model), indexed lazily as datasets appear. A prompt found nowhere, or in two
+    The gold is found by the exact text of the prompt's last HUMAN turn among the rows of the
+    dataset configs the model is given (``datasets=datasets`` in the model's config): their rows
+    are read back from the cache, indexed on the first prompt. A prompt found nowhere, or in two
     rows with different golds, is an error naming its first 80 characters: never a wrong answer.
+
+    Args:
+        path: a label.
+        datasets: the run's dataset configs (others than needlebench's are ignored).
+        kwargs: as for :class:`ScriptedModel`.
     """
 
-    def __init__(self, path: str = "oracle", **kwargs: Any) -> None:
+    def __init__(self, path: str = "oracle", datasets: Sequence[Mapping[str, Any]] = (), **kwargs: Any) -> None:
         super().__init__(path=path, **kwargs)
-        self._golds: dict[str, tuple[str, str]] = {}
+        self.datasets = [dict(d) for d in datasets if is_needlebench(d)]
+        self._golds: dict[str, tuple[str, str]] | None = None
         self._ambiguous: set[str] = set()
-        self._indexed = 0
 
-    def _index_new_datasets(self) -> None:
-        for ds in dataset.LOADED[self._indexed :]:
-            for prompt, task, gold in zip(ds["prompt"], ds["task"], ds["answer"], strict=True):
-                if self._golds.setdefault(prompt, (task, gold)) != (task, gold):
-                    self._ambiguous.add(prompt)
-        self._indexed = len(dataset.LOADED)
+    def _index(self) -> dict[str, tuple[str, str]]:
+        if self._golds is None:
+            golds: dict[str, tuple[str, str]] = {}
+            for cfg in self.datasets:
+                rows = load_rows(cfg["task"], **config_params(cfg))
+                for prompt, task, gold in zip(rows["prompt"], rows["task"], rows["answer"], strict=True):
+                    if golds.setdefault(prompt, (task, gold)) != (task, gold):
+                        self._ambiguous.add(prompt)
+            self._golds = golds
+        return self._golds
 
     def answer(self, prompt: Any) -> str:
         """The perfect answer to one prompt.
@@ -156,38 +149,19 @@ class OracleModel(_ScriptedModel):
             prompt: as OpenCompass passes it (a string or a PromptList).
 
         Raises:
-            LookupError: no loaded dataset holds the prompt, or two hold it with different golds.
+            LookupError: none of the model's datasets holds the prompt, or two hold it with different golds.
         """
         text = last_human_message(prompt)
-        if text not in self._golds:
-            self._index_new_datasets()
-        if text not in self._golds:
-            raise LookupError(f"oracle: no loaded needlebench dataset holds the prompt {text[:80]!r}")
+        golds = self._index()
+        if text not in golds:
+            raise LookupError(
+                f"oracle: none of its {len(self.datasets)} datasets (datasets= in the model config) holds "
+                f"the prompt {text[:80]!r}"
+            )
         if text in self._ambiguous:
             raise LookupError(f"oracle: rows with different golds share the prompt {text[:80]!r}")
-        task, gold = self._golds[text]
+        task, gold = golds[text]
         oracle = get_task(task).oracle
         if oracle is None:
             raise LookupError(f"oracle: task {task!r} has no oracle (prompt {text[:80]!r})")
         return oracle(json.loads(gold))
-
-
-class GarbageModel(_ScriptedModel):
-    """Answers a fixed rotation of hostile texts (``GARBAGE_OUTPUTS``), whatever the prompt.
-
-    Args:
-        path: a label.
-        size: about how long the longest texts are, in characters.
-    """
-
-    def __init__(self, path: str = "garbage", size: int = 200_000, **kwargs: Any) -> None:
-        super().__init__(path=path, **kwargs)
-        outputs = hostile_outputs(size)
-        self.texts = [outputs[name] for name in GARBAGE_OUTPUTS]
-        self._turn = 0
-
-    def answer(self, prompt: Any) -> str:
-        """The next hostile text of the rotation (the prompt is ignored)."""
-        text = self.texts[self._turn % len(self.texts)]
-        self._turn += 1
-        return text

@@ -15,14 +15,14 @@ import copy
 import json
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..cache.rows import load_rows
 from ..errors import ConfigError
-from ..tasks import config_params, is_needlebench
+from ..tasks import config_params, get_task, is_needlebench
 from ..tasks.sparse import OVERLENGTH_POLICIES
 from .shards import shard_ranges
 
@@ -259,11 +259,12 @@ class Limits:
         return entry
 
 
-def _cells(metas: Any) -> dict[tuple, int]:
-    """Sample counts per (length or needle count, depth) cell."""
+def _cells(task: str, metas: Iterable[Mapping[str, Any]]) -> dict[tuple, int]:
+    """Sample counts per cell, as the task declares its cells (``TaskSpec.cell``: coarse coordinate, depth)."""
+    spec = get_task(task)
     counts: dict[tuple, int] = defaultdict(int)
     for m in metas:
-        counts[(m.get("length", m.get("num_needles", m.get("k"))), m.get("depth"))] += 1
+        counts[spec.cell_of(m)] += 1
     return counts
 
 
@@ -287,8 +288,9 @@ def overlength_cells(original: dict, limited: dict, ratio: float = 1.0) -> dict 
         return None
     kept = load_rows(limited["task"], **config_params(limited))
     kept_meta = [json.loads(m) for m in kept["meta"]]
-    shortened = _cells(m for m in kept_meta if "shortened_from" in m)
-    full_cells, kept_cells = _cells(json.loads(m) for m in full["meta"]), _cells(kept_meta)
+    task = original["task"]
+    shortened = _cells(task, (m for m in kept_meta if "shortened_from" in m))
+    full_cells, kept_cells = _cells(task, (json.loads(m) for m in full["meta"])), _cells(task, kept_meta)
     skipped = {c: n - kept_cells.get(c, 0) for c, n in full_cells.items() if n > kept_cells.get(c, 0)}
     return {
         "task": original["task"],

@@ -23,6 +23,7 @@ import pandas as pd
 
 from ..aggregate.plots import length_label, plt
 from ..grading.evaluation import CONTEXT_CHARS, GOLD_CHARS
+from ..tasks import get_task, task_names
 
 __all__ = ["Heatmap", "SampleIndex", "grid_html", "drilldown_script", "ANSWER_CHARS"]
 
@@ -60,7 +61,8 @@ class SampleIndex:
 
 
 def _compact(r: dict[str, Any]) -> dict[str, Any]:
-    depths = r.get("depths") or ([r["depth"]] if r.get("depth") is not None else [])
+    where = get_task(r["task"]).aggregation().needle_depths if r.get("task") in task_names() else None
+    depths = where(r) if where else []
     context = [
         [str(before)[-CONTEXT_CHARS:], str(needle), str(after)[:CONTEXT_CHARS]]
         for before, needle, after in (r.get("context") or [])
@@ -70,7 +72,7 @@ def _compact(r: dict[str, Any]) -> dict[str, Any]:
         "dataset": r.get("dataset", ""),
         "length": r.get("length"),
         "tokens": r.get("prompt_tokens"),
-        "depths": depths,
+        "needle_depths": depths,
         "score": r.get("score"),
         "correct": bool(r.get("correct")),
         "error": r.get("error") or "",
@@ -179,7 +181,7 @@ _SCRIPT = r"""
       const tr = el('tr', null, s.correct ? 'ok' : 'bad');
       tr.dataset.id = s.id;
       tr.appendChild(el('td', s.id, 'sid'));
-      tr.appendChild(el('td', s.depths.join(', ')));
+      tr.appendChild(el('td', s.needle_depths.join(', ')));
       tr.appendChild(el('td', s.tokens));
       tr.appendChild(el('td', (s.correct ? 'correct' : 'wrong') + ' (' + Number(s.score).toFixed(0) + ')', 'verdict'));
       tr.appendChild(el('td', s.error));

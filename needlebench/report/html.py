@@ -26,30 +26,45 @@ from . import figures, tables
 from .drilldown import STYLE, Heatmap, SampleIndex, cell_key, drilldown_script, grid_html
 from .results import RunResults, check_comparable, load_results
 
-__all__ = ["build", "build_report", "write_report", "significance_lines", "Report"]
+__all__ = ["build", "build_report", "write_report", "significance_lines", "how_to_read", "Report"]
 
 _HOW_TO_READ = """
-<p><b>How to read this.</b> Scores are percentages (0-100). S-RT asks for one hidden fact, M-RT for
-several at once (score = share recalled), M-RS needs several facts combined (answer in <code>\\boxed{}</code>).
+<p><b>How to read this.</b> Scores are percentages (0-100). {tasks}
 Heatmaps show depth of the needle (rows; 0 = start of the document) against context length (columns);
 the bottom row is the mean of each length; click a cell to list its samples (answer, gold, verdict, and the
 haystack around each needle). Grey cells marked "-" were not run: they are missing, not zero.
-<i>fmt_fail%</i> is the share of answers with no parsable final answer (for example no <code>\\boxed{}</code>).
-ATC: accuracy per needle count N; <i>weighted</i> = sum(P_N * N) / sum(N); <i>weighted_short</i> uses N &lt;= 64;
-ENL-50 is the largest N with accuracy of at least 50. NeedleChain: the graded accuracy per chain variant, k and
-question (the paper's value match under reference, strict under <code>scoring="strict"</code>) beside <i>plain</i>
-accuracy (the value alone) and <i>strict</i> accuracy (a right value whose explanation omits a chain name scores 0),
-with each wrong answer classified as instruction not followed, needle omission or calculation error.
-Overall (v2) is the mean of S-RT, M-RT and M-RS; overall (v1), shown for v1 runs only, weights them 0.4 / 0.3 / 0.3.</p>
+<i>fmt_fail%</i> is the share of answers with no parsable final answer (for example no <code>\\boxed{{}}</code>).
+{overall}</p>
 <p><b>Intervals and completeness.</b> The bracket under a score is its 95% bootstrap interval (1000 resamples of
 the samples, seeded, so a rebuilt report shows the same). <span class='flag'>&dagger;</span> marks an incomplete
 score; hover it or read the <i>note</i>. A prompt shortened to fit a model is never counted as its nominal length:
 it is left out of that cell and of every total above it, and counted under <i>shortened</i>. Prompts skipped as
-over length are counted under <i>skipped</i>; <i>planned</i> = scored + shortened + skipped. The ATC weighted
-scores and ENL-50 cover every planned N (2..512): an N not run counts as 0, never averaged away. Comparisons
+over length are counted under <i>skipped</i>; <i>planned</i> = scored + shortened + skipped. Comparisons
 (<i>a - b</i>) pair the samples both runs scored with the same id; <i>significant</i> means the paired 95%
 interval excludes 0.</p>
 """
+
+
+def how_to_read(task_names: Sequence[str]) -> str:
+    """The report's "How to read" part: the common rules, each shown task's own text, how the overall adds up.
+
+    Every task sentence comes from its ``TaskSpec.report_text`` and the overall from the tasks' suite
+    weights, so a new task explains itself and this text never names one.
+
+    Args:
+        task_names: the tasks the report shows (their texts appear in registry order).
+    """
+    specs = all_tasks()
+    shown = " ".join(spec.report_text for spec in specs if spec.name in task_names and spec.report_text)
+    weighted = [spec for spec in specs if spec.suite_weights]
+    profiles = list(dict.fromkeys(p for spec in weighted for p in spec.suite_weights))
+    parts = []
+    for profile in profiles:
+        members = [spec for spec in weighted if profile in spec.suite_weights]
+        weights = " / ".join(f"{spec.suite_weights[profile]:.2g}" for spec in members)
+        parts.append(f"overall ({profile}) weights {', '.join(spec.short for spec in members)} by {weights}")
+    overall = f"The suite {'; the suite '.join(parts)}; each is shown for runs of its profile." if parts else ""
+    return _HOW_TO_READ.format(tasks=shown, overall=overall)
 
 
 @dataclass
@@ -63,6 +78,7 @@ class Report:
     provenance: str = ""  # which protocols, profiles and dataset versions made the samples
     heatmaps: list[Heatmap] = field(default_factory=list)  # shown as clickable grids (their PNGs in figures/)
     samples: SampleIndex = field(default_factory=SampleIndex)  # what the grids' cells list
+    tasks: list[str] = field(default_factory=list)  # the tasks with records (their texts explain the page)
 
 
 def provenance(records: list[dict]) -> str:
@@ -73,6 +89,7 @@ def provenance(records: list[dict]) -> str:
     leaderboard number by mistake.
     """
     parts = []
+    haystack = {spec.name for spec in all_tasks() if spec.family == "sparse"}  # the tasks with a corpus
     fields = (
         ("protocol", "Protocol"),
         ("profile", "profile"),
@@ -82,7 +99,7 @@ def provenance(records: list[dict]) -> str:
     for key, label in fields:
         counts: dict[str, int] = {}
         for r in records:
-            if key == "corpus" and r.get("task") not in _HAYSTACK_TASKS:
+            if key == "corpus" and r.get("task") not in haystack:
                 continue
             value = str(r.get(key) or "not recorded")
             counts[value] = counts.get(value, 0) + 1
@@ -90,7 +107,7 @@ def provenance(records: list[dict]) -> str:
             parts.append(f"{label}: " + ", ".join(f"{v} ({n:,} samples)" for v, n in sorted(counts.items())))
     text = "; ".join(parts) if records else ""
     other = sorted(
-        {str(r.get("corpus")) for r in records if r.get("task") in _HAYSTACK_TASKS}
+        {str(r.get("corpus")) for r in records if r.get("task") in haystack}
         - {c for c in (str(r.get("corpus")) for r in records) if c.startswith("opencompass:")}
     )
     if other:
@@ -99,9 +116,6 @@ def provenance(records: list[dict]) -> str:
             " these prompts are not OpenCompass's bytes; use corpus='opencompass' with its files for that"
         )
     return text
-
-
-_HAYSTACK_TASKS = ("srt", "mrt", "mrs")
 
 
 def _safe(name: str) -> str:
@@ -117,6 +131,7 @@ def assemble(results: RunResults, progress: Progress | None = None) -> Report:
     """
     bar = progress or Progress("heatmaps", quiet=True)
     rep = Report(warnings=list(results.warnings), models=results.models, provenance=provenance(results.records))
+    rep.tasks = sorted({str(r.get("task")) for r in results.records})
     models = rep.models
     if not results.records:
         return rep
@@ -240,7 +255,7 @@ def _html(rep: Report, sources: list[str]) -> str:
         f"<p>Models: {html.escape(', '.join(rep.models) or 'none')}. Sources: "
         f"{html.escape('; '.join(sources) or 'none')}</p>",
         f"<p class='provenance'>{html.escape(rep.provenance)}</p>",
-        _HOW_TO_READ,
+        how_to_read(rep.tasks),
     ]
     if rep.warnings:
         parts.append(

@@ -320,4 +320,12 @@ ATC = TaskSpec(
     oracle_boxed,
     label="ATC",
     results="needlebench.tasks.atc_results:RESULTS",
+    meta_keys=("repeat", "num_needles", "question_type", "needle_counts"),
+    cell=("num_needles",),
+    breakdowns={"num_needles": "needles"},
+    report_text=(
+        "ATC: accuracy per needle count N; <i>weighted</i> = sum(P_N * N) / sum(N); <i>weighted_short</i> uses "
+        "N &lt;= 64; ENL-50 is the largest N with accuracy of at least 50. The weighted scores and ENL-50 cover "
+        "every planned N (2..512): an N not run counts as 0, never averaged away."
+    ),
 )

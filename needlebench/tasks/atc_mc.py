@@ -758,4 +758,11 @@ ATC_MC = TaskSpec(
     oracle_atc_mc,
     label="ATC (v1)",
     results="needlebench.tasks.atc_mc:RESULTS",
+    meta_keys=("repeat", "num_needles", "style", "circular_group", "rotation", "circular_pattern"),
+    cell=("num_needles",),
+    breakdowns={"num_needles": "needles"},
+    report_text=(
+        "ATC (v1): multiple choice under circular evaluation: a question counts as right only when all four "
+        "rotations of its options are answered right."
+    ),
 )

@@ -686,4 +686,12 @@ NEEDLECHAIN = TaskSpec(
     oracle_needlechain,
     label="NeedleChain",
     results="needlebench.tasks.needlechain_results:RESULTS",
+    meta_keys=("k", "variant", "question", "point", "presented_positions"),
+    cell=("k",),
+    report_text=(
+        "NeedleChain: the graded accuracy per chain variant, k and question (the paper's value match under "
+        'reference, strict under <code>scoring="strict"</code>) beside <i>plain</i> accuracy (the value alone) '
+        "and <i>strict</i> accuracy (a right value whose explanation omits a chain name scores 0), with each "
+        "wrong answer classified as instruction not followed, needle omission or calculation error."
+    ),
 )

@@ -321,4 +321,5 @@ MRS = sparse_task(
     {"v2": 1 / 3, "v1": 0.3},
     10,
     "needlebench.tasks.sparse_results:REASONING",
+    report_text="M-RS needs several hidden facts combined (answer in <code>\\boxed{}</code>).",
 )

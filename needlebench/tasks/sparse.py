@@ -670,6 +670,8 @@ def sparse_task(
     repeats: int,
     results: str,
     score_options: tuple[str, ...] = (),
+    report_text: str = "",
+    profile_scoring: dict[str, dict[str, str]] | None = None,
 ) -> TaskSpec:
     """A sparse task's spec: a haystack that can be shortened, a row of the summary table, a suite default.
 
@@ -684,6 +686,8 @@ def sparse_task(
         repeats: samples per cell in a suite (OpenCompass v2's).
         results: ``"module:attribute"`` of its ``TaskResults``.
         score_options: grading options a suite config sets for it.
+        report_text: what its numbers mean, for the report's "How to read" part.
+        profile_scoring: profile -> its grading options when a suite config sets none.
     """
     return TaskSpec(
         name,
@@ -698,7 +702,26 @@ def sparse_task(
         suite_defaults=functools.partial(suite_defaults, name, repeats),
         score_options=score_options,
         results=results,
+        meta_keys=SPARSE_META_KEYS,
+        cell=("length", "depth"),
+        breakdowns={"num_needles": "needles"},
+        report_text=report_text,
+        profile_scoring=profile_scoring or {},
     )
+
+
+# what a sparse sample's graded record keeps beside the generic keys: its place in the haystack (the asked
+# depth, each needle's depth and where each really landed), its repeat, needle count, question type, buffer
+SPARSE_META_KEYS = (
+    "depth",
+    "depths",
+    "repeat",
+    "num_needles",
+    "question_type",
+    "realised_depth",
+    "realised_depths",
+    "buffer",
+)
 
 
 # the suite overall: equal weights in the 2025 paper ("v2"), 0.4 / 0.3 / 0.3 in the 2024 paper ("v1")
@@ -713,6 +736,10 @@ SRT = sparse_task(
     10,
     "needlebench.tasks.sparse_results:SINGLE",
     ("metric",),
+    "S-RT asks for one hidden fact.",
+    # OpenCompass v1 gives Levenshtein partial credit to S-RT only (NeedleBenchOriginEvaluator); its M-RT
+    # (NeedleBenchParallelEvaluator) and M-RS (NeedleBenchMultiEvaluator) are keyword-only
+    profile_scoring={"v1": {"metric": "levenshtein"}},
 )
 MRT = sparse_task(
     "mrt",
@@ -725,4 +752,5 @@ MRT = sparse_task(
     25,
     "needlebench.tasks.sparse_results:MULTI",
     ("metric",),
+    "M-RT asks for several hidden facts at once (score = share recalled).",
 )

@@ -17,7 +17,16 @@ from ..aggregate.plots import percent_axes, plt, png
 from ..aggregate.records import is_excluded
 from ..taskspec import ReportParts, Skipped, TaskResults
 
-__all__ = ["SINGLE", "MULTI", "REASONING", "depth_points", "needle_points", "mrt_position_figure", "mrt_position_png"]
+__all__ = [
+    "SINGLE",
+    "MULTI",
+    "REASONING",
+    "depth_points",
+    "needle_points",
+    "needle_depths",
+    "mrt_position_figure",
+    "mrt_position_png",
+]
 
 
 def depth_points(record: Mapping[str, Any]) -> Iterable[tuple[float, float]]:
@@ -72,6 +81,11 @@ def _mrt_report(records: Sequence[dict[str, Any]], models: Sequence[str], skippe
     return ReportParts(figures={"mrt_recall_by_position": mrt_position_png(scored, "M-RT recall by needle position")})
 
 
+def needle_depths(record: Mapping[str, Any]) -> list[float]:
+    """Where a sample's needles were asked to sit: each needle's depth, or the one depth."""
+    return list(record.get("depths") or ([record["depth"]] if record.get("depth") is not None else []))
+
+
 def single_needle(gold: Mapping[str, Any]) -> list[str]:
     """S-RT's needle (and M-RS multi-hop's answer sentence, when present)."""
     return [gold["needle"]] if isinstance(gold.get("needle"), str) else []
@@ -87,6 +101,8 @@ def kinship_names(gold: Mapping[str, Any]) -> list[str]:
     return list(gold.get("chain_names") or ()) or single_needle(gold)
 
 
-SINGLE = TaskResults(heatmap_points=depth_points, needle_texts=single_needle)
-MULTI = TaskResults(heatmap_points=needle_points, report=_mrt_report, needle_texts=many_needles)
-REASONING = TaskResults(heatmap_points=depth_points, needle_texts=kinship_names)
+SINGLE = TaskResults(heatmap_points=depth_points, needle_texts=single_needle, needle_depths=needle_depths)
+MULTI = TaskResults(
+    heatmap_points=needle_points, report=_mrt_report, needle_texts=many_needles, needle_depths=needle_depths
+)
+REASONING = TaskResults(heatmap_points=depth_points, needle_texts=kinship_names, needle_depths=needle_depths)

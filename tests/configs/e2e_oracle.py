@@ -1,16 +1,13 @@
 # The install check: an oracle model (every answer is the gold) and a garbage model (hostile text),
 # through the real opencompass pipeline with datasets split across shards. The oracle must score
 # 100 and the garbage model 0 in every table; tests/test_e2e_opencompass.py asserts it.
+# Run it from the repository root with tests/ and the root on the path (the garbage model is a test module):
+#   PYTHONPATH=tests:. opencompass tests/configs/e2e_oracle.py
 _base_ = []
 
 from needlebench.opencompass.configs import SUMMARIZER, atc_datasets, atc_mc_datasets, runtime
 from needlebench.opencompass.configs import needlebench_datasets, needlechain_datasets
 
-_scripted = dict(max_seq_len=2_000_000, max_out_len=4096, batch_size=16, run_cfg=dict(num_gpus=0))
-models = [
-    dict(type="needlebench.opencompass.scripted.OracleModel", abbr="oracle", **_scripted),
-    dict(type="needlebench.opencompass.scripted.GarbageModel", abbr="garbage", **_scripted),
-]
 datasets = (
     needlebench_datasets(
         suite="4k",
@@ -25,5 +22,12 @@ datasets = (
     + needlechain_datasets(k_values=[5], points=2)
     + atc_mc_datasets(langs=["en"], styles=["direct"], steps=[2, 3], repeats=1)
 )
+_scripted = dict(max_seq_len=2_000_000, max_out_len=4096, batch_size=16, run_cfg=dict(num_gpus=0))
+models = [
+    # the oracle is told the run's datasets: it reads their rows back from the cache to find each prompt's gold
+    dict(type="needlebench.opencompass.scripted.OracleModel", abbr="oracle", datasets=datasets, **_scripted),
+    # tests/garbage_model.py: the run needs tests/ and the repository root on PYTHONPATH
+    dict(type="garbage_model.GarbageModel", abbr="garbage", **_scripted),
+]
 infer, eval = runtime(num_shards=3, eval_workers=2)
 summarizer = dict(type=SUMMARIZER)

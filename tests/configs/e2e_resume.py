@@ -4,10 +4,12 @@ _base_ = []
 
 from needlebench.opencompass.configs import SUMMARIZER, needlebench_datasets, runtime
 
+datasets = needlebench_datasets(suite="4k", tasks=["srt", "mrt"], lengths=[1000, 2000], depths=[0, 50, 100], repeats=1)
 models = [
     dict(
         type="needlebench.opencompass.scripted.OracleModel",
         abbr="slow",
+        datasets=datasets,
         delay=1.0,
         max_seq_len=200000,
         max_out_len=16,
@@ -15,7 +17,6 @@ models = [
         run_cfg=dict(num_gpus=0),
     )
 ]
-datasets = needlebench_datasets(suite="4k", tasks=["srt", "mrt"], lengths=[1000, 2000], depths=[0, 50, 100], repeats=1)
 infer, eval = runtime(num_shards=2, max_workers=1, eval_workers=1)
 # one eval task per dataset (not one group): the test kills the run between two of them
 eval["partitioner"]["eval_tasks"] = 0

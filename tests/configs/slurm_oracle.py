@@ -17,10 +17,14 @@ from needlebench.opencompass.configs import SUMMARIZER, needlebench_datasets, ru
 _runner = _env.get("NB_RUNNER", "SlurmRunner")
 # retry=0: a cancelled job stays failed (OpenCompass would resubmit it twice), so the test resumes it
 _slurm = dict(partition=_env.get("NB_PARTITION", "debug"), retry=0) if _runner == "SlurmRunner" else {}
+datasets = needlebench_datasets(
+    suite="4k", tasks=["srt", "mrt"], langs=["en"], lengths=[1000], depths=[0, 50, 100], repeats=1
+)
 models = [
     dict(
         type="needlebench.opencompass.scripted.OracleModel",
         abbr="oracle",
+        datasets=datasets,
         delay=float(_env.get("NB_DELAY", "0")),
         record=_env.get("NB_RECORD") or None,
         max_seq_len=200000,
@@ -29,9 +33,6 @@ models = [
         run_cfg=dict(num_gpus=int(_env.get("NB_GPUS", "0"))),
     )
 ]
-datasets = needlebench_datasets(
-    suite="4k", tasks=["srt", "mrt"], langs=["en"], lengths=[1000], depths=[0, 50, 100], repeats=1
-)
 _workers = int(_env.get("NB_WORKERS", "3"))
 infer, eval = runtime(
     num_shards=int(_env.get("NB_SHARDS", "3")), max_workers=_workers, eval_workers=2, runner=_runner, **_slurm
