@@ -22,7 +22,7 @@ from collections import defaultdict
 from typing import Any
 
 from bench.hostile_outputs import hostile_outputs
-from needlebench.grading.record import SampleScore, ScoreOptions
+from needlebench.record import SampleScore, ScoreOptions
 from needlebench.tasks import get_task, make_params
 
 __all__ = ["grading_cases", "failed_safely", "SIZES", "main"]

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from .aggregate.metrics import breakdown
 from .errors import ConfigError
-from .grading.record import SampleScore, ScoreOptions
+from .record import SampleScore, ScoreOptions
 from .sample import RECORD_KEYS, Sample
 
 __all__ = ["TaskSpec", "TaskResults", "ReportParts", "Skipped", "load_ref"]

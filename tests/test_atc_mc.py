@@ -12,7 +12,7 @@ import warnings
 import pytest
 from conftest import assert_linear
 
-from needlebench.grading.record import ScoreOptions
+from needlebench.record import ScoreOptions
 from needlebench.tasks import atc_mc
 from needlebench.tasks.atc_mc import (
     V1_TEMPLATES,

@@ -50,7 +50,7 @@ from opencompass.openicl.icl_evaluator import CircularEvaluator  # noqa: E402
 from opencompass.utils.text_postprocessors import first_option_postprocess  # noqa: E402
 from prediction_variants import boxed_outputs, chain_outputs, keyword_outputs, letter_outputs  # noqa: E402
 
-from needlebench.grading.record import ScoreOptions  # noqa: E402
+from needlebench.record import ScoreOptions  # noqa: E402
 from needlebench.tasks.atc import AtcParams, generate_atc  # noqa: E402
 from needlebench.tasks.atc_mc import AtcMcParams, generate_atc_mc, grade_atc_mc  # noqa: E402
 from needlebench.tasks.needlechain import (  # noqa: E402

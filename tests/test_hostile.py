@@ -209,8 +209,8 @@ def loaded() -> list[dict]:
 def test_oracle_model_answers_every_prompt_with_full_marks(loaded: list[dict]) -> None:
     import json
 
-    from needlebench.grading.record import ScoreOptions
     from needlebench.opencompass.scripted import OracleModel
+    from needlebench.record import ScoreOptions
 
     oracle = OracleModel(datasets=[{k: v for k, v in cfg.items() if k != "rows"} for cfg in loaded])
     for cfg in loaded:
@@ -237,7 +237,7 @@ def test_oracle_model_refuses_a_prompt_it_does_not_know(loaded: list[dict]) -> N
 def test_garbage_model_scores_zero_on_every_task(loaded: list[dict]) -> None:
     import json
 
-    from needlebench.grading.record import ScoreOptions
+    from needlebench.record import ScoreOptions
 
     garbage = GarbageModel(size=20_000)
     for cfg in loaded:

@@ -11,7 +11,7 @@ import pytest
 from conftest import assert_linear, run_export
 
 from needlebench.errors import ConfigError
-from needlebench.grading.record import ScoreOptions
+from needlebench.record import ScoreOptions
 from needlebench.tasks.kinship import load_name_pool
 from needlebench.tasks.needlechain import (
     CLARIFIED,

@@ -11,7 +11,7 @@ from conftest import run_export
 from kinship_solver import solve
 
 from needlebench.errors import ConfigError
-from needlebench.grading.record import ScoreOptions
+from needlebench.record import ScoreOptions
 from needlebench.report.tables import suite_weights
 from needlebench.tasks.atc import AtcParams, generate_atc, grade_boxed
 from needlebench.tasks.atc_results import atc_weighted_score, enl

@@ -11,7 +11,7 @@ import pytest
 
 from needlebench.cache.rows import load_rows
 from needlebench.grading.evaluation import dataset_results, grade_rows, write_results
-from needlebench.grading.record import (
+from needlebench.record import (
     GradedSample,
     ScoreOptions,
     Unanswered,

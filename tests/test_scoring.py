@@ -14,7 +14,7 @@ from needlebench.grading.matching import (
     normalise_answer,
     strip_thinking,
 )
-from needlebench.grading.record import ScoreOptions
+from needlebench.record import ScoreOptions
 from needlebench.tasks.sparse import grade_mrt, grade_srt
 
 SRT_GOLD = {

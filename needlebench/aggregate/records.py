@@ -1,7 +1,7 @@
 """What a per-sample record says about whether it counts.
 
 A record is one line of ``<dataset>.samples.jsonl`` (a
-:class:`~needlebench.grading.record.GradedSample` written out): the sample's metadata,
+:class:`~needlebench.record.GradedSample` written out): the sample's metadata,
 its grade, the prediction and, when it is left out of the numbers, its ``unscored``
 reason. Unscored samples are counted where they were planned but never scored;
 every metric and table uses these predicates.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..grading.record import FAILED_REASONS, GradedSample, unscored_reason
+from ..record import FAILED_REASONS, GradedSample, unscored_reason
 
 __all__ = ["is_shortened", "is_failed", "is_skipped", "is_excluded"]
 

@@ -22,8 +22,8 @@ from typing import Any
 from ..errors import ConfigError
 from ..files import atomic_write
 from ..grading.evaluation import grade_rows, write_results
-from ..grading.record import ScoreOptions, Unanswered
 from ..progress import Progress
+from ..record import ScoreOptions, Unanswered
 from ..tasks import get_task
 from .export import ExportedDataset, read_parquet_export
 

@@ -1,4 +1,4 @@
-"""Grading: the matching primitives tasks share, the graded-sample record and grading a dataset.
+"""Grading: the matching primitives tasks share and grading a dataset into records (``needlebench.record``).
 
 Each task's grader lives with its task in ``needlebench.tasks``; nothing here imports a task
 (callers look the task up and pass its ``TaskSpec`` in).

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..aggregate.metrics import summarise_details
 from ..errors import ConfigError
 from ..files import atomic_write
-from .record import DETAIL_CHARS, RESERVED_KEYS, GradedSample, SampleScore, ScoreOptions, unanswered
+from ..record import DETAIL_CHARS, RESERVED_KEYS, GradedSample, SampleScore, ScoreOptions, unanswered
 
 if TYPE_CHECKING:
     from ..taskspec import TaskSpec
@@ -48,8 +48,8 @@ def grade_rows(
 ) -> list[GradedSample]:
     """One :class:`GradedSample` per row: its metadata, grade and failure kind; never raises on a bad prediction.
 
-    A prediction that never came (:class:`~needlebench.grading.record.Unanswered`, or a model wrapper's
-    :func:`~needlebench.grading.record.failed_prediction`) is recorded unscored with its reason and never
+    A prediction that never came (:class:`~needlebench.record.Unanswered`, or a model wrapper's
+    :func:`~needlebench.record.failed_prediction`) is recorded unscored with its reason and never
     graded; a shortened prompt is graded but unscored; a grader that raises is scored 0 as
     ``grader_error`` so the other samples are kept.
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import Levenshtein
 
-from .record import ScoreOptions
+from ..record import ScoreOptions
 
 __all__ = [
     "as_text",

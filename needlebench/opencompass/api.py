@@ -4,7 +4,7 @@ OpenCompass's ``OpenAISDK`` retries a failing request (and the ``openai``
 client under it retries 429/5xx and connection errors with back-off, honouring
 ``Retry-After``), then raises, which kills the whole inference task and every
 prediction of its batch. Here a request that never succeeds becomes a structured
-prediction instead (:func:`~needlebench.grading.record.failed_prediction`, a JSON
+prediction instead (:func:`~needlebench.record.failed_prediction`, a JSON
 object OpenCompass saves and hands to the evaluator as it is): the evaluator records
 the sample unscored as ``request_failed``, apart from wrong answers and out of every
 score, and the other samples are kept.
@@ -16,7 +16,7 @@ from typing import Any
 
 from opencompass.models import OpenAISDK
 
-from ..grading.record import failed_prediction, unanswered
+from ..record import failed_prediction, unanswered
 
 __all__ = ["ResilientOpenAISDK", "keep_unanswered"]
 

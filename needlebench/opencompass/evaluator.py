@@ -15,7 +15,7 @@ from opencompass.openicl.icl_evaluator import BaseEvaluator
 
 from ..errors import ConfigError
 from ..grading.evaluation import dataset_results, grade_rows, write_results
-from ..grading.record import METRICS, ScoreOptions, unanswered
+from ..record import METRICS, ScoreOptions, unanswered
 from ..tasks import get_task
 from ..taskspec import TaskSpec
 

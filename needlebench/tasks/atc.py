@@ -15,8 +15,8 @@ from ..context.corpora import opencompass_data_file
 from ..context.tokenizer import get_encoding
 from ..errors import ConfigError, check_at_least, check_choices
 from ..grading.matching import is_repetitive, last_boxed, normalise_answer, parse_int, prepare, reference_boxed
-from ..grading.record import SampleScore, ScoreOptions
 from ..protocol import Option, resolve_options
+from ..record import SampleScore, ScoreOptions
 from ..sample import DATASET_VERSION, Sample, sample_id
 from ..taskspec import TaskSpec
 from .kinship import (

@@ -29,7 +29,7 @@ from typing import Any
 from ..context.tokenizer import get_encoding
 from ..errors import ConfigError
 from ..grading.matching import prepare
-from ..grading.record import SampleScore, ScoreOptions
+from ..record import SampleScore, ScoreOptions
 from ..sample import DATASET_VERSION, Sample, sample_id
 from ..seeding import rng
 from ..taskspec import ReportParts, Skipped, TaskResults, TaskSpec

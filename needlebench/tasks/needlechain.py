@@ -34,9 +34,9 @@ from random import Random
 from ..context.tokenizer import get_encoding
 from ..errors import ConfigError, check_at_least, check_choices
 from ..grading.matching import last_match, prepare
-from ..grading.record import SampleScore, ScoreOptions
 from ..protocol import PROTOCOLS, Option
 from ..protocol import resolve_options as _resolve
+from ..record import SampleScore, ScoreOptions
 from ..sample import DATASET_VERSION, Sample, sample_id
 from ..seeding import rng
 from ..taskspec import TaskSpec

@@ -25,7 +25,7 @@ from ..context.haystack import Haystack
 from ..context.reference import chain_positions
 from ..errors import ConfigError
 from ..grading.matching import prepare
-from ..grading.record import SampleScore, ScoreOptions
+from ..record import SampleScore, ScoreOptions
 from ..sample import Sample
 from ..seeding import rng
 from .atc import grade_boxed, kinship_gold, kinship_meta, oracle_boxed

@@ -28,8 +28,8 @@ from ..context.reference import depth_index, document_order, safe_boundary
 from ..context.tokenizer import count_tokens, get_encoding
 from ..errors import ConfigError
 from ..grading.matching import KeywordMatcher, levenshtein_score, prepare
-from ..grading.record import SampleScore, ScoreOptions
 from ..protocol import Option, resolve_options
+from ..record import SampleScore, ScoreOptions
 from ..sample import DATASET_VERSION, Sample, sample_id
 from ..suites import get_suite
 from ..taskspec import TaskSpec
