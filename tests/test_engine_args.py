@@ -29,13 +29,13 @@ from mmengine.config import Config
 
 from needlebench.errors import ConfigError
 from needlebench.opencompass.models import (
-    NEEDLECHAIN_SAMPLING,
     lmdeploy_model,
     reasoning,
     rope_scaling,
     vllm_model,
     with_sampling,
 )
+from needlebench.tasks.needlechain import NEEDLECHAIN_SAMPLING
 
 pytestmark = pytest.mark.resolver
 

@@ -27,7 +27,6 @@ ALLOWED = {
     ("opencompass/configs.py", "atc"): "atc_datasets / atc_mc_datasets: the per-task config functions",
     ("opencompass/configs.py", "atc_mc"): "atc_mc_datasets: a per-task config function",
     ("opencompass/configs.py", "needlechain"): "needlechain_datasets: a per-task config function",
-    ("opencompass/models.py", "needlechain"): "NEEDLECHAIN_SAMPLING, imported by shipped configs",
 }
 
 

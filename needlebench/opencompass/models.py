@@ -29,7 +29,6 @@ __all__ = [
     "api_model",
     "reasoning",
     "with_sampling",
-    "NEEDLECHAIN_SAMPLING",
     "rope_scaling",
     "check_model",
     "load_models",
@@ -339,10 +338,6 @@ def reasoning(model: dict[str, Any], max_out_len: int = 32768) -> dict[str, Any]
     if out["type"] == LMDEPLOY:
         out["gen_config"] = {**out.get("gen_config", {}), "max_new_tokens": max_out_len}
     return out
-
-
-# The NeedleChain paper sampled open models at temperature 0.6, top-p 0.95 (its Appendix A).
-NEEDLECHAIN_SAMPLING = dict(temperature=0.6, top_p=0.95)
 
 
 def with_sampling(model: dict[str, Any], temperature: float, top_p: float) -> dict[str, Any]:

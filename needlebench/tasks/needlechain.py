@@ -43,6 +43,7 @@ from ..taskspec import TaskSpec
 from .kinship import load_name_pool
 
 __all__ = [
+    "NEEDLECHAIN_SAMPLING",
     "ChainParams",
     "ChainOptions",
     "DataPoint",
@@ -459,6 +460,10 @@ def generate_needlechain(p: ChainParams) -> Iterator[Sample]:
                         meta=meta,
                     )
 
+
+# The NeedleChain paper sampled open models at temperature 0.6, top-p 0.95 (its Appendix A); a config
+# applies it with ``needlebench.opencompass.models.with_sampling(model, **NEEDLECHAIN_SAMPLING)``.
+NEEDLECHAIN_SAMPLING = dict(temperature=0.6, top_p=0.95)
 
 _NUMBER = re.compile(r"-?\$?\s*(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+)?")
 _DIGIT = re.compile(r"\d")

@@ -3,7 +3,8 @@
 _base_ = []
 
 from needlebench.opencompass.configs import SUMMARIZER, needlebench_datasets, needlechain_datasets, runtime
-from needlebench.opencompass.models import NEEDLECHAIN_SAMPLING, load_models, with_sampling
+from needlebench.opencompass.models import load_models, with_sampling
+from needlebench.tasks.needlechain import NEEDLECHAIN_SAMPLING
 
 models = [with_sampling(m, **NEEDLECHAIN_SAMPLING) for m in load_models(default="models/api_openai_compatible.py")]
 datasets = needlebench_datasets(
