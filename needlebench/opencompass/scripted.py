@@ -8,6 +8,7 @@ summarising) lost or mixed up samples. Both are API-style models: no weights, no
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -134,20 +135,47 @@ class OracleModel(_ScriptedModel):
     needlebench dataset loaded in this process (OpenCompass builds the datasets in the process
     that runs the model), indexed lazily as datasets appear. A prompt found nowhere, or in two
     rows with different golds, is an error naming its first 80 characters: never a wrong answer.
+
+    The index holds a 16-byte digest of each prompt, not the prompt, and reads the rows a batch at a
+    time: a 1000k dataset holds gigabytes of prompts, which the memory-mapped file keeps on disk.
+
+    Args:
+        path: a label.
+        kv_bytes_per_token: memory held per prompt token answered so far in this process (0: none), a
+            stand-in for a serving engine's KV and prefix cache, which grows with the context it has seen:
+            a memory-capped run then fails in its infer stage, as a real long-context model would.
+        kwargs: see ``_ScriptedModel``.
     """
 
-    def __init__(self, path: str = "oracle", **kwargs: Any) -> None:
+    def __init__(self, path: str = "oracle", kv_bytes_per_token: int = 0, **kwargs: Any) -> None:
         super().__init__(path=path, **kwargs)
-        self._golds: dict[str, tuple[str, str]] = {}
-        self._ambiguous: set[str] = set()
+        self._golds: dict[bytes, tuple[str, str]] = {}
+        self._ambiguous: set[bytes] = set()
         self._indexed = 0
+        self.kv_bytes_per_token = kv_bytes_per_token
+        self._kv: list[bytearray] = []
 
     def _index_new_datasets(self) -> None:
         for ds in dataset.LOADED[self._indexed :]:
-            for prompt, task, gold in zip(ds["prompt"], ds["task"], ds["answer"], strict=True):
-                if self._golds.setdefault(prompt, (task, gold)) != (task, gold):
-                    self._ambiguous.add(prompt)
+            for batch in ds.select_columns(["prompt", "task", "answer"]).iter(batch_size=256):
+                for prompt, task, gold in zip(batch["prompt"], batch["task"], batch["answer"], strict=True):
+                    key = _digest(prompt)
+                    if self._golds.setdefault(key, (task, gold)) != (task, gold):
+                        self._ambiguous.add(key)
         self._indexed = len(dataset.LOADED)
+
+    def generate(self, inputs: list[Any], max_out_len: int, **kwargs: Any) -> list[str]:
+        """The oracle's answers; with ``kv_bytes_per_token``, first take (and write) that memory per prompt token.
+
+        Args:
+            inputs: prompts as OpenCompass passes them.
+            max_out_len: the output budget (unused).
+            kwargs: further OpenCompass arguments (ignored).
+        """
+        if self.kv_bytes_per_token:
+            tokens = sum(self.get_token_len(prompt) for prompt in inputs)
+            self._kv.append(bytearray(b"\x01") * (tokens * self.kv_bytes_per_token))  # written: resident
+        return super().generate(inputs, max_out_len, **kwargs)
 
     def answer(self, prompt: Any) -> str:
         """The perfect answer to one prompt.
@@ -159,17 +187,23 @@ class OracleModel(_ScriptedModel):
             LookupError: no loaded dataset holds the prompt, or two hold it with different golds.
         """
         text = last_human_message(prompt)
-        if text not in self._golds:
+        key = _digest(text)
+        if key not in self._golds:
             self._index_new_datasets()
-        if text not in self._golds:
+        if key not in self._golds:
             raise LookupError(f"oracle: no loaded needlebench dataset holds the prompt {text[:80]!r}")
-        if text in self._ambiguous:
+        if key in self._ambiguous:
             raise LookupError(f"oracle: rows with different golds share the prompt {text[:80]!r}")
-        task, gold = self._golds[text]
+        task, gold = self._golds[key]
         oracle = get_task(task).oracle
         if oracle is None:
             raise LookupError(f"oracle: task {task!r} has no oracle (prompt {text[:80]!r})")
         return oracle(json.loads(gold))
+
+
+def _digest(text: str) -> bytes:
+    """A prompt's key in the oracle's index: 16 bytes of BLAKE2b (a collision would need 2**64 prompts)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 class GarbageModel(_ScriptedModel):
