@@ -233,3 +233,33 @@ def test_a_memory_cap_stops_the_infer_stage_with_one_message_and_a_resume_redoes
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert _answered(record) == ROWS  # every prompt answered once: nothing finished was redone
     assert _tables(work / RUN) == uninterrupted["tables"]
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_the_memory_cgroup_is_read_with_its_limit_and_oom_kills(tmp_path: Path, version: str) -> None:
+    """What the summarizer blames a SIGKILL on: the cgroup's limit and its OOM-kill counter, in either layout."""
+    from needlebench.opencompass.stopped import memory_limit
+
+    root = tmp_path / "cgroup"
+    if version == "v1":
+        folder = root / "memory" / "jobs" / "run"
+        folder.mkdir(parents=True)
+        (folder / "memory.limit_in_bytes").write_text(f"{2 << 30}\n")
+        (folder / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n")
+        proc = "5:cpu:/\n4:memory:/jobs/run\n0::/\n"
+    else:
+        folder = root / "jobs" / "run"
+        folder.mkdir(parents=True)
+        (folder / "memory.max").write_text(f"{2 << 30}\n")
+        (folder / "memory.events").write_text("low 0\nhigh 0\nmax 7\noom 2\noom_kill 2\n")
+        proc = "0::/jobs/run\n"
+    (tmp_path / "cgroup_list").write_text(proc)
+    found = memory_limit(tmp_path / "cgroup_list", root)
+    assert found is not None and found.path == folder and found.limit == 2 << 30
+    assert found.oom_kills == (3 if version == "v1" else 2)
+    (folder / ("memory.limit_in_bytes" if version == "v1" else "memory.max")).write_text(
+        "9223372036854771712\n" if version == "v1" else "max\n"
+    )
+    assert memory_limit(tmp_path / "cgroup_list", root).limit is None  # type: ignore[union-attr]
+    (tmp_path / "cgroup_list").write_text("")
+    assert memory_limit(tmp_path / "cgroup_list", root) is None

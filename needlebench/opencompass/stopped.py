@@ -73,7 +73,10 @@ def memory_limit(proc_cgroup: Path = Path("/proc/self/cgroup"), root: Path = _CG
     """
     text = _read(proc_cgroup) or ""
     for line in text.splitlines():
-        _, controllers, rel = line.split(":", 2)
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, rel = parts
         rel = rel.lstrip("/")
         if controllers == "" and (root / rel / "memory.max").exists():  # v2
             folder = root / rel
