@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["ConfigError", "OutOfSpace", "check_choices", "check_at_least"]
+__all__ = ["ConfigError", "OutOfSpace", "OutOfMemory", "check_choices", "check_at_least"]
 
 
 class ConfigError(ValueError):
@@ -18,6 +18,10 @@ class OutOfSpace(RuntimeError):
     Not an ``OSError``: callers that fall back to memory when a cache folder is unwritable must not
     do so here (a 1000k suite does not fit in memory), and the run must stop with this message.
     """
+
+
+class OutOfMemory(RuntimeError):
+    """A stage's process was stopped by a memory limit; the message names the stage and the limit."""
 
 
 def check_choices(field: str, values: Iterable[Any], allowed: Iterable[Any]) -> None:

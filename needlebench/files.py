@@ -100,7 +100,9 @@ _FULL = (errno.ENOSPC, errno.EDQUOT)  # no space left; disk quota exceeded
 def _out_of_space(target: Path, written: int) -> OutOfSpace:
     """The message for a write that filled its file system: the file, how far it got, what is free."""
     free = shutil.disk_usage(target.parent).free
-    got = f"it filled up after {written:,} bytes" if written else "nothing could be written"
+    got = (
+        f"it needs more than the {written:,} bytes written when it filled up" if written else "nothing could be written"
+    )
     return OutOfSpace(
         f"{target}: no space left on its file system ({got}; {free:,} bytes free; no partial file is kept). "
         "Free space there, or point $NEEDLEBENCH_CACHE or the work dir (-w) elsewhere, then resume "

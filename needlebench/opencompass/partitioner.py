@@ -39,7 +39,7 @@ from opencompass.partitioners.base import BasePartitioner
 from opencompass.utils import get_infer_output_path
 
 from ..cache.arrow_rows import materialize_many
-from ..errors import ConfigError
+from ..errors import ConfigError, OutOfMemory, OutOfSpace
 from ..planning.limits import (
     LIMITS_FILE,
     PartitionSettings,
@@ -54,6 +54,7 @@ from ..tasks import config_params, is_needlebench
 from .preflight import check_api_server
 from .resume import repair_predictions
 from .slurm_preflight import check_slurm, is_slurm_runner
+from .stopped import OOM_KILLS_AT_INFER, memory_limit
 
 log = logging.getLogger(__name__)
 
@@ -189,11 +190,22 @@ class NeedleBenchPartitioner(BasePartitioner):
 
     # -- partition -------------------------------------------------------------------------------
     def __call__(self, cfg: ConfigDict) -> list[dict]:
-        """Plan a stage's tasks; a Slurm stage first checks the cluster (one message, no job sent)."""
+        """Plan a stage's tasks; a Slurm stage first checks the cluster (one message, no job sent).
+
+        A full disk while the datasets are built ends ``opencompass`` here with one message and exit
+        code 1, not a traceback through OpenCompass's code (later stages: ``stopped.py``).
+        """
         runner = (cfg.get(self.stage) or {}).get("runner")
         if is_slurm_runner(runner):
             check_slurm(runner.get("partition"))
-        return super().__call__(cfg)
+        if self.stage == "infer":
+            cgroup = memory_limit()
+            OOM_KILLS_AT_INFER[0] = cgroup.oom_kills if cgroup else 0
+        try:
+            return super().__call__(cfg)
+        except (OutOfSpace, OutOfMemory) as exc:
+            self.logger.error(str(exc))
+            raise SystemExit(f"needlebench: {exc}") from None
 
     def partition(
         self, model_dataset_combinations: list[dict], work_dir: str, out_dir: str, add_cfg: dict | None = None
@@ -250,6 +262,32 @@ class NeedleBenchPartitioner(BasePartitioner):
                     check_api_server(model)
                 tasks.extend(shards)
         return tasks
+
+    def unfinished_predictions(self, cfg: ConfigDict) -> list[tuple[dict, list[dict]]]:
+        """Per model, the needlebench dataset configs whose predictions are still missing.
+
+        What a resume's infer stage would run, planned by the same code (the limits the infer stage
+        recorded, this partitioner's ``num_shards``, the same repair of cut files), so split datasets
+        are listed by part. The summarizer asks, after every stage ran, why a run has holes.
+
+        Args:
+            cfg: the run's config (``work_dir``, ``models``, ``datasets``).
+        """
+        work_dir = cfg["work_dir"]
+        recorded = _read_limits(work_dir)
+        predictions = osp.join(work_dir, "predictions")
+        unfinished = []
+        for model in cfg["models"]:
+            datasets = [self._limit(model, d, work_dir, recorded)[0] for d in cfg["datasets"]]
+            pending = [
+                d
+                for task in self._shards(model, datasets, predictions, work_dir, {})
+                for d in task["datasets"][0]
+                if is_needlebench(d)
+            ]
+            if pending:
+                unfinished.append((model, pending))
+        return unfinished
 
     def _shards(self, model: dict, datasets: list[dict], out_dir: str, work_dir: str, add_cfg: dict) -> list[Config]:
         if datasets:  # a file a full disk or a kill cut short is never taken as done (resume.py)

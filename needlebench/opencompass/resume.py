@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
-
-from ..files import atomic_write
 
 __all__ = ["repair_predictions"]
 
@@ -64,8 +63,9 @@ def repair_predictions(folder: Path | str) -> list[str]:
         data = path.read_bytes()
         keep = _complete_prefix(data)
         if keep < len(data):
-            with atomic_write(path, suffix=".jsonl") as tmp:
-                tmp.write_bytes(data[:keep])
+            # cut in place: a copy would need room on the very disk that may be full (truncating to a
+            # prefix frees space and leaves the old length or the new one, never a mix)
+            os.truncate(path, keep)
             kept = data[:keep].count(b"\n")
             notes.append(f"{path}: cut back to its {kept} complete predictions ({len(data) - keep:,} bytes dropped)")
     for note in notes:

@@ -8,6 +8,7 @@ text lives with the tests (``tests/garbage_model.py``), beside the hostile-outpu
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -116,31 +117,64 @@ class OracleModel(ScriptedModel):
 
     The gold is found by the exact text of the prompt's last HUMAN turn among the rows of the
     dataset configs the model is given (``datasets=datasets`` in the model's config): their rows
-    are read back from the cache, indexed on the first prompt. A prompt found nowhere, or in two
+    are read back from the cache, one dataset at a time until the prompt is found. A prompt found nowhere, or in two
     rows with different golds, is an error naming its first 80 characters: never a wrong answer.
+
+    The index holds a 16-byte digest of each prompt, not the prompt, and reads the rows a batch at a
+    time: a 1000k dataset holds gigabytes of prompts, which the memory-mapped file keeps on disk.
 
     Args:
         path: a label.
         datasets: the run's dataset configs (others than needlebench's are ignored).
+        kv_bytes_per_token: memory held per prompt token answered so far in this process (0: none), a
+            stand-in for a serving engine's KV and prefix cache, which grows with the context it has seen:
+            a memory-capped run then fails in its infer stage, as a real long-context model would.
         kwargs: as for :class:`ScriptedModel`.
     """
 
-    def __init__(self, path: str = "oracle", datasets: Sequence[Mapping[str, Any]] = (), **kwargs: Any) -> None:
+    def __init__(
+        self,
+        path: str = "oracle",
+        datasets: Sequence[Mapping[str, Any]] = (),
+        kv_bytes_per_token: int = 0,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(path=path, **kwargs)
         self.datasets = [dict(d) for d in datasets if is_needlebench(d)]
-        self._golds: dict[str, tuple[str, str]] | None = None
-        self._ambiguous: set[str] = set()
+        self._golds: dict[bytes, tuple[str, str]] = {}
+        self._ambiguous: set[bytes] = set()
+        self._unread = list(self.datasets)  # indexed one at a time, when a prompt is not found yet
+        self.kv_bytes_per_token = kv_bytes_per_token
+        self._kv: list[bytearray] = []
 
-    def _index(self) -> dict[str, tuple[str, str]]:
-        if self._golds is None:
-            golds: dict[str, tuple[str, str]] = {}
-            for cfg in self.datasets:
-                rows = load_rows(cfg["task"], **config_params(cfg))
-                for prompt, task, gold in zip(rows["prompt"], rows["task"], rows["answer"], strict=True):
-                    if golds.setdefault(prompt, (task, gold)) != (task, gold):
-                        self._ambiguous.add(prompt)
-            self._golds = golds
-        return self._golds
+    def _find(self, key: bytes) -> tuple[str, str] | None:
+        """The (task, gold) of a prompt digest, reading further datasets only while it is not found.
+
+        An infer task answers one shard, usually a few datasets of the run; reading only until each
+        prompt is found keeps a 1000k shard from hashing every prompt of the suite.
+        """
+        while key not in self._golds and self._unread:
+            cfg = self._unread.pop(0)
+            rows = load_rows(cfg["task"], **config_params(cfg))
+            for batch in rows.select_columns(["prompt", "task", "answer"]).iter(batch_size=256):
+                for prompt, task, gold in zip(batch["prompt"], batch["task"], batch["answer"], strict=True):
+                    digest = _digest(prompt)
+                    if self._golds.setdefault(digest, (task, gold)) != (task, gold):
+                        self._ambiguous.add(digest)
+        return self._golds.get(key)
+
+    def generate(self, inputs: list[Any], max_out_len: int, **kwargs: Any) -> list[str]:
+        """The oracle's answers; with ``kv_bytes_per_token``, first take (and write) that memory per prompt token.
+
+        Args:
+            inputs: prompts as OpenCompass passes them.
+            max_out_len: the output budget (unused).
+            kwargs: further OpenCompass arguments (ignored).
+        """
+        if self.kv_bytes_per_token:
+            tokens = sum(self.get_token_len(prompt) for prompt in inputs)
+            self._kv.append(bytearray(b"\x01") * (tokens * self.kv_bytes_per_token))  # written: resident
+        return super().generate(inputs, max_out_len, **kwargs)
 
     def answer(self, prompt: Any) -> str:
         """The perfect answer to one prompt.
@@ -152,16 +186,22 @@ class OracleModel(ScriptedModel):
             LookupError: none of the model's datasets holds the prompt, or two hold it with different golds.
         """
         text = last_human_message(prompt)
-        golds = self._index()
-        if text not in golds:
+        key = _digest(text)
+        found = self._find(key)
+        if found is None:
             raise LookupError(
                 f"oracle: none of its {len(self.datasets)} datasets (datasets= in the model config) holds "
                 f"the prompt {text[:80]!r}"
             )
-        if text in self._ambiguous:
+        if key in self._ambiguous:
             raise LookupError(f"oracle: rows with different golds share the prompt {text[:80]!r}")
-        task, gold = golds[text]
+        task, gold = found
         oracle = get_task(task).oracle
         if oracle is None:
             raise LookupError(f"oracle: task {task!r} has no oracle (prompt {text[:80]!r})")
         return oracle(json.loads(gold))
+
+
+def _digest(text: str) -> bytes:
+    """A prompt's key in the oracle's index: 16 bytes of BLAKE2b (a collision would need 2**64 prompts)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()

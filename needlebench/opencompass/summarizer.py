@@ -6,11 +6,16 @@ NeedleChain tables, PNG figures and ``report.html`` into the run's
 ``summary/`` folder. A failure in the default summary never hides our
 report; a failure in our report is logged with its traceback and raised,
 after the default summary is written, so ``opencompass`` exits non-zero
-instead of reporting success with tables missing.
+instead of reporting success with tables missing. A stage that a full disk
+or a memory limit stopped ends the run here, before any table (``stopped.py``). A full disk is one message
+naming the file and the space (exit code 1, no traceback), and OpenCompass's
+own summary files of this run, which it writes in place, are removed when the
+disk filled under them, so no cut table is left behind.
 """
 
 from __future__ import annotations
 
+import errno
 import traceback
 from datetime import datetime
 from pathlib import Path
@@ -19,7 +24,9 @@ from typing import Any
 from opencompass.summarizers import DefaultSummarizer
 from opencompass.utils import get_logger
 
+from ..errors import OutOfMemory, OutOfSpace
 from ..report.html import build_report
+from .stopped import check_stages
 
 __all__ = ["NeedleBenchSummarizer"]
 
@@ -43,13 +50,25 @@ class NeedleBenchSummarizer:
         """
         time_str = time_str or datetime.now().strftime("%Y%m%d_%H%M%S")
         logger = get_logger()
+        try:  # a stage that a full disk or a memory limit stopped: one message, not tables with holes
+            check_stages(self.cfg)
+        except (OutOfSpace, OutOfMemory) as exc:
+            logger.error(str(exc))
+            raise SystemExit(f"needlebench: {exc}") from None
         try:
             self.default.summarize(output_path=output_path, time_str=time_str)
         except Exception as exc:  # keep going: our report reads the per-sample files directly
             logger.warning(f"OpenCompass default summary failed: {exc}\n{traceback.format_exc()}")
+            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                folder = Path(output_path).parent if output_path else Path(self.cfg["work_dir"]) / "summary"
+                for cut in folder.glob(f"summary_{time_str}.*"):  # written in place: may be cut short
+                    cut.unlink(missing_ok=True)
         run = Path(self.cfg["work_dir"])
         try:
             path = build_report([run], run / "summary")
+        except OutOfSpace as exc:
+            logger.error(f"report stage stopped: {exc}")
+            raise SystemExit(f"needlebench: report stage stopped: {exc}") from None
         except Exception as exc:
             logger.error(
                 f"needlebench report failed ({type(exc).__name__}: {exc}); fix the cause and rebuild it "
