@@ -15,7 +15,15 @@ models = [
         run_cfg=dict(num_gpus=0),
     )
 ]
-datasets = needlebench_datasets(suite="4k", tasks=["srt", "mrt"], lengths=[1000, 2000], depths=[0, 50, 100], repeats=1)
+# S-RT and M-RS share their haystack: the partitioner interleaves them in numbered parts (planning/stream.py)
+datasets = needlebench_datasets(
+    suite="4k",
+    tasks=["srt", "mrt", "mrs"],
+    lengths=[1000, 2000],
+    depths=[0, 50, 100],
+    repeats=1,
+    mrs=dict(num_needles=[2]),
+)
 infer, eval = runtime(num_shards=2, max_workers=1, eval_workers=1)
 # one eval task per dataset (not one group): the test kills the run between two of them
 eval["partitioner"]["eval_tasks"] = 0
