@@ -322,9 +322,21 @@ def engine(
         # one warm-up request outside the measurement (first-call costs of the engine)
         first = next(iter(next(iter(orders.values())).values()))
         engine_run(port, name, [first[0][:1]], 1, max_tokens)
+        ran: dict[tuple, tuple[int, dict[str, Any]]] = {}  # schedule -> (concurrency, result)
         for c in concurrencies:
             for order in ("builtin", "ours", *(("ours_cell",) if c in cell_at else ())):
-                done(c, order, engine_run(port, name, orders[c][order], c, max_tokens))
+                # the same requests in the same batches as a run already made (every piece shorter than
+                # both concurrencies): the same schedule, not sent again
+                schedule = (
+                    tuple(r.prompt for piece in orders[c][order] for r in piece),
+                    tuple(batches(orders[c][order], c)),
+                )
+                if schedule in ran:
+                    done(c, order, {**ran[schedule][1], "same_schedule_as": ran[schedule][0]})
+                    continue
+                result = engine_run(port, name, orders[c][order], c, max_tokens)
+                ran[schedule] = (c, result)
+                done(c, order, result)
     finally:
         _server("down", env)
 

@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -148,7 +149,15 @@ def _run(mode: str, suite: str, arg: str, env: dict[str, str]) -> dict[str, Any]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def measure(suite: str, shards: int, builtin: bool, workdir: Path, rounds_wanted: int = 3) -> dict[str, Any]:
+def measure(
+    suite: str,
+    shards: int,
+    builtin: bool,
+    workdir: Path,
+    rounds_wanted: int = 3,
+    checkpoint: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """One suite's row; ``checkpoint(row so far)`` after each cold round (a run stopped early keeps them)."""
     cache = workdir / "cache"
     shutil.rmtree(cache, ignore_errors=True)
     env = {**os.environ, "NEEDLEBENCH_CACHE": str(cache), "PYTHONPATH": str(ROOT), "TQDM_DISABLE": "1"}
@@ -176,6 +185,8 @@ def measure(suite: str, shards: int, builtin: bool, workdir: Path, rounds_wanted
                 flush=True,
             )
         rounds.append(pair)
+        if checkpoint:
+            checkpoint({**row, "cold_rounds": rounds, "partial": True})
     row["cold_rounds"] = rounds
     cold = min((r["ours"] for r in rounds), key=lambda c: c["seconds"])
     row["ours_cold"] = {**cold, "seconds": statistics.median(r["ours"]["seconds"] for r in rounds)}
@@ -262,7 +273,13 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="nb-prepare-") as tmp:
         for suite in args.suite:
-            rows.append(measure(suite, args.shards, not args.no_builtin and suite != "1000k", Path(tmp), args.rounds))
+            done = list(rows)
+
+            def checkpoint(partial: dict[str, Any], done: list = done) -> None:
+                Path(args.out).write_text(json.dumps({"rows": [*done, partial], "partial": True}, indent=1) + "\n")
+
+            builtin = not args.no_builtin and suite != "1000k"
+            rows.append(measure(suite, args.shards, builtin, Path(tmp), args.rounds, checkpoint))
     text = table(rows)
     print(text)
     Path(args.out).write_text(json.dumps({"rows": rows, "table": text}, indent=1) + "\n")
