@@ -315,13 +315,15 @@ def test_interleave_keeps_each_datasets_order_and_sends_a_shared_haystack_togeth
     assert interleave([srt, mrs], heads[:2], min_run=2)[:5] == [(0, 0), (0, 1), (1, 0), (1, 1), (0, 2)]
 
 
-def test_datasets_sharing_a_haystack_are_cut_into_parts_in_stream_order(tmp_path: Path) -> None:
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_datasets_sharing_a_haystack_are_cut_into_parts_in_stream_order(tmp_path: Path, lang: str) -> None:
     """S-RT and M-RS of one language alternate inside a shard as numbered parts: each part a contiguous
-    range, the parts of a dataset in row order covering it once, so OpenCompass's eval merges them back."""
+    range, the parts of a dataset in row order covering it once, so OpenCompass's eval merges them back.
+    (Chinese: a 1k prompt is shorter in characters than the English instructions and haystack head.)"""
     datasets = needlebench_datasets(
         suite="4k",
         tasks=["srt", "mrs"],
-        langs=["en"],
+        langs=[lang],
         lengths=[1000, 2000],
         depths=[0, 50, 100],
         repeats=2,

@@ -23,9 +23,10 @@ from typing import Any
 
 __all__ = ["HEAD_CHARS", "Row", "haystack_key", "interleave"]
 
-# prompt characters two datasets' openings must agree on before they share a haystack group
-# (about 400 tokens: more than any instruction head, less than the shortest haystack prefix)
-HEAD_CHARS = 1600
+# prompt characters two datasets' first prompts must agree on before they share a haystack group: past
+# any instruction head (English: ~120 characters where S-RT and M-RT part), within the shortest document
+# (a 1k Chinese prompt is ~1,600 characters in all)
+HEAD_CHARS = 400
 
 Row = tuple[Hashable, float]  # (haystack group or None, first needle's token position)
 
