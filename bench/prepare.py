@@ -4,9 +4,13 @@ OpenCompass builds each dataset with ``build_dataset_from_cfg`` in every infer
 and every eval task. Measured here, in separate processes, each timing its own
 builds:
 
-* ``cold``: every dataset of the suite built once with an empty cache (ours:
-  generation and the Arrow cache write; the built-in: its loaders and
-  ``BaseDataset``'s ``.map``), peak RSS, bytes written;
+* ``cold``: every dataset of the suite built once in one process with an empty
+  dataset cache (ours: generation and the Arrow cache write, the corpus token
+  cache built beforehand as on any machine after its first run; the built-in:
+  its loaders and ``BaseDataset``'s ``.map`` on OpenCompass-format stand-in files
+  of the real files' sizes), peak RSS, bytes written: ours and the built-in
+  alternating ``--rounds`` times in the same run, the median ratio and each
+  round's printed;
 * ``materialize``: the same, as our partitioner does it before any task
   starts (``arrow_rows.materialize_many``, one process per core);
 * ``task``: the datasets of one infer shard as our partitioner cuts them
@@ -27,10 +31,12 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -143,17 +149,47 @@ def _run(mode: str, suite: str, arg: str, env: dict[str, str]) -> dict[str, Any]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def measure(suite: str, shards: int, builtin: bool, workdir: Path) -> dict[str, Any]:
+def measure(
+    suite: str,
+    shards: int,
+    builtin: bool,
+    workdir: Path,
+    rounds_wanted: int = 3,
+    checkpoint: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """One suite's row; ``checkpoint(row so far)`` after each cold round (a run stopped early keeps them)."""
     cache = workdir / "cache"
     shutil.rmtree(cache, ignore_errors=True)
     env = {**os.environ, "NEEDLEBENCH_CACHE": str(cache), "PYTHONPATH": str(ROOT), "TQDM_DISABLE": "1"}
     row: dict[str, Any] = {"suite": suite, "shards": shards}
     # the corpus token cache is built once beforehand, as on any machine after its first run
     _run("ours-cold", "4k", "", env)
-    shutil.rmtree(cache / "datasets", ignore_errors=True)
-    cold = _run("ours-cold", suite, "", env)
-    cold["bytes_written_gb"] = _size(cache / "datasets") / 1e9
-    row["ours_cold"] = cold
+    if builtin:
+        from bench.standin import build_standin
+
+        build_standin(workdir)
+    # the cold build, ours and the built-in alternating, so the machine's load (shared, 2 cores) falls on
+    # both alike; each round's ratio, and their median and spread
+    rounds = []
+    for _ in range(max(1, rounds_wanted)):
+        shutil.rmtree(cache / "datasets", ignore_errors=True)
+        cold = _run("ours-cold", suite, "", env)
+        cold["bytes_written_gb"] = _size(cache / "datasets") / 1e9
+        pair: dict[str, Any] = {"ours": cold}
+        if builtin:
+            pair["builtin"] = _run("builtin-cold", suite, str(workdir), env)
+            pair["ratio"] = pair["builtin"]["seconds"] / cold["seconds"]
+            print(
+                f"round {len(rounds) + 1}: built-in {pair['builtin']['seconds']:.1f} s, ours {cold['seconds']:.2f} s, "
+                f"{pair['ratio']:.1f}x",
+                flush=True,
+            )
+        rounds.append(pair)
+        if checkpoint:
+            checkpoint({**row, "cold_rounds": rounds, "partial": True})
+    row["cold_rounds"] = rounds
+    cold = min((r["ours"] for r in rounds), key=lambda c: c["seconds"])
+    row["ours_cold"] = {**cold, "seconds": statistics.median(r["ours"]["seconds"] for r in rounds)}
     shutil.rmtree(cache / "datasets", ignore_errors=True)
     row["ours_materialize"] = _run("ours-materialize", suite, "", env)
     plan = _run("ours-shards", suite, str(shards), env)["shards"]
@@ -173,13 +209,12 @@ def measure(suite: str, shards: int, builtin: bool, workdir: Path) -> dict[str, 
     first = row["ours_materialize"]["seconds"]
     row["ours_run_s"] = first + sum(t["seconds"] for t in tasks) + sum(t["seconds"] for t in evals)
     if builtin:
-        from bench.standin import build_standin
-
-        build_standin(workdir)
-        b = _run("builtin-cold", suite, str(workdir), env)
+        b = {**rounds[0]["builtin"], "seconds": statistics.median(r["builtin"]["seconds"] for r in rounds)}
         row["builtin_cold"] = b
         row["builtin_run_s"] = 2 * b["seconds"]  # its infer tasks build everything once, its eval tasks again
-        row["cold_ratio"] = b["seconds"] / cold["seconds"]
+        ratios = [r["ratio"] for r in rounds]
+        row["cold_ratio"] = statistics.median(ratios)
+        row["cold_ratio_range"] = [min(ratios), max(ratios)]
         row["run_ratio"] = row["builtin_run_s"] / row["ours_run_s"]
     return row
 
@@ -193,7 +228,11 @@ def table(rows: list[dict[str, Any]]) -> str:
             f"| {r['suite']} | every dataset built once, empty cache | "
             + (f"{b['seconds']:.1f} s, {b['peak_rss_gb']:.2f} GB" if b else "not run")
             + f" | {c['seconds']:.1f} s, {c['peak_rss_gb']:.2f} GB, {c['bytes_written_gb']:.2f} GB written | "
-            + (f"{r['cold_ratio']:.1f}x |" if b else "|")
+            + (
+                f"{r['cold_ratio']:.1f}x (rounds: {', '.join(format(x['ratio'], '.1f') for x in r['cold_rounds'])}) |"
+                if b
+                else "|"
+            )
         )
         m = r["ours_materialize"]
         lines.append(
@@ -228,12 +267,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--suite", nargs="+", default=["128k"])
     parser.add_argument("--shards", type=int, default=8)
     parser.add_argument("--no-builtin", action="store_true")
+    parser.add_argument("--rounds", type=int, default=3, help="cold builds of each side, alternating")
     parser.add_argument("--out", default=str(ROOT / "bench" / "prepare.json"))
     args = parser.parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory(prefix="nb-prepare-") as tmp:
         for suite in args.suite:
-            rows.append(measure(suite, args.shards, not args.no_builtin and suite != "1000k", Path(tmp)))
+            done = list(rows)
+
+            def checkpoint(partial: dict[str, Any], done: list = done) -> None:
+                Path(args.out).write_text(json.dumps({"rows": [*done, partial], "partial": True}, indent=1) + "\n")
+
+            builtin = not args.no_builtin and suite != "1000k"
+            rows.append(measure(suite, args.shards, builtin, Path(tmp), args.rounds, checkpoint))
     text = table(rows)
     print(text)
     Path(args.out).write_text(json.dumps({"rows": rows, "table": text}, indent=1) + "\n")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -101,6 +101,10 @@ class TaskSpec:
         breakdowns: ``{metadata key: metric prefix}``: the dataset's mean score per value of each key, beside
             the common numbers (``{"num_needles": "needles"}`` gives ``needles_2``, ``needles_4``, ...).
         report_text: HTML sentences for the report's "How to read" part: what the task's numbers mean.
+        prefix_group: ``(lang, meta) -> (group, position)``: samples of one group open with the same text up to
+            ``position`` tokens (a shared haystack up to the first needle), so the partitioner sends them
+            together for an engine's prefix cache; ``(None, 0.0)`` for a sample without one. A task without
+            it keeps its datasets whole in the request stream.
     """
 
     name: str
@@ -120,6 +124,7 @@ class TaskSpec:
     cell: tuple[str, ...] = ("length",)
     breakdowns: Mapping[str, str] = field(default_factory=dict)
     report_text: str = ""
+    prefix_group: Callable[[str, Mapping[str, Any]], tuple[Hashable, float]] | None = None
 
     @property
     def short(self) -> str:

@@ -31,6 +31,11 @@ def _partition(datasets: list[dict], tmp_path: Path, model: dict = MODEL, **kwar
     )
 
 
+def _dataset_of(chunk: dict) -> str:
+    """The dataset a task's chunk comes from: a part ``abbr_N`` (it has a ``test_range``) or the whole."""
+    return chunk["abbr"].rsplit("_", 1)[0] if chunk["reader_cfg"].get("test_range") else chunk["abbr"]
+
+
 def test_sharding_core_balances_and_covers() -> None:
     costs = [1000] * 50 + [128000] * 10 + [4000] * 300
     ranges = shard_ranges(costs, 8)
@@ -52,12 +57,7 @@ def test_128k_suite_shards_are_balanced_and_cover_every_sample(tmp_path: Path) -
             start, end = 0, len(rows)
             if chunk["reader_cfg"].get("test_range"):
                 start, end = (int(x) for x in chunk["reader_cfg"]["test_range"].strip("[]").split(":"))
-            base = (
-                chunk["abbr"].rsplit("_", 1)[0]
-                if chunk["abbr"][-1].isdigit() and chunk["reader_cfg"].get("test_range")
-                else chunk["abbr"]
-            )
-            seen.setdefault(base, []).extend(range(start, end))
+            seen.setdefault(_dataset_of(chunk), []).extend(range(start, end))
             metas = [json.loads(m) for m in rows["meta"][start:end]]
             total += sum(m["prompt_tokens"] + 256 for m in metas)  # prompt plus output budget
             # order inside a chunk, within a repeat: the first needle's position in the document, farthest
@@ -100,8 +100,13 @@ def test_overlength_prompts_are_shortened_or_skipped_and_reported(tmp_path: Path
     tasks = _partition(datasets, tmp_path, model=model, num_shards=1, overlength=policy)
     eval_tasks = _partition(datasets, tmp_path, model=model, stage="eval", overlength=policy)
     room = 3000 - 100 - 64
-    for infer_chunk, eval_task in zip(tasks[0]["datasets"][0], eval_tasks):
+    infer = {}  # dataset -> its first infer chunk (S-RT and M-RS come interleaved, in parts)
+    for chunk in tasks[0]["datasets"][0]:
+        infer.setdefault(_dataset_of(chunk), chunk)
+    assert len(infer) == len(eval_tasks)
+    for eval_task in eval_tasks:
         eval_chunk = eval_task["datasets"][0][0]
+        infer_chunk = infer[eval_chunk["abbr"]]
         assert infer_chunk["max_prompt_tokens"] == eval_chunk["max_prompt_tokens"] == room
         rows = load_rows(infer_chunk["task"], **config_params(infer_chunk))
         assert len(rows) == len(load_rows(eval_chunk["task"], **config_params(eval_chunk)))
@@ -299,3 +304,51 @@ def test_an_unreadable_limits_record_is_logged_not_swallowed(tmp_path: Path, cap
         (tmp_path / LIMITS_FILE).write_text("{not json", encoding="utf-8")
         assert _read_limits(str(tmp_path)) is None
     assert [r.levelname for r in caplog.records] == ["WARNING"] and LIMITS_FILE in caplog.records[0].getMessage()
+
+
+def test_interleave_keeps_each_datasets_order_and_sends_a_shared_haystack_together() -> None:
+    """The stream is a merge: every row once, each dataset in its own order; rows of one haystack group
+    alternate by needle position (farthest first), at least ``min_run`` of a dataset at a time; a
+    dataset whose opening differs, or without groups, stays one run."""
+    from needlebench.planning.stream import interleave
+
+    srt = [("h0", 900.0), ("h0", 500.0), ("h0", 100.0), ("h1", 900.0), ("h1", 100.0)]
+    mrs = [("h0", 800.0), ("h0", 400.0), ("h1", 950.0), ("h1", 50.0)]
+    mrt = [("h0", 0.0), ("h1", 0.0)]  # same haystack, different opening: no sharing
+    atc = [(None, 0.0)] * 3
+    heads = ["head A", "head A", "head B", "head C"]
+    stream = interleave([srt, mrs, mrt, atc], heads)
+    assert sorted(stream) == sorted((di, ri) for di, d in enumerate([srt, mrs, mrt, atc]) for ri in range(len(d)))
+    for di in range(4):
+        assert [ri for d, ri in stream if d == di] == sorted(ri for d, ri in stream if d == di)
+    assert stream[:9] == [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2), (0, 3), (0, 4), (1, 3)]
+    assert stream[9:] == [(2, 0), (2, 1), (3, 0), (3, 1), (3, 2)]
+    # a batch of 2: each dataset sends two rows of a group once picked
+    assert interleave([srt, mrs], heads[:2], min_run=2)[:5] == [(0, 0), (0, 1), (1, 0), (1, 1), (0, 2)]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_datasets_sharing_a_haystack_are_cut_into_parts_in_stream_order(tmp_path: Path, lang: str) -> None:
+    """S-RT and M-RS of one language alternate inside a shard as numbered parts: each part a contiguous
+    range, the parts of a dataset in row order covering it once, so OpenCompass's eval merges them back.
+    (Chinese: a 1k prompt is shorter in characters than the English instructions and haystack head.)"""
+    datasets = needlebench_datasets(
+        suite="4k",
+        tasks=["srt", "mrs"],
+        langs=[lang],
+        lengths=[1000, 2000],
+        depths=[0, 50, 100],
+        repeats=2,
+        mrs=dict(num_needles=[2]),
+    )
+    (task,) = _partition(datasets, tmp_path, model={**MODEL, "batch_size": 2}, num_shards=1)
+    chunks = task["datasets"][0]
+    assert len(chunks) > len(datasets)  # interleaved, not dataset after dataset
+    assert [_dataset_of(c) for c in chunks[:4]] == [d["abbr"] for d in datasets] * 2
+    for d in datasets:
+        mine = [c for c in chunks if _dataset_of(c) == d["abbr"]]
+        assert [c["abbr"] for c in mine] == [f"{d['abbr']}_{i}" for i in range(len(mine))]
+        ranges = [tuple(int(x) for x in c["reader_cfg"]["test_range"].strip("[]").split(":")) for c in mine]
+        assert ranges[0][0] == 0 and all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+        assert ranges[-1][1] == len(load_rows(d["task"], **config_params(d)))
+        assert all(b - a >= 2 for a, b in ranges[:-1])  # a batch at least (a repeat here has 6 rows)

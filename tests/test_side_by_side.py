@@ -120,12 +120,18 @@ def _builtin_samples(run: Path) -> dict[tuple, dict]:
 
 def _our_samples(run: Path) -> dict[tuple, dict]:
     out: dict[tuple, dict] = {}
-    for path in sorted((run / "predictions" / "scripted").glob("*.json")):
-        records = [
-            json.loads(x)
-            for x in (run / "results" / "scripted" / f"{path.stem}.samples.jsonl").read_text().splitlines()
-        ]
-        for pred, r in zip(_predictions(path), records, strict=True):
+    results = run / "results" / "scripted"
+    # a dataset's predictions: its file, or its parts ``abbr_0, abbr_1, ...`` in order (S-RT and M-RS come
+    # interleaved, planning/stream.py), as OpenCompass's eval task merges them
+    parts: dict[str, list[tuple[int, Path]]] = {}
+    for path in (run / "predictions" / "scripted").glob("*.json"):
+        base, _, number = path.stem.rpartition("_")
+        whole = (results / f"{path.stem}.samples.jsonl").exists()
+        parts.setdefault(path.stem if whole else base, []).append((0 if whole else int(number), path))
+    for abbr, files in sorted(parts.items()):
+        records = [json.loads(x) for x in (results / f"{abbr}.samples.jsonl").read_text().splitlines()]
+        preds = [p for _, path in sorted(files) for p in _predictions(path)]
+        for pred, r in zip(preds, records, strict=True):
             if r["task"] == "atc":
                 key: tuple = ("atc", r["lang"], r["num_needles"], r["question_type"], r["repeat"])
             elif r["task"] == "mrt":

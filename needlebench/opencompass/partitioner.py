@@ -2,10 +2,15 @@
 
 Infer stage: the whole (model, datasets) workload is cut into ``num_shards``
 tasks of about equal prompt tokens, read from each sample's metadata (no
-re-tokenising). Shards are contiguous runs of the generation order (prompts
-sharing a haystack prefix stay together, longest and deepest first). A
-dataset cut across shards becomes parts ``abbr_0, abbr_1, ...`` with a
-``test_range``, which OpenCompass's eval task merges back.
+re-tokenising). Shards are contiguous runs of one stream over the model's
+datasets in which those sharing a haystack (S-RT and M-RS of a language and
+repeat) are interleaved, a batch (the model's ``batch_size``) at a time, by
+their first needle's position, farthest first (``planning/stream.py``), so an
+engine's prefix cache reuses the shared haystack across datasets too. A
+dataset that comes in several pieces (interleaved, or cut across shards)
+becomes parts ``abbr_0, abbr_1, ...`` in row order, each with a
+``test_range``, which OpenCompass's eval task merges back; a shard runs its
+pieces in stream order.
 
 Both stages inject the model's room (``max_prompt_tokens`` = max_seq_len -
 output budget - template margin, in cl100k tokens, scaled by the model
@@ -310,28 +315,31 @@ class NeedleBenchPartitioner(BasePartitioner):
             tasks.append(Config({"models": [model], "datasets": [foreign], "work_dir": work_dir, **add_cfg}))
         if not stream:
             return tasks
-        # per dataset: the row ranges of each shard, so split datasets get numbered parts
-        per_dataset: dict[int, list[tuple[int, int, int]]] = defaultdict(list)  # di -> (shard, start, end)
-        for shard, (a, b) in enumerate(ranges):
-            for di, start, end in shard_runs(stream, a, b):
-                per_dataset[di].append((shard, start, end))
+        # a dataset in several pieces (cut by a shard boundary, or interleaved with another dataset that
+        # shares its haystack: planning/stream.py) becomes numbered parts, in row order; each shard runs
+        # its pieces in stream order
+        runs = [(shard, *run) for shard, (a, b) in enumerate(ranges) for run in shard_runs(stream, a, b)]
+        pieces: dict[int, int] = defaultdict(int)  # di -> pieces
+        for _, di, _, _ in runs:
+            pieces[di] += 1
+        part: dict[int, int] = defaultdict(int)  # di -> the next part number
         shard_chunks: dict[int, list[dict]] = defaultdict(list)
-        for di, pieces in per_dataset.items():
+        for shard, di, start, end in runs:
+            number = part[di]
+            part[di] += 1
             if di in done:
                 continue
             d = datasets[di]
-            if len(pieces) == 1:
-                shard_chunks[pieces[0][0]].append(d)
+            if pieces[di] == 1:
+                shard_chunks[shard].append(d)
                 continue
-            filename = get_infer_output_path(model, d, out_dir)
-            root, ext = osp.splitext(filename)
-            for part, (shard, start, end) in enumerate(pieces):
-                if osp.exists(f"{root}_{part}{ext}"):
-                    continue
-                cfg = copy.deepcopy(d)
-                cfg["abbr"] = f"{d['abbr']}_{part}"
-                cfg["reader_cfg"]["test_range"] = f"[{start}:{end}]"
-                shard_chunks[shard].append(cfg)
+            root, ext = osp.splitext(get_infer_output_path(model, d, out_dir))
+            if osp.exists(f"{root}_{number}{ext}"):
+                continue
+            cfg = copy.deepcopy(d)
+            cfg["abbr"] = f"{d['abbr']}_{number}"
+            cfg["reader_cfg"]["test_range"] = f"[{start}:{end}]"
+            shard_chunks[shard].append(cfg)
         for shard in sorted(shard_chunks):
             tasks.append(
                 Config({"models": [model], "datasets": [shard_chunks[shard]], "work_dir": work_dir, **add_cfg})

@@ -25,6 +25,7 @@ from ..errors import ConfigError
 from ..tasks import config_params, get_task, is_needlebench
 from ..tasks.sparse import OVERLENGTH_POLICIES
 from .shards import shard_ranges
+from .stream import HEAD_CHARS, interleave
 
 __all__ = [
     "DEFAULT_MAX_SEQ_LEN",
@@ -324,6 +325,9 @@ def token_shards(
 ) -> tuple[list[tuple[int, int]], list[int], list[tuple[int, int]]]:
     """Cut a model's samples into contiguous runs of about equal cost (prompt tokens plus output budget).
 
+    The stream interleaves datasets that share a haystack (S-RT and M-RS of a repeat, ``stream.py``),
+    so a dataset may come back in several pieces, each a contiguous range of its rows.
+
     Args:
         model: the model config (its ``max_out_len`` is the output budget where a dataset sets none).
         datasets: (index, needlebench dataset config with the model's limit) pairs, in run order.
@@ -332,13 +336,22 @@ def token_shards(
     Returns:
         (the stream of (dataset index, row index), each sample's cost, the (start, end) ranges over the stream).
     """
-    stream: list[tuple[int, int]] = []
-    costs: list[int] = []
+    cost: dict[tuple[int, int], int] = {}
+    keys, heads = [], []
     for di, d in datasets:
         rows = load_rows(d["task"], **config_params(d))
-        for ri, meta in enumerate(rows["meta"]):
-            stream.append((di, ri))
-            costs.append(int(json.loads(meta)["prompt_tokens"]) + out_len(model, d))
+        params = config_params(d)
+        metas = [json.loads(m) for m in rows["meta"]]
+        for ri, meta in enumerate(metas):
+            cost[di, ri] = int(meta["prompt_tokens"]) + out_len(model, d)
+        group = get_task(d["task"]).prefix_group
+        lang = str(params.get("lang", ""))
+        keys.append([group(lang, m) if group else (None, 0.0) for m in metas])
+        heads.append(rows[0]["prompt"][:HEAD_CHARS] if metas else "")
+    # datasets sharing a haystack interleaved (planning/stream.py); indices back to the caller's
+    index = [di for di, _ in datasets]
+    stream = [(index[k], ri) for k, ri in interleave(keys, heads, int(model.get("batch_size") or 1))]
+    costs = [cost[s] for s in stream]
     return stream, costs, (shard_ranges(costs, num_shards) if stream else [])
 
 

@@ -1,9 +1,9 @@
 """Split a stream of samples into shards of about equal prompt tokens.
 
 A 1000k prompt costs far more prefill than a 1k one, so shards balance
-tokens, not sample counts. Shards are contiguous runs of the generation
-order, which already puts prompts that share a haystack prefix next to
-each other (longest and deepest first), so an inference server's prefix
+tokens, not sample counts. Shards are contiguous runs of the request
+stream (``stream.py``), which puts prompts that share a haystack prefix
+next to each other, across datasets too, so an inference server's prefix
 cache can reuse them.
 """
 

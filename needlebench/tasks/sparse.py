@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import math
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -707,7 +707,28 @@ def sparse_task(
         breakdowns={"num_needles": "needles"},
         report_text=report_text,
         profile_scoring=profile_scoring or {},
+        prefix_group=haystack_group,
     )
+
+
+def haystack_group(lang: str, meta: Mapping[str, Any]) -> tuple[Hashable, float]:
+    """A sparse sample's haystack group and its first needle's token position, read from its metadata.
+
+    Samples of one (language, corpus, seed, haystack option, repeat) open with the same haystack, so
+    they share a prompt prefix up to their first needle (S-RT's and M-RS's alike); the partitioner sends
+    such samples together so an engine's prefix cache reuses the haystack across datasets.
+
+    Args:
+        lang: the dataset's language.
+        meta: the row's metadata (as generated: ``haystack_tokens``, ``repeat``, realised depths).
+    """
+    if "haystack_tokens" not in meta or "repeat" not in meta:
+        return None, 0.0
+    depths = meta.get("realised_depths") or [meta.get("realised_depth", meta.get("depth", 0.0))]
+    first = min(float(d) for d in depths) if depths else 0.0
+    options = meta.get("options") or {}
+    group = (lang, meta.get("corpus"), meta.get("seed"), options.get("haystack"), meta.get("repeat"))
+    return group, first * float(meta["haystack_tokens"]) / 100.0
 
 
 # what a sparse sample's graded record keeps beside the generic keys: its place in the haystack (the asked

@@ -4,7 +4,15 @@ _base_ = []
 
 from needlebench.opencompass.configs import SUMMARIZER, needlebench_datasets, runtime
 
-datasets = needlebench_datasets(suite="4k", tasks=["srt", "mrt"], lengths=[1000, 2000], depths=[0, 50, 100], repeats=1)
+# S-RT and M-RS share their haystack: the partitioner interleaves them in numbered parts (planning/stream.py)
+datasets = needlebench_datasets(
+    suite="4k",
+    tasks=["srt", "mrt", "mrs"],
+    lengths=[1000, 2000],
+    depths=[0, 50, 100],
+    repeats=1,
+    mrs=dict(num_needles=[2]),
+)
 models = [
     dict(
         type="needlebench.opencompass.scripted.OracleModel",
