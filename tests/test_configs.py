@@ -115,13 +115,13 @@ def test_api_config_runs_against_a_local_openai_server(tmp_path: Path) -> None:
 def test_sampling_reaches_every_backend() -> None:
     """NeedleChain's temperature 0.6 / top-p 0.95 in the field each backend reads."""
     from needlebench.opencompass.models import (
-        NEEDLECHAIN_SAMPLING,
         api_model,
         hf_model,
         lmdeploy_model,
         vllm_model,
         with_sampling,
     )
+    from needlebench.tasks.needlechain import NEEDLECHAIN_SAMPLING
 
     vllm = with_sampling(vllm_model("v", "/m", 8192), **NEEDLECHAIN_SAMPLING)
     assert vllm["generation_kwargs"] == {"temperature": 0.6, "top_p": 0.95}

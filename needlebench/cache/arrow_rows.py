@@ -99,6 +99,8 @@ _ROW_SOURCES = (
     "protocol.py",
     "suites.py",
     "taskspec.py",
+    "record.py",
+    "aggregate/*.py",
     "files.py",
     "cache/*.py",
     "errors.py",

@@ -7,7 +7,8 @@ _base_ = []
 import os
 
 from needlebench.opencompass.configs import SUMMARIZER, needlebench_datasets, needlechain_datasets, runtime
-from needlebench.opencompass.models import NEEDLECHAIN_SAMPLING, reasoning, vllm_model, with_sampling
+from needlebench.opencompass.models import reasoning, vllm_model, with_sampling
+from needlebench.tasks.needlechain import NEEDLECHAIN_SAMPLING
 
 _model = vllm_model(
     abbr="vllm-inproc-smollm2",
