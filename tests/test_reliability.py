@@ -161,10 +161,12 @@ def _report_agrees(run: Path) -> None:
     assert compared and intervals  # the page's numbers were read, not skipped
 
 
-def _opencompass(work: Path, *extra: str) -> subprocess.Popen:
+def _opencompass(work: Path, *extra: str, delay: float = 1.0) -> subprocess.Popen:
+    """The resume config's run, its oracle waiting ``delay`` seconds an answer (a kill needs time to land)."""
     return subprocess.Popen(
         [str(Path(sys.executable).parent / "opencompass"), "tests/configs/e2e_resume.py", "-w", str(work), *extra],
         cwd=ROOT,
+        env={**os.environ, "NEEDLEBENCH_TEST_DELAY": str(delay)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # its own process group: the kill reaches every task it started
@@ -188,12 +190,14 @@ def _summary(run: Path) -> str:
 
 def test_resume_after_sigkill_in_inference_and_in_evaluation(tmp_path: Path) -> None:
     """`opencompass CONFIG -r` after a SIGKILL mid-inference, then mid-evaluation: nothing lost, nothing twice."""
-    clean = run_opencompass("tests/configs/e2e_resume.py", tmp_path / "clean")
+    clean = run_opencompass(
+        "tests/configs/e2e_resume.py", tmp_path / "clean", env={**os.environ, "NEEDLEBENCH_TEST_DELAY": "0"}
+    )
     work = tmp_path / "killed"
     _kill_when(work, _opencompass(work), "*/predictions/slow/tmp_*.jsonl")  # a shard is half done
     (run,) = [p for p in work.iterdir() if p.is_dir()]
     assert not (run / "results").exists() or not list((run / "results").rglob("*.json"))
-    proc = _opencompass(work, "-r", run.name)
+    proc = _opencompass(work, "-r", run.name, delay=0.0)  # this kill waits for the eval stage
     _kill_when(work, proc, "*/results/slow/*.samples.jsonl")  # the first dataset is scored
     done = {p.name for p in (run / "results" / "slow").glob("*.samples.jsonl")}
     assert 0 < len(done) < 6
@@ -208,6 +212,7 @@ def test_resume_after_sigkill_in_inference_and_in_evaluation(tmp_path: Path) -> 
                 run.name,
             ],
             cwd=ROOT,
+            env={**os.environ, "NEEDLEBENCH_TEST_DELAY": "0"},
             capture_output=True,
             timeout=900,
         ).returncode

@@ -2,6 +2,8 @@
 # the oracle scores 100 only if every prediction is matched to its own sample.
 _base_ = []
 
+import os
+
 from needlebench.opencompass.configs import SUMMARIZER, needlebench_datasets, runtime
 
 # S-RT and M-RS share their haystack: the partitioner interleaves them in numbered parts (planning/stream.py)
@@ -18,7 +20,8 @@ models = [
         type="needlebench.opencompass.scripted.OracleModel",
         abbr="slow",
         datasets=datasets,
-        delay=1.0,
+        # seconds per answer, so a kill lands mid-inference; runs that are not killed then set 0
+        delay=float(os.environ.get("NEEDLEBENCH_TEST_DELAY", "1.0")),
         max_seq_len=200000,
         max_out_len=16,
         batch_size=1,
