@@ -339,11 +339,12 @@ def token_shards(
     cost: dict[tuple[int, int], int] = {}
     keys, heads = [], []
     for di, d in datasets:
-        rows = load_rows(d["task"], **config_params(d))
         params = config_params(d)
+        rows = load_rows(d["task"], **params)
         metas = [json.loads(m) for m in rows["meta"]]
+        budget = out_len(model, d)
         for ri, meta in enumerate(metas):
-            cost[di, ri] = int(meta["prompt_tokens"]) + out_len(model, d)
+            cost[di, ri] = int(meta["prompt_tokens"]) + budget
         group = get_task(d["task"]).prefix_group
         lang = str(params.get("lang", ""))
         keys.append([group(lang, m) if group else (None, 0.0) for m in metas])
