@@ -383,6 +383,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--engine-multiples", type=float, nargs="*", default=[1.2, 1.5, 3])
     parser.add_argument("--engine-cell-at", type=int, nargs="*", default=[8])
+    parser.add_argument(
+        "--engine-concurrency", type=int, nargs="*", help="in-flight settings sent to the engine (default: all)"
+    )
     parser.add_argument("--port", type=int, default=8013)
     parser.add_argument("--simulate-only", action="store_true")
     parser.add_argument("--out", default=str(ROOT / "bench" / "engine_order.json"))
@@ -429,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
 
             engine(
                 orders,
-                args.concurrency,
+                args.engine_concurrency or args.concurrency,
                 blocks + 1,
                 args.block_size,
                 max_model_len,

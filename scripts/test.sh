@@ -15,4 +15,4 @@ fi
 # With no arguments: everything but the engine tests (tests/test_vllm_inproc.py builds a 9 GB vLLM CPU
 # environment, ~6 min cold); `bash scripts/test.sh -m engine` runs those alone.
 if [ $# -eq 0 ]; then set -- -m "not engine"; fi
-.venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 -n 2 --dist loadfile "$@"
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 -n 2 --dist loadfile --no-loadscope-reorder "$@"

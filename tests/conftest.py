@@ -15,6 +15,31 @@ if str(ROOT) not in sys.path:  # the repository's bench package (hostile outputs
     sys.path.insert(0, str(ROOT))
 
 
+# Files whose tests start real runs (opencompass, servers, Slurm, pip), longest first (measured, serial, fresh
+# clone). scripts/test.sh runs the suite on two xdist workers, each taking whole files in collection order
+# (--dist loadfile --no-loadscope-reorder): the longest start first, so the two workers end together.
+LONG_FILES = (
+    "test_e2e_opencompass.py",
+    "test_reliability.py",
+    "test_vllm_server.py",
+    "test_slurm.py",
+    "test_limits.py",
+    "test_extras.py",
+    "test_bench.py",
+    "test_side_by_side.py",
+    "test_configs.py",
+    "test_wheel.py",
+    "test_differential_prompts.py",
+    "test_cache.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The long files first (``LONG_FILES``), every file's tests in their own order."""
+    rank = {name: i for i, name in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT

@@ -308,7 +308,8 @@ def test_an_unreadable_limits_record_is_logged_not_swallowed(tmp_path: Path, cap
 
 def test_interleave_keeps_each_datasets_order_and_sends_a_shared_haystack_together() -> None:
     """The stream is a merge: every row once, each dataset in its own order; rows of one haystack group
-    alternate by needle position (farthest first), at least ``min_run`` of a dataset at a time; a
+    alternate by needle position (farthest first), at least ``min_run`` of a dataset at a time after the
+    group's lead; a
     dataset whose opening differs, or without groups, stays one run."""
     from needlebench.planning.stream import interleave
 
@@ -323,8 +324,9 @@ def test_interleave_keeps_each_datasets_order_and_sends_a_shared_haystack_togeth
         assert [ri for d, ri in stream if d == di] == sorted(ri for d, ri in stream if d == di)
     assert stream[:9] == [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2), (0, 3), (0, 4), (1, 3)]
     assert stream[9:] == [(2, 0), (2, 1), (3, 0), (3, 1), (3, 2)]
-    # a batch of 2: each dataset sends two rows of a group once picked
-    assert interleave([srt, mrs], heads[:2], min_run=2)[:5] == [(0, 0), (0, 1), (1, 0), (1, 1), (0, 2)]
+    # a batch of 2: a group's farthest needle goes alone (the lead the batches after it reuse), then each
+    # dataset sends two rows of the group once picked
+    assert interleave([srt, mrs], heads[:2], min_run=2)[:7] == [(0, 0), (1, 0), (1, 1), (0, 1), (0, 2), (1, 2), (0, 3)]
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

@@ -8,7 +8,10 @@ sending the runs of one haystack together, S-RT's and M-RS's alternating by the 
 of their first needle, farthest first (the order each dataset already has inside), lets a
 cache of one or two prompts capture the reuse an unbounded one would
 (``bench/engine_order.py``). A piece holds at least a batch (the model's ``batch_size``), since
-OpenCompass batches only inside one dataset part.
+OpenCompass batches only inside one dataset part, except a haystack group's first piece: its one
+prompt with the farthest needle goes alone. That prompt holds the whole haystack every other prompt
+of the group opens with, so once it is cached the batches after it (all in flight together) reuse
+it instead of each computing the shared haystack at the same time.
 
 Nothing about a dataset changes: each keeps its rows in their order, so a piece of it is
 a contiguous ``test_range`` (the partitioner's numbered parts, which OpenCompass's eval
@@ -45,7 +48,8 @@ def interleave(rows: Sequence[Sequence[Row]], heads: Sequence[str], min_run: int
         heads: per dataset, the opening of its first prompt (``HEAD_CHARS`` characters).
         min_run: rows a dataset sends at least once it is picked (while its group lasts): the model's
             ``batch_size``, so OpenCompass's batches stay full (it batches inside a piece only), and
-            the prompts a batch leaves behind are what the next piece reuses.
+            the prompts a batch leaves behind are what the next piece reuses. A shared group's first
+            row (its farthest needle) is a piece of its own, the lead the group's batches reuse.
 
     Returns:
         (dataset index, row index) pairs, every row of every dataset exactly once.
@@ -68,13 +72,18 @@ def interleave(rows: Sequence[Sequence[Row]], heads: Sequence[str], min_run: int
     heap = [(keyed[di][0], di) for di in range(len(rows)) if keyed[di]]
     heapq.heapify(heap)
     nxt = [0] * len(rows)
+    # the ranks of groups several prompts share (a dataset's own group holds no common haystack)
+    shared = {rank[g] for di, per in enumerate(rows) if not own[di] for g, _ in per if g is not None}
+    started: set[int] = set()
     stream: list[tuple[int, int]] = []
     while heap:
         _, di = heapq.heappop(heap)
         ri = nxt[di]
         group = keyed[di][ri][0]
+        run = max(1, min_run) if group in started or group not in shared else 1  # a group's lead goes alone
+        started.add(group)
         end = ri + 1
-        while end < len(keyed[di]) and end - ri < max(1, min_run) and keyed[di][end][0] == group:
+        while end < len(keyed[di]) and end - ri < run and keyed[di][end][0] == group:
             end += 1
         stream.extend((di, r) for r in range(ri, end))
         nxt[di] = end
