@@ -32,6 +32,9 @@ class Sample:
     gold: dict[str, Any]
     meta: dict[str, Any] = field(default_factory=dict)
     system: str = ""
+    # ``prompt`` as UTF-8 when the generator assembled it as bytes (the sparse tasks' 1 GB of haystack), so
+    # the cache writer stores those bytes instead of encoding the text again; empty: encoded when needed
+    prompt_utf8: bytes = field(default=b"", repr=False, compare=False)
 
     def export_row(self, dataset: str) -> dict[str, Any]:
         """The sample as one ``needlebench export`` JSON line (``system`` only when set).

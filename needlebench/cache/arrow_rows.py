@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from ..context.corpora import corpus_digest, opencompass_data_file
@@ -33,7 +34,7 @@ from ..sample import DATASET_VERSION
 from ..seeding import files_digest, stable_hash
 from ..tasks import get_task, make_params
 from ..tasks.needles import default_needle_file
-from .store import ROW_COLUMNS, sample_values
+from .store import ROW_COLUMNS, sample_utf8
 
 __all__ = ["ARROW_SCHEMA", "cache_path", "materialize_file", "materialize_many", "write_rows"]
 
@@ -64,19 +65,19 @@ def write_rows(task: str, params: Any, path: Path) -> dict[str, int]:
         ``{"rows": n}``, recorded in the file's sidecar.
     """
     count = chars = 0
-    columns: list[list[str]] = [[] for _ in ROW_COLUMNS]
+    columns: list[list[bytes]] = [[] for _ in ROW_COLUMNS]
     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, ARROW_SCHEMA) as writer:
 
         def flush() -> None:
             """Write the buffered columns as one record batch and empty them (nothing when empty)."""
             if columns[0]:
-                arrays = [pa.array(col, type=pa.string()) for col in columns]
+                arrays = [_string_array(col) for col in columns]
                 writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA))
                 for col in columns:
                     col.clear()
 
         for sample in get_task(task).generate(params):
-            for col, value in zip(columns, sample_values(sample), strict=True):
+            for col, value in zip(columns, sample_utf8(sample), strict=True):
                 col.append(value)
             count += 1
             chars += len(sample.prompt)
@@ -85,6 +86,25 @@ def write_rows(task: str, params: Any, path: Path) -> dict[str, int]:
                 chars = 0
         flush()
     return {"rows": count}
+
+
+def _string_array(values: list[bytes]) -> pa.Array:
+    """An Arrow string array of UTF-8 values, built from its two buffers: one join of the bytes and their
+    offsets. ``pa.array`` of Python strings encodes every string again and grows its buffer as it goes; here
+    each byte is copied once (the same array, so the same file).
+
+    Args:
+        values: each row's UTF-8 bytes (valid UTF-8: encoded text, or bytes that decoded strictly).
+
+    Raises:
+        ValueError: the batch's bytes do not fit Arrow's 32-bit string offsets.
+    """
+    offsets = np.zeros(len(values) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, values), dtype=np.int64, count=len(values)), out=offsets[1:])
+    if offsets[-1] > np.iinfo(np.int32).max:
+        raise ValueError(f"a record batch of {offsets[-1]:,} bytes is over Arrow's string limit (2 GiB)")
+    data = pa.py_buffer(b"".join(values))
+    return pa.StringArray.from_buffers(len(values), pa.py_buffer(offsets.astype(np.int32)), data)
 
 
 # -- keys --------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import json
 
 from ..sample import Sample
 
-__all__ = ["ROW_COLUMNS", "sample_to_row", "sample_values"]
+__all__ = ["ROW_COLUMNS", "sample_to_row", "sample_values", "sample_utf8"]
 
 ROW_COLUMNS = ("id", "task", "lang", "prompt", "system", "answer", "meta")
 
@@ -30,6 +30,18 @@ def sample_values(sample: Sample) -> tuple[str, ...]:
         json.dumps(sample.gold, ensure_ascii=False, sort_keys=True),
         json.dumps(sample.meta, ensure_ascii=False, sort_keys=True),
     )
+
+
+def sample_utf8(sample: Sample) -> tuple[bytes, ...]:
+    """:func:`sample_values` as UTF-8, what the Arrow file stores: the prompt's bytes as its generator
+    assembled them when it kept them (``Sample.prompt_utf8``), so the largest column is never re-encoded."""
+    values = sample_values(sample)
+    return tuple(
+        sample.prompt_utf8 if i == _PROMPT and sample.prompt_utf8 else v.encode("utf-8") for i, v in enumerate(values)
+    )
+
+
+_PROMPT = ROW_COLUMNS.index("prompt")
 
 
 def sample_to_row(sample: Sample) -> dict[str, str]:

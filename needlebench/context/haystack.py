@@ -234,6 +234,10 @@ class Haystack:
     # document starts where documents touch with no separator (OpenCompass's haystack): tokens encoded
     # per document may merge differently across such a join, so the prompt's count re-encodes around it
     joins: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    # token counts of re-encoded intervals, (encoding, lo, hi, inserts) -> tokens: every length and depth of a repeat
+    # cuts this haystack, so the same interval (a document join, a needle at the same place) recurs across
+    # cells; a pure function of the key, so a memo changes no count
+    interval_memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def n_tokens(self) -> int:
@@ -351,6 +355,24 @@ class FittedPrompt:
     budget: int
     placements: tuple[Placement, ...]
     digest: str  # content digest of the prompt bytes, for sample ids
+    utf8: bytes = field(default=b"", repr=False)  # ``text`` as UTF-8, kept so the cache writer need not encode it
+
+
+def _fitted(
+    data: bytes, count: int, cut: int, budget: int, placements: list[Placement], replace: bool = False
+) -> FittedPrompt:
+    """A ``FittedPrompt`` of assembled bytes. With ``replace`` (OpenCompass's exact token cuts), a cut inside
+    a multi-byte character decodes to U+FFFD as ``tiktoken``'s ``decode`` does; ``utf8`` is then the text's
+    own encoding, not the assembled bytes, and the digest stays the assembled bytes' (as the ids always had it).
+    """
+    try:
+        text, utf8 = data.decode("utf-8"), data
+    except UnicodeDecodeError:
+        if not replace:
+            raise
+        text = data.decode("utf-8", errors="replace")
+        utf8 = text.encode("utf-8")
+    return FittedPrompt(text, count, cut, budget, tuple(placements), content_digest(data), utf8)
 
 
 def _cut(hay: Haystack, h: int) -> int:
@@ -427,8 +449,12 @@ def _interval_tokens(enc, hay: Haystack, lo: int, hi: int, inserts: list[tuple[i
     """Tokens of haystack[lo:hi] with ``inserts`` (byte offset, bytes) applied, in place in the prompt.
 
     ``lo`` is 0 or a stable boundary and ``hi`` is ``cut`` or a stable boundary, so the
-    interval encodes the same alone as inside the prompt.
+    interval encodes the same alone as inside the prompt. Memoised on the haystack (``interval_memo``).
     """
+    key = (enc.name, lo, hi, tuple(inserts))
+    known = hay.interval_memo.get(key)
+    if known is not None:
+        return known
     a, b = hay.offset(lo), hay.offset(hi)
     pieces = []
     cursor = a
@@ -437,7 +463,9 @@ def _interval_tokens(enc, hay: Haystack, lo: int, hi: int, inserts: list[tuple[i
         pieces.append(ins)
         cursor = off
     pieces.append(hay.data[cursor:b])
-    return len(enc.encode_ordinary(b"".join(pieces).decode("utf-8", errors="replace")))
+    count = len(enc.encode_ordinary(b"".join(pieces).decode("utf-8", errors="replace")))
+    hay.interval_memo[key] = count
+    return count
 
 
 def _assemble(
@@ -478,14 +506,15 @@ def _assemble(
     count = cut
     for lo, hi, items in intervals:
         count += _interval_tokens(enc, hay, lo, hi, items) - (hi - lo)
-    pieces = [head.encode()]
+    data = memoryview(hay.data)  # slices of a view are not copies: the prompt's bytes are copied once, by the join
+    pieces: list = [head.encode()]
     cursor = 0
     for k, _, b in inserts:
         off = hay.offset(k)
-        pieces.append(hay.data[cursor:off])
+        pieces.append(data[cursor:off])
         pieces.append(b)
         cursor = off
-    pieces.append(hay.data[cursor:end_offset])
+    pieces.append(data[cursor:end_offset])
     pieces.append(tail.encode())
     return b"".join(pieces), count, placements
 
@@ -517,9 +546,7 @@ def place_at(
     enc = get_encoding(encoding)
     cut = max(0, min(cut, hay.n_tokens))
     data, count, placements = _assemble(hay, cut, head, tail, needles, enc, at)
-    return FittedPrompt(
-        data.decode("utf-8", errors="replace"), count, cut, count, tuple(placements), content_digest(data)
-    )
+    return _fitted(data, count, cut, count, placements, replace=True)
 
 
 def text_tokens(head: str, tail: str, needles: Sequence[tuple[float, str]], encoding: str = "cl100k_base") -> int:
@@ -573,6 +600,6 @@ def fit_prompt(
         cut = _cut(hay, h)
         data, count, placements = _assemble(hay, cut, head, tail, needles, enc)
         if count <= budget:
-            return FittedPrompt(data.decode("utf-8"), count, cut, budget, tuple(placements), content_digest(data))
+            return _fitted(data, count, cut, budget, placements)
         h -= count - budget
     raise ConfigError(f"could not fit the prompt into {budget} tokens")  # pragma: no cover

@@ -139,8 +139,13 @@ class SparseParams:
         object.__setattr__(self, "depths", depths)
 
     def options(self) -> dict[str, str]:
-        """The resolved protocol options (given values, else the protocol's)."""
-        return dict(_resolved(self.protocol, tuple(getattr(self, k) for k in SPARSE_OPTIONS)))
+        """The resolved protocol options (given values, else the protocol's); resolved once per params object
+        (every sample of a dataset asks, several times), a fresh copy each call."""
+        resolved = self.__dict__.get("_options")
+        if resolved is None:
+            resolved = _resolved(self.protocol, tuple(getattr(self, k) for k in SPARSE_OPTIONS))
+            object.__setattr__(self, "_options", resolved)  # frozen: the fields never change, so neither does this
+        return dict(resolved)
 
     def buffer_for(self, length: int) -> int:
         """A suite may give each length its own buffer (``{length: buffer}``)."""
@@ -424,6 +429,7 @@ def haystack_sample(
         prompt=fitted.text,
         gold=gold,
         meta=m,
+        prompt_utf8=fitted.utf8,
     )
 
 
