@@ -21,23 +21,27 @@ ROW_COLUMNS = ("id", "task", "lang", "prompt", "system", "answer", "meta")
 
 def sample_values(sample: Sample) -> tuple[str, ...]:
     """A sample's cache-row values in ``ROW_COLUMNS`` order: strings only, gold and meta as sorted JSON."""
+    return _values(sample, sample.prompt)
+
+
+def sample_utf8(sample: Sample) -> tuple[bytes, ...]:
+    """:func:`sample_values` as UTF-8, what the Arrow file stores. The prompt's bytes are the ones its
+    generator assembled when it kept them (``Sample.prompt_utf8``): the largest column is neither decoded
+    nor encoded again."""
+    prompt = sample.prompt_utf8 or sample.prompt.encode("utf-8")
+    return tuple(prompt if i == _PROMPT else v.encode("utf-8") for i, v in enumerate(_values(sample, "")))
+
+
+def _values(sample: Sample, prompt: str) -> tuple[str, ...]:
+    """The row in ``ROW_COLUMNS`` order with ``prompt`` in the prompt's place (the one definition of a row)."""
     return (
         sample.id,
         sample.task,
         sample.lang,
-        sample.prompt,
+        prompt,
         sample.system,
         json.dumps(sample.gold, ensure_ascii=False, sort_keys=True),
         json.dumps(sample.meta, ensure_ascii=False, sort_keys=True),
-    )
-
-
-def sample_utf8(sample: Sample) -> tuple[bytes, ...]:
-    """:func:`sample_values` as UTF-8, what the Arrow file stores: the prompt's bytes as its generator
-    assembled them when it kept them (``Sample.prompt_utf8``), so the largest column is never re-encoded."""
-    values = sample_values(sample)
-    return tuple(
-        sample.prompt_utf8 if i == _PROMPT and sample.prompt_utf8 else v.encode("utf-8") for i, v in enumerate(values)
     )
 
 

@@ -347,32 +347,48 @@ class Placement:
 
 @dataclass(frozen=True)
 class FittedPrompt:
-    """A prompt fitted to its budget: text, token count, haystack tokens used and where each needle went."""
+    """A prompt fitted to its budget: its UTF-8 bytes, token count, haystack tokens used and where each
+    needle went. The text is decoded only when asked for (``text``): the cache stores the bytes."""
 
-    text: str
+    utf8: bytes  # valid UTF-8, always
     tokens: int
     haystack_tokens: int
     budget: int
     placements: tuple[Placement, ...]
-    digest: str  # content digest of the prompt bytes, for sample ids
-    utf8: bytes = field(default=b"", repr=False)  # ``text`` as UTF-8, kept so the cache writer need not encode it
+    digest: str  # content digest of the assembled bytes, for sample ids
+
+    @property
+    def text(self) -> str:
+        """The prompt as text."""
+        return self.utf8.decode("utf-8")
 
 
 def _fitted(
-    data: bytes, count: int, cut: int, budget: int, placements: list[Placement], replace: bool = False
+    data: bytes,
+    count: int,
+    cut: int,
+    budget: int,
+    placements: list[Placement],
+    whole_chars: bool,
+    replace: bool = False,
 ) -> FittedPrompt:
-    """A ``FittedPrompt`` of assembled bytes. With ``replace`` (OpenCompass's exact token cuts), a cut inside
-    a multi-byte character decodes to U+FFFD as ``tiktoken``'s ``decode`` does; ``utf8`` is then the text's
-    own encoding, not the assembled bytes, and the digest stays the assembled bytes' (as the ids always had it).
+    """A ``FittedPrompt`` of assembled bytes.
+
+    ``whole_chars``: every cut of the haystack (the needles' places and its end) fell between characters,
+    so the bytes, pieces of valid UTF-8 joined, are valid UTF-8 and need no decoding here. Otherwise they are
+    decoded: with ``replace`` (OpenCompass's exact token cuts) a cut inside a multi-byte character becomes
+    U+FFFD as ``tiktoken``'s ``decode`` makes it, and ``utf8`` is then that text's own encoding; the digest
+    stays the assembled bytes' (as the ids always had it); without, it raises.
     """
-    try:
-        text, utf8 = data.decode("utf-8"), data
-    except UnicodeDecodeError:
-        if not replace:
-            raise
-        text = data.decode("utf-8", errors="replace")
-        utf8 = text.encode("utf-8")
-    return FittedPrompt(text, count, cut, budget, tuple(placements), content_digest(data), utf8)
+    utf8 = data
+    if not whole_chars:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            if not replace:
+                raise
+            utf8 = data.decode("utf-8", errors="replace").encode("utf-8")
+    return FittedPrompt(utf8, count, cut, budget, tuple(placements), content_digest(data))
 
 
 def _cut(hay: Haystack, h: int) -> int:
@@ -436,13 +452,21 @@ def _needle_bytes(hay: Haystack, offset: int, end: int, text: str) -> bytes:
     return (" " + text).encode()
 
 
-def _edge(hay: Haystack, k: int, step: int, stop: int) -> int:
-    """The nearest stable boundary at or beyond ``k`` in direction ``step``, else ``stop``."""
-    if step < 0:
-        i = int(np.searchsorted(hay.stable, k, side="right")) - 1
-        return int(hay.stable[i]) if i >= 0 and hay.stable[i] > stop else stop
-    i = int(np.searchsorted(hay.stable, k, side="left"))
-    return int(hay.stable[i]) if i < len(hay.stable) and hay.stable[i] < stop else stop
+def _edges(hay: Haystack, ks: list[int], cut: int) -> tuple[list[int], list[int]]:
+    """Each insertion point's interval edges at once: the nearest stable boundary strictly below ``k``
+    (0 for ``k <= 1`` or none) and strictly above it (``cut`` for ``k >= cut - 1`` or none below ``cut``),
+    in two array searches for the whole prompt."""
+    points = np.asarray(ks, dtype=np.int64)
+    stable = hay.stable
+    if not len(stable):
+        return [0] * len(ks), [cut] * len(ks)
+    i = np.searchsorted(stable, points - 1, side="right") - 1
+    below = stable[np.maximum(i, 0)]
+    lo = np.where((i >= 0) & (below > 0) & (points > 1), below, 0)
+    j = np.searchsorted(stable, points + 1, side="left")
+    above = stable[np.minimum(j, len(stable) - 1)]
+    hi = np.where((j < len(stable)) & (above < cut) & (points < cut - 1), above, cut)
+    return lo.tolist(), hi.tolist()
 
 
 def _interval_tokens(enc, hay: Haystack, lo: int, hi: int, inserts: list[tuple[int, bytes]]) -> int:
@@ -476,9 +500,10 @@ def _assemble(
     needles: Sequence[tuple[float, str]],
     enc,
     at: Sequence[int] | None = None,
-) -> tuple[bytes, int, list[Placement]]:
-    """The prompt's bytes, its token count and the placements; needles go to ``at`` (token indices) if given,
-    else to the sentence start nearest their depth. Needles at the same index keep their given order."""
+) -> tuple[bytes, int, list[Placement], bool]:
+    """The prompt's bytes, its token count, the placements and whether every cut of the haystack fell
+    between characters; needles go to ``at`` (token indices) if given, else to the sentence start nearest
+    their depth. Needles at the same index keep their given order."""
     end_offset = hay.offset(cut)
     placements = []
     inserts: list[tuple[int, int, bytes]] = []  # (token index, order, bytes)
@@ -489,15 +514,17 @@ def _assemble(
         placements.append(Placement(float(depth), k, round(realised, 3)))
         inserts.append((k, order, _needle_bytes(hay, off, end_offset, text)))
     inserts.sort(key=lambda x: (x[0], x[1]))
-    joins = [(int(k), -2, b"") for k in hay.joins if 0 < k < cut]  # re-encoded where documents touch
+    # re-encoded where documents touch (the joins strictly inside the cut)
+    inside = hay.joins[np.searchsorted(hay.joins, 0, side="right") : np.searchsorted(hay.joins, cut, side="left")]
+    joins = [(k, -2, b"") for k in inside.tolist()]
     all_inserts = [(0, -1, head.encode())] + sorted(inserts + joins) + [(cut, 1 << 30, tail.encode())]
     # each insertion gets an interval with stable edges; overlapping intervals merge;
     # an interval's tokens replace its haystack tokens in the count
     intervals: list[list] = []
-    for k, _, b in all_inserts:
-        # edges strictly outside the insertion point, so original text borders each edge
-        lo = 0 if k <= 1 else _edge(hay, k - 1, -1, 0)
-        hi = cut if k >= cut - 1 else _edge(hay, k + 1, 1, cut)
+    points = [k for k, _, _ in all_inserts]
+    # edges strictly outside the insertion point, so original text borders each edge
+    los, his = _edges(hay, points, cut)
+    for (k, _, b), lo, hi in zip(all_inserts, los, his, strict=True):
         if intervals and lo <= intervals[-1][1]:
             intervals[-1][1] = max(intervals[-1][1], hi)
             intervals[-1][2].append((hay.offset(k), b))
@@ -516,7 +543,8 @@ def _assemble(
         cursor = off
     pieces.append(data[cursor:end_offset])
     pieces.append(tail.encode())
-    return b"".join(pieces), count, placements
+    whole_chars = bool(hay.char_start[cut]) and all(hay.char_start[k] for k, _, _ in inserts)
+    return b"".join(pieces), count, placements, whole_chars
 
 
 def place_at(
@@ -545,8 +573,8 @@ def place_at(
     """
     enc = get_encoding(encoding)
     cut = max(0, min(cut, hay.n_tokens))
-    data, count, placements = _assemble(hay, cut, head, tail, needles, enc, at)
-    return _fitted(data, count, cut, count, placements, replace=True)
+    data, count, placements, whole_chars = _assemble(hay, cut, head, tail, needles, enc, at)
+    return _fitted(data, count, cut, count, placements, whole_chars, replace=True)
 
 
 def text_tokens(head: str, tail: str, needles: Sequence[tuple[float, str]], encoding: str = "cl100k_base") -> int:
@@ -598,8 +626,8 @@ def fit_prompt(
         raise ConfigError(f"haystack has {hay.n_tokens} tokens, {h} needed")
     for _ in range(8):
         cut = _cut(hay, h)
-        data, count, placements = _assemble(hay, cut, head, tail, needles, enc)
+        data, count, placements, whole_chars = _assemble(hay, cut, head, tail, needles, enc)
         if count <= budget:
-            return _fitted(data, count, cut, budget, placements)
+            return _fitted(data, count, cut, budget, placements, whole_chars)
         h -= count - budget
     raise ConfigError(f"could not fit the prompt into {budget} tokens")  # pragma: no cover

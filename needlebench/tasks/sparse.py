@@ -422,14 +422,13 @@ def haystack_sample(
         m["realised_depth"] = realised[0]
     else:
         m["realised_depths"] = realised
-    return Sample(
+    return Sample.from_utf8(  # decoded when read: the cache stores the bytes
         id=sample_id(task, p.lang, *coords, digest=fitted.digest),
         task=task,
         lang=p.lang,
-        prompt=fitted.text,
+        prompt_utf8=fitted.utf8,
         gold=gold,
         meta=m,
-        prompt_utf8=fitted.utf8,
     )
 
 
