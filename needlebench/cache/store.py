@@ -40,9 +40,13 @@ def _values(sample: Sample, prompt: str) -> tuple[str, ...]:
         sample.lang,
         prompt,
         sample.system,
-        json.dumps(sample.gold, ensure_ascii=False, sort_keys=True),
-        json.dumps(sample.meta, ensure_ascii=False, sort_keys=True),
+        _to_json(sample.gold),
+        _to_json(sample.meta),
     )
+
+
+# ``json.dumps(value, ensure_ascii=False, sort_keys=True)`` without building an encoder for every call
+_to_json = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
 
 
 _PROMPT = ROW_COLUMNS.index("prompt")
