@@ -241,7 +241,8 @@ class Haystack:
 
     @property
     def n_tokens(self) -> int:
-        """Length of the haystack in tokens."""
+        """Length of the haystack in tokens (its ``min_tokens`` and a short look-ahead, or whole documents
+        when they end sooner)."""
         return int(len(self.tok_end))
 
     def offset(self, k: int) -> int:
@@ -296,8 +297,19 @@ def build_ordered_haystack(tc: TokenizedCorpus, order: Sequence[int], min_tokens
     return _gather(tc, itertools.repeat(list(order)), min_tokens)
 
 
+# tokens a haystack keeps past ``min_tokens``: every boundary up to ``min_tokens`` then has the tokens and
+# bytes that follow it (its sentence start, stable edge and character tests look one token and one character on)
+_LOOKAHEAD = 256
+
+
 def _gather(tc: TokenizedCorpus, orders: Iterator[list[int]], min_tokens: int) -> Haystack:
-    """Join whole documents, order after order, until at least ``min_tokens`` (at least one document)."""
+    """Join whole documents, order after order, until at least ``min_tokens`` (at least one document).
+
+    The last document is kept only to ``min_tokens + _LOOKAHEAD`` tokens: no prompt cuts a haystack past
+    ``min_tokens`` (the longest length asks for it, a budget never exceeds its length), and everything up
+    to there is what the whole document gives. One English essay of OpenCompass's file runs to 400k
+    tokens, so a 128k haystack was 522k tokens to scan, four times what a prompt can use.
+    """
     parts_tokens: list[np.ndarray] = []
     parts_bytes: list[bytes] = []
     doc_starts: list[int] = []
@@ -312,9 +324,14 @@ def _gather(tc: TokenizedCorpus, orders: Iterator[list[int]], min_tokens: int) -
                 break
         if total >= min_tokens:
             break
+    lengths = token_byte_lengths(tc.encoding)
+    over = total - (min_tokens + _LOOKAHEAD)  # the documents before the last hold fewer than min_tokens
+    if over > 0:  # the last document, cut to the look-ahead (its bytes to the same token)
+        kept = parts_tokens[-1][: len(parts_tokens[-1]) - over]
+        parts_tokens[-1] = kept
+        parts_bytes[-1] = parts_bytes[-1][: int(lengths[kept].sum())]
     tokens = np.concatenate(parts_tokens)
     data = b"".join(parts_bytes)
-    lengths = token_byte_lengths(tc.encoding)
     tok_end = np.cumsum(lengths[tokens])
     ends_sentence, trailing_ws, leading_ws, ends_alnum, starts_other = _token_tables(tc.encoding)
     after = np.zeros(len(tokens), dtype=bool)  # boundary after token i starts a sentence
