@@ -139,13 +139,8 @@ class SparseParams:
         object.__setattr__(self, "depths", depths)
 
     def options(self) -> dict[str, str]:
-        """The resolved protocol options (given values, else the protocol's); resolved once per params object
-        (every sample of a dataset asks, several times), a fresh copy each call."""
-        resolved = self.__dict__.get("_options")
-        if resolved is None:
-            resolved = _resolved(self.protocol, tuple(getattr(self, k) for k in SPARSE_OPTIONS))
-            object.__setattr__(self, "_options", resolved)  # frozen: the fields never change, so neither does this
-        return dict(resolved)
+        """The resolved protocol options (given values, else the protocol's)."""
+        return dict(_resolved(self.protocol, tuple(getattr(self, k) for k in SPARSE_OPTIONS)))
 
     def buffer_for(self, length: int) -> int:
         """A suite may give each length its own buffer (``{length: buffer}``)."""
@@ -292,8 +287,9 @@ def fill(
         SkipSample: the prompt does not fit the model and the policy is ``skip``.
         ConfigError: the length cannot hold the task's text.
     """
-    rule = p.options()["budget"]
-    opencompass = p.options()["haystack"] == "opencompass"
+    options = p.options()  # resolved once per sample (the metadata records them too)
+    rule = options["budget"]
+    opencompass = options["haystack"] == "opencompass"
     template = count_tokens(parts.head, p.encoding) + count_tokens(parts.tail, p.encoding)
     # OpenCompass subtracts the needles' own token counts; our fitting keeps a spare token for a joining space
     needle_tokens = sum(count_tokens(t, p.encoding) + (0 if opencompass else 1) for _, t in needles)
@@ -340,7 +336,7 @@ def fill(
         "seed": p.seed,
         "version": DATASET_VERSION,
         "protocol": p.protocol,
-        "options": p.options(),
+        "options": options,
         "profile": p.profile,
         "question_position": p.question_position,
         "recall_step": p.recall_step,
