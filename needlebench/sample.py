@@ -21,6 +21,39 @@ DATASET_VERSION = "3.0"
 RECORD_KEYS = ("length", "prompt_tokens", "shortened_from", "protocol", "profile", "version", "corpus")
 
 
+class _Undecoded:
+    """The marker of a ``Sample.prompt`` given as UTF-8 bytes only (``Sample.from_utf8``), not decoded yet."""
+
+    def __reduce__(self) -> str:
+        return "_UNDECODED"  # pickles as this module's one marker, so an unpickled sample still decodes
+
+
+_UNDECODED = _Undecoded()
+
+
+class _PromptText:
+    """``Sample.prompt``: the text, or, for a sample made by :meth:`Sample.from_utf8`, its UTF-8 bytes
+    decoded the first time it is read.
+
+    Why: the sparse tasks assemble their prompts as bytes (1 GB for the 128k suite) and the cache writer
+    stores bytes, so decoding every prompt to a ``str`` nobody reads (and freeing it) was a pass over
+    all of them in every cold build. A data descriptor on a dataclass field: ``__init__`` sets it,
+    equality, ``repr``, ``replace`` and pickling read it like any field.
+    """
+
+    def __get__(self, obj: Any, owner: Any = None) -> str:
+        if obj is None:
+            raise AttributeError("prompt")  # no default: the field stays required
+        text = obj.__dict__["_prompt"]
+        if text is _UNDECODED:
+            text = obj.prompt_utf8.decode("utf-8")
+            obj.__dict__["_prompt"] = text
+        return text
+
+    def __set__(self, obj: Any, value: str) -> None:
+        obj.__dict__["_prompt"] = value
+
+
 @dataclass(frozen=True)
 class Sample:
     """A prompt with its structured gold and the metadata the reports group by."""
@@ -28,10 +61,29 @@ class Sample:
     id: str
     task: str
     lang: str
-    prompt: str
+    prompt: str = _PromptText()  # type: ignore[assignment]  # a plain str to every reader
     gold: dict[str, Any]
     meta: dict[str, Any] = field(default_factory=dict)
     system: str = ""
+    # the prompt as UTF-8 when the generator assembled it as bytes (``from_utf8``), so the cache writer
+    # stores those bytes as they are; empty: encoded from ``prompt`` when needed
+    prompt_utf8: bytes = field(default=b"", repr=False, compare=False)
+
+    @classmethod
+    def from_utf8(
+        cls, id: str, task: str, lang: str, prompt_utf8: bytes, gold: dict[str, Any], **fields: Any
+    ) -> Sample:
+        """A sample whose prompt is given as valid UTF-8 bytes, decoded only when ``prompt`` is read.
+
+        Args:
+            id: the sample id.
+            task: registry name of the task.
+            lang: the sample's language.
+            prompt_utf8: the prompt's UTF-8 bytes (must decode strictly).
+            gold: the structured gold.
+            fields: ``meta`` and ``system``, as in the constructor.
+        """
+        return cls(id, task, lang, _UNDECODED, gold, prompt_utf8=prompt_utf8, **fields)  # type: ignore[arg-type]
 
     def export_row(self, dataset: str) -> dict[str, Any]:
         """The sample as one ``needlebench export`` JSON line (``system`` only when set).

@@ -304,3 +304,44 @@ def test_dataset_cache_key_covers_every_module_generation_imports() -> None:
 
     uncovered = [f for f in loaded if not any(fnmatch.fnmatch(f, pattern) for pattern in _ROW_SOURCES)]
     assert not uncovered, f"generation imports modules the dataset cache key does not cover: {uncovered}"
+
+
+# -- the row writer: bytes as generated, a checksum of what was written ------------------------------
+
+
+def test_arrow_rows_are_the_generated_rows_and_the_sidecar_checksum_is_the_files(cache: Path) -> None:
+    """The writer stores each prompt's assembled bytes (never decoded and encoded again) and checksums
+    them as they go out: the file's rows are the generated samples' rows, U+FFFD included where
+    OpenCompass's exact token cut splits a Chinese character, and the sidecar's CRC is the file's."""
+    from needlebench.cache.store import sample_to_row
+    from needlebench.tasks import get_task, make_params
+
+    params = dict(lang="zh", lengths=[1000, 2000], depths=[0, 37, 100], repeats=2)
+    rows = load_rows("srt", **params).to_list()
+    expected = [sample_to_row(s) for s in get_task("srt").generate(make_params("srt", **params))]
+    assert rows == expected
+    assert any("\ufffd" in r["prompt"] for r in rows) and any("\ufffd" not in r["prompt"] for r in rows)
+    path = _only(cache / "datasets", "*.arrow")
+    info = json.loads(path.with_name(path.name + ".sum").read_text())
+    assert info["crc32"] == store.file_checksum(path) and info["size"] == path.stat().st_size
+    # the same bytes under a new modification time: checked against the checksum, trusted, not rebuilt
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    assert store.verified(path) == info
+
+
+def test_a_sample_given_as_utf8_reads_equals_and_pickles_as_one_given_as_text() -> None:
+    """``Sample.from_utf8`` defers the decode; every way code reads a sample sees the same text."""
+    import dataclasses
+    import pickle
+
+    from needlebench.sample import Sample
+
+    text = "草堂 — haystack\ufffd and needle"
+    eager = Sample("i", "srt", "zh", text, {"keywords": ["x"]}, {"length": 1000})
+    lazy = Sample.from_utf8("i", "srt", "zh", text.encode("utf-8"), {"keywords": ["x"]}, meta={"length": 1000})
+    assert pickle.loads(pickle.dumps(lazy)).prompt == text  # unpickled before any read, then decoded
+    assert lazy == eager and repr(lazy) == repr(eager) and lazy.prompt == text
+    assert dataclasses.replace(lazy, id="j").prompt == text and lazy.export_row("d") == eager.export_row("d")
+    with pytest.raises(TypeError, match="prompt"):
+        Sample("i", "srt", "zh")  # type: ignore[call-arg]  # the field stays required

@@ -240,3 +240,40 @@ def test_safe_boundary_is_the_nearest_that_splits_nothing(lang: str) -> None:
         assert all(splits_text(hay, j, cut) for j in range(k - abs(b - k) + 1, k + abs(b - k)) if 0 <= j <= cut)
         moved += b != k
     assert 0 < moved < cut  # raw token indices do split words / characters, and most do not
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_haystack_kept_to_its_length_cuts_as_its_whole_documents_do(
+    lang: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last document is kept only to ``min_tokens`` plus a look-ahead: every boundary up to ``min_tokens``
+    (sentence starts, stable edges, character starts, joins) and every prompt cut there are the same."""
+    from needlebench.context import haystack as H
+    from needlebench.context.reference import document_order, safe_boundary
+
+    tc = H.load_tokenized(lang, raw=True)
+    order = document_order(len(tc.doc_tokens), 0)
+    for m in range(3000, 60000, 997):  # a length whose last document runs past the look-ahead
+        short = H.build_ordered_haystack(tc, order, m)
+        with monkeypatch.context() as patch:
+            patch.setattr(H, "_LOOKAHEAD", 10**9)
+            whole = H.build_ordered_haystack(tc, order, m)
+        if short.n_tokens < whole.n_tokens:
+            break
+    assert short.n_tokens == m + H._LOOKAHEAD < whole.n_tokens
+    assert (short.tok_end[: m + 1] == whole.tok_end[: m + 1]).all() and short.data == whole.data[: len(short.data)]
+    assert (short.char_start[: m + 1] == whole.char_start[: m + 1]).all()
+    for a, b in (
+        (short.sentence_starts, whole.sentence_starts),
+        (short.stable, whole.stable),
+        (short.joins, whole.joins),
+    ):
+        assert (a[a <= m] == b[b <= m]).all()
+    needle = "\nThe needle.\n"
+    for cut in (m, m - 1, m // 2 + 1):
+        for k in (0, cut // 3, cut - 1, cut):
+            at = [safe_boundary(short, k, cut)]
+            assert at == [safe_boundary(whole, k, cut)]
+            assert H.place_at(short, cut, "<doc>", "</doc>", [(50.0, needle)], at) == H.place_at(
+                whole, cut, "<doc>", "</doc>", [(50.0, needle)], at
+            )

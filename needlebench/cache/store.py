@@ -14,22 +14,42 @@ import json
 
 from ..sample import Sample
 
-__all__ = ["ROW_COLUMNS", "sample_to_row", "sample_values"]
+__all__ = ["ROW_COLUMNS", "sample_to_row", "sample_values", "sample_utf8"]
 
 ROW_COLUMNS = ("id", "task", "lang", "prompt", "system", "answer", "meta")
 
 
 def sample_values(sample: Sample) -> tuple[str, ...]:
     """A sample's cache-row values in ``ROW_COLUMNS`` order: strings only, gold and meta as sorted JSON."""
+    return _values(sample, sample.prompt)
+
+
+def sample_utf8(sample: Sample) -> tuple[bytes, ...]:
+    """:func:`sample_values` as UTF-8, what the Arrow file stores. The prompt's bytes are the ones its
+    generator assembled when it kept them (``Sample.prompt_utf8``): the largest column is neither decoded
+    nor encoded again."""
+    prompt = sample.prompt_utf8 or sample.prompt.encode("utf-8")
+    return tuple(prompt if i == _PROMPT else v.encode("utf-8") for i, v in enumerate(_values(sample, "")))
+
+
+def _values(sample: Sample, prompt: str) -> tuple[str, ...]:
+    """The row in ``ROW_COLUMNS`` order with ``prompt`` in the prompt's place (the one definition of a row)."""
     return (
         sample.id,
         sample.task,
         sample.lang,
-        sample.prompt,
+        prompt,
         sample.system,
-        json.dumps(sample.gold, ensure_ascii=False, sort_keys=True),
-        json.dumps(sample.meta, ensure_ascii=False, sort_keys=True),
+        _to_json(sample.gold),
+        _to_json(sample.meta),
     )
+
+
+# ``json.dumps(value, ensure_ascii=False, sort_keys=True)`` without building an encoder for every call
+_to_json = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
+
+
+_PROMPT = ROW_COLUMNS.index("prompt")
 
 
 def sample_to_row(sample: Sample) -> dict[str, str]:

@@ -234,10 +234,15 @@ class Haystack:
     # document starts where documents touch with no separator (OpenCompass's haystack): tokens encoded
     # per document may merge differently across such a join, so the prompt's count re-encodes around it
     joins: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    # token counts of re-encoded intervals, (encoding, lo, hi, inserts) -> tokens: every length and depth of a repeat
+    # cuts this haystack, so the same interval (a document join, a needle at the same place) recurs across
+    # cells; a pure function of the key, so a memo changes no count
+    interval_memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def n_tokens(self) -> int:
-        """Length of the haystack in tokens."""
+        """Length of the haystack in tokens (its ``min_tokens`` and a short look-ahead, or whole documents
+        when they end sooner)."""
         return int(len(self.tok_end))
 
     def offset(self, k: int) -> int:
@@ -292,8 +297,19 @@ def build_ordered_haystack(tc: TokenizedCorpus, order: Sequence[int], min_tokens
     return _gather(tc, itertools.repeat(list(order)), min_tokens)
 
 
+# tokens a haystack keeps past ``min_tokens``: every boundary up to ``min_tokens`` then has the tokens and
+# bytes that follow it (its sentence start, stable edge and character tests look one token and one character on)
+_LOOKAHEAD = 256
+
+
 def _gather(tc: TokenizedCorpus, orders: Iterator[list[int]], min_tokens: int) -> Haystack:
-    """Join whole documents, order after order, until at least ``min_tokens`` (at least one document)."""
+    """Join whole documents, order after order, until at least ``min_tokens`` (at least one document).
+
+    The last document is kept only to ``min_tokens + _LOOKAHEAD`` tokens: no prompt cuts a haystack past
+    ``min_tokens`` (the longest length asks for it, a budget never exceeds its length), and everything up
+    to there is what the whole document gives. One English essay of OpenCompass's file runs to 400k
+    tokens, so a 128k haystack was 522k tokens to scan, four times what a prompt can use.
+    """
     parts_tokens: list[np.ndarray] = []
     parts_bytes: list[bytes] = []
     doc_starts: list[int] = []
@@ -308,9 +324,14 @@ def _gather(tc: TokenizedCorpus, orders: Iterator[list[int]], min_tokens: int) -
                 break
         if total >= min_tokens:
             break
+    lengths = token_byte_lengths(tc.encoding)
+    over = total - (min_tokens + _LOOKAHEAD)  # the documents before the last hold fewer than min_tokens
+    if over > 0:  # the last document, cut to the look-ahead (its bytes to the same token)
+        kept = parts_tokens[-1][: len(parts_tokens[-1]) - over]
+        parts_tokens[-1] = kept
+        parts_bytes[-1] = parts_bytes[-1][: int(lengths[kept].sum())]
     tokens = np.concatenate(parts_tokens)
     data = b"".join(parts_bytes)
-    lengths = token_byte_lengths(tc.encoding)
     tok_end = np.cumsum(lengths[tokens])
     ends_sentence, trailing_ws, leading_ws, ends_alnum, starts_other = _token_tables(tc.encoding)
     after = np.zeros(len(tokens), dtype=bool)  # boundary after token i starts a sentence
@@ -343,14 +364,48 @@ class Placement:
 
 @dataclass(frozen=True)
 class FittedPrompt:
-    """A prompt fitted to its budget: text, token count, haystack tokens used and where each needle went."""
+    """A prompt fitted to its budget: its UTF-8 bytes, token count, haystack tokens used and where each
+    needle went. The text is decoded only when asked for (``text``): the cache stores the bytes."""
 
-    text: str
+    utf8: bytes  # valid UTF-8, always
     tokens: int
     haystack_tokens: int
     budget: int
     placements: tuple[Placement, ...]
-    digest: str  # content digest of the prompt bytes, for sample ids
+    digest: str  # content digest of the assembled bytes, for sample ids
+
+    @property
+    def text(self) -> str:
+        """The prompt as text."""
+        return self.utf8.decode("utf-8")
+
+
+def _fitted(
+    data: bytes,
+    count: int,
+    cut: int,
+    budget: int,
+    placements: list[Placement],
+    whole_chars: bool,
+    replace: bool = False,
+) -> FittedPrompt:
+    """A ``FittedPrompt`` of assembled bytes.
+
+    ``whole_chars``: every cut of the haystack (the needles' places and its end) fell between characters,
+    so the bytes, pieces of valid UTF-8 joined, are valid UTF-8 and need no decoding here. Otherwise they are
+    decoded: with ``replace`` (OpenCompass's exact token cuts) a cut inside a multi-byte character becomes
+    U+FFFD as ``tiktoken``'s ``decode`` makes it, and ``utf8`` is then that text's own encoding; the digest
+    stays the assembled bytes' (as the ids always had it); without, it raises.
+    """
+    utf8 = data
+    if not whole_chars:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            if not replace:
+                raise
+            utf8 = data.decode("utf-8", errors="replace").encode("utf-8")
+    return FittedPrompt(utf8, count, cut, budget, tuple(placements), content_digest(data))
 
 
 def _cut(hay: Haystack, h: int) -> int:
@@ -414,21 +469,33 @@ def _needle_bytes(hay: Haystack, offset: int, end: int, text: str) -> bytes:
     return (" " + text).encode()
 
 
-def _edge(hay: Haystack, k: int, step: int, stop: int) -> int:
-    """The nearest stable boundary at or beyond ``k`` in direction ``step``, else ``stop``."""
-    if step < 0:
-        i = int(np.searchsorted(hay.stable, k, side="right")) - 1
-        return int(hay.stable[i]) if i >= 0 and hay.stable[i] > stop else stop
-    i = int(np.searchsorted(hay.stable, k, side="left"))
-    return int(hay.stable[i]) if i < len(hay.stable) and hay.stable[i] < stop else stop
+def _edges(hay: Haystack, ks: list[int], cut: int) -> tuple[list[int], list[int]]:
+    """Each insertion point's interval edges at once: the nearest stable boundary strictly below ``k``
+    (0 for ``k <= 1`` or none) and strictly above it (``cut`` for ``k >= cut - 1`` or none below ``cut``),
+    in two array searches for the whole prompt."""
+    points = np.asarray(ks, dtype=np.int64)
+    stable = hay.stable
+    if not len(stable):
+        return [0] * len(ks), [cut] * len(ks)
+    i = np.searchsorted(stable, points - 1, side="right") - 1
+    below = stable[np.maximum(i, 0)]
+    lo = np.where((i >= 0) & (below > 0) & (points > 1), below, 0)
+    j = np.searchsorted(stable, points + 1, side="left")
+    above = stable[np.minimum(j, len(stable) - 1)]
+    hi = np.where((j < len(stable)) & (above < cut) & (points < cut - 1), above, cut)
+    return lo.tolist(), hi.tolist()
 
 
 def _interval_tokens(enc, hay: Haystack, lo: int, hi: int, inserts: list[tuple[int, bytes]]) -> int:
     """Tokens of haystack[lo:hi] with ``inserts`` (byte offset, bytes) applied, in place in the prompt.
 
     ``lo`` is 0 or a stable boundary and ``hi`` is ``cut`` or a stable boundary, so the
-    interval encodes the same alone as inside the prompt.
+    interval encodes the same alone as inside the prompt. Memoised on the haystack (``interval_memo``).
     """
+    key = (enc.name, lo, hi, tuple(inserts))
+    known = hay.interval_memo.get(key)
+    if known is not None:
+        return known
     a, b = hay.offset(lo), hay.offset(hi)
     pieces = []
     cursor = a
@@ -437,7 +504,9 @@ def _interval_tokens(enc, hay: Haystack, lo: int, hi: int, inserts: list[tuple[i
         pieces.append(ins)
         cursor = off
     pieces.append(hay.data[cursor:b])
-    return len(enc.encode_ordinary(b"".join(pieces).decode("utf-8", errors="replace")))
+    count = len(enc.encode_ordinary(b"".join(pieces).decode("utf-8", errors="replace")))
+    hay.interval_memo[key] = count
+    return count
 
 
 def _assemble(
@@ -448,9 +517,10 @@ def _assemble(
     needles: Sequence[tuple[float, str]],
     enc,
     at: Sequence[int] | None = None,
-) -> tuple[bytes, int, list[Placement]]:
-    """The prompt's bytes, its token count and the placements; needles go to ``at`` (token indices) if given,
-    else to the sentence start nearest their depth. Needles at the same index keep their given order."""
+) -> tuple[bytes, int, list[Placement], bool]:
+    """The prompt's bytes, its token count, the placements and whether every cut of the haystack fell
+    between characters; needles go to ``at`` (token indices) if given, else to the sentence start nearest
+    their depth. Needles at the same index keep their given order."""
     end_offset = hay.offset(cut)
     placements = []
     inserts: list[tuple[int, int, bytes]] = []  # (token index, order, bytes)
@@ -461,15 +531,17 @@ def _assemble(
         placements.append(Placement(float(depth), k, round(realised, 3)))
         inserts.append((k, order, _needle_bytes(hay, off, end_offset, text)))
     inserts.sort(key=lambda x: (x[0], x[1]))
-    joins = [(int(k), -2, b"") for k in hay.joins if 0 < k < cut]  # re-encoded where documents touch
+    # re-encoded where documents touch (the joins strictly inside the cut)
+    inside = hay.joins[np.searchsorted(hay.joins, 0, side="right") : np.searchsorted(hay.joins, cut, side="left")]
+    joins = [(k, -2, b"") for k in inside.tolist()]
     all_inserts = [(0, -1, head.encode())] + sorted(inserts + joins) + [(cut, 1 << 30, tail.encode())]
     # each insertion gets an interval with stable edges; overlapping intervals merge;
     # an interval's tokens replace its haystack tokens in the count
     intervals: list[list] = []
-    for k, _, b in all_inserts:
-        # edges strictly outside the insertion point, so original text borders each edge
-        lo = 0 if k <= 1 else _edge(hay, k - 1, -1, 0)
-        hi = cut if k >= cut - 1 else _edge(hay, k + 1, 1, cut)
+    points = [k for k, _, _ in all_inserts]
+    # edges strictly outside the insertion point, so original text borders each edge
+    los, his = _edges(hay, points, cut)
+    for (k, _, b), lo, hi in zip(all_inserts, los, his, strict=True):
         if intervals and lo <= intervals[-1][1]:
             intervals[-1][1] = max(intervals[-1][1], hi)
             intervals[-1][2].append((hay.offset(k), b))
@@ -478,16 +550,18 @@ def _assemble(
     count = cut
     for lo, hi, items in intervals:
         count += _interval_tokens(enc, hay, lo, hi, items) - (hi - lo)
-    pieces = [head.encode()]
+    data = memoryview(hay.data)  # slices of a view are not copies: the prompt's bytes are copied once, by the join
+    pieces: list = [head.encode()]
     cursor = 0
     for k, _, b in inserts:
         off = hay.offset(k)
-        pieces.append(hay.data[cursor:off])
+        pieces.append(data[cursor:off])
         pieces.append(b)
         cursor = off
-    pieces.append(hay.data[cursor:end_offset])
+    pieces.append(data[cursor:end_offset])
     pieces.append(tail.encode())
-    return b"".join(pieces), count, placements
+    whole_chars = bool(hay.char_start[cut]) and all(hay.char_start[k] for k, _, _ in inserts)
+    return b"".join(pieces), count, placements, whole_chars
 
 
 def place_at(
@@ -516,10 +590,8 @@ def place_at(
     """
     enc = get_encoding(encoding)
     cut = max(0, min(cut, hay.n_tokens))
-    data, count, placements = _assemble(hay, cut, head, tail, needles, enc, at)
-    return FittedPrompt(
-        data.decode("utf-8", errors="replace"), count, cut, count, tuple(placements), content_digest(data)
-    )
+    data, count, placements, whole_chars = _assemble(hay, cut, head, tail, needles, enc, at)
+    return _fitted(data, count, cut, count, placements, whole_chars, replace=True)
 
 
 def text_tokens(head: str, tail: str, needles: Sequence[tuple[float, str]], encoding: str = "cl100k_base") -> int:
@@ -571,8 +643,8 @@ def fit_prompt(
         raise ConfigError(f"haystack has {hay.n_tokens} tokens, {h} needed")
     for _ in range(8):
         cut = _cut(hay, h)
-        data, count, placements = _assemble(hay, cut, head, tail, needles, enc)
+        data, count, placements, whole_chars = _assemble(hay, cut, head, tail, needles, enc)
         if count <= budget:
-            return FittedPrompt(data.decode("utf-8"), count, cut, budget, tuple(placements), content_digest(data))
+            return _fitted(data, count, cut, budget, placements, whole_chars)
         h -= count - budget
     raise ConfigError(f"could not fit the prompt into {budget} tokens")  # pragma: no cover

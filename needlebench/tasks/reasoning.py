@@ -144,12 +144,17 @@ def _kinship_samples(p: SparseParams, qtypes: tuple[str, ...]) -> Iterator[Sampl
     per_repeat = opts["needle_choice"] == "per_repeat"
     names = load_name_list(p.lang, opencompass_data_file(p.lang, p.corpus, "names.json")) if per_repeat else ()
     match = opts["answer_match"]
+    chains: dict[tuple[int, int], KinshipChain] = {}
     for hay, length, depth, count, repeat in _cells(p, counts):
         coords = ("mrs", p.lang, length, count, depth, repeat, p.seed)
-        qtype = rng("mrs-question", *coords).choice(qtypes)
+        # one question type: the draw could only pick it (a private generator, so nothing else moves)
+        qtype = qtypes[0] if len(qtypes) == 1 else rng("mrs-question", *coords).choice(qtypes)
         if per_repeat:
-            # OpenCompass: the global seed(counter), one chain per repeat and count for every length and depth
-            chain = reference_chain(names, count, random.Random(repeat), p.lang)
+            # OpenCompass: the global seed(counter), one chain per repeat and count for every length and depth;
+            # a fresh Random(repeat) draws the same chain every time, so it is drawn once per (repeat, count)
+            if (repeat, count) not in chains:
+                chains[repeat, count] = reference_chain(names, count, random.Random(repeat), p.lang)
+            chain = chains[repeat, count]
         else:
             chain = make_chain(pool, count, *coords, style=opts["prompt_style"])
         question = ask(chain, qtype)

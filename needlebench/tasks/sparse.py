@@ -287,8 +287,9 @@ def fill(
         SkipSample: the prompt does not fit the model and the policy is ``skip``.
         ConfigError: the length cannot hold the task's text.
     """
-    rule = p.options()["budget"]
-    opencompass = p.options()["haystack"] == "opencompass"
+    options = p.options()  # resolved once per sample (the metadata records them too)
+    rule = options["budget"]
+    opencompass = options["haystack"] == "opencompass"
     template = count_tokens(parts.head, p.encoding) + count_tokens(parts.tail, p.encoding)
     # OpenCompass subtracts the needles' own token counts; our fitting keeps a spare token for a joining space
     needle_tokens = sum(count_tokens(t, p.encoding) + (0 if opencompass else 1) for _, t in needles)
@@ -335,7 +336,7 @@ def fill(
         "seed": p.seed,
         "version": DATASET_VERSION,
         "protocol": p.protocol,
-        "options": p.options(),
+        "options": options,
         "profile": p.profile,
         "question_position": p.question_position,
         "recall_step": p.recall_step,
@@ -417,11 +418,11 @@ def haystack_sample(
         m["realised_depth"] = realised[0]
     else:
         m["realised_depths"] = realised
-    return Sample(
+    return Sample.from_utf8(  # decoded when read: the cache stores the bytes
         id=sample_id(task, p.lang, *coords, digest=fitted.digest),
         task=task,
         lang=p.lang,
-        prompt=fitted.text,
+        prompt_utf8=fitted.utf8,
         gold=gold,
         meta=m,
     )
