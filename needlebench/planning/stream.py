@@ -11,7 +11,9 @@ cache of one or two prompts capture the reuse an unbounded one would
 OpenCompass batches only inside one dataset part, except a haystack group's first piece: its one
 prompt with the farthest needle goes alone. That prompt holds the whole haystack every other prompt
 of the group opens with, so once it is cached the batches after it (all in flight together) reuse
-it instead of each computing the shared haystack at the same time.
+it instead of each computing the shared haystack at the same time. Where the group's next row comes
+from the lead's own dataset, the two are one contiguous range and so one part: the lead then rides
+in that part's first batch.
 
 Nothing about a dataset changes: each keeps its rows in their order, so a piece of it is
 a contiguous ``test_range`` (the partitioner's numbered parts, which OpenCompass's eval
