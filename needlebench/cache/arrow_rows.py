@@ -34,7 +34,7 @@ from ..sample import DATASET_VERSION
 from ..seeding import files_digest, stable_hash
 from ..tasks import get_task, make_params
 from ..tasks.needles import default_needle_file
-from .store import ROW_COLUMNS, sample_utf8
+from .store import PROMPT_COLUMN, ROW_COLUMNS, sample_utf8
 
 __all__ = ["ARROW_SCHEMA", "cache_path", "materialize_file", "materialize_many", "write_rows"]
 
@@ -53,7 +53,6 @@ ARROW_SCHEMA = pa.schema(
 # memory stays flat on the 1000k suite
 BATCH_BYTES = 8 << 20
 BATCH_ROWS = 4096
-_PROMPT = ROW_COLUMNS.index("prompt")
 
 
 def write_rows(task: str, params: Any, path: Path) -> dict[str, int]:
@@ -85,7 +84,7 @@ def write_rows(task: str, params: Any, path: Path) -> dict[str, int]:
             for col, value in zip(columns, values, strict=True):
                 col.append(value)
             count += 1
-            size += len(values[_PROMPT])
+            size += len(values[PROMPT_COLUMN])
             if size >= BATCH_BYTES or len(columns[0]) >= BATCH_ROWS:
                 flush()
                 size = 0

@@ -14,9 +14,10 @@ import json
 
 from ..sample import Sample
 
-__all__ = ["ROW_COLUMNS", "sample_to_row", "sample_values", "sample_utf8"]
+__all__ = ["PROMPT_COLUMN", "ROW_COLUMNS", "sample_to_row", "sample_values", "sample_utf8"]
 
 ROW_COLUMNS = ("id", "task", "lang", "prompt", "system", "answer", "meta")
+PROMPT_COLUMN = ROW_COLUMNS.index("prompt")  # where a row holds its prompt (the largest value)
 
 
 def sample_values(sample: Sample) -> tuple[str, ...]:
@@ -29,7 +30,7 @@ def sample_utf8(sample: Sample) -> tuple[bytes, ...]:
     generator assembled when it kept them (``Sample.prompt_utf8``): the largest column is neither decoded
     nor encoded again."""
     prompt = sample.prompt_utf8 or sample.prompt.encode("utf-8")
-    return tuple(prompt if i == _PROMPT else v.encode("utf-8") for i, v in enumerate(_values(sample, "")))
+    return tuple(prompt if i == PROMPT_COLUMN else v.encode("utf-8") for i, v in enumerate(_values(sample, "")))
 
 
 def _values(sample: Sample, prompt: str) -> tuple[str, ...]:
@@ -47,9 +48,6 @@ def _values(sample: Sample, prompt: str) -> tuple[str, ...]:
 
 # ``json.dumps(value, ensure_ascii=False, sort_keys=True)`` without building an encoder for every call
 _to_json = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
-
-
-_PROMPT = ROW_COLUMNS.index("prompt")
 
 
 def sample_to_row(sample: Sample) -> dict[str, str]:
