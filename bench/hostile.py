@@ -22,6 +22,7 @@ from collections import defaultdict
 from typing import Any
 
 from bench.hostile_outputs import hostile_outputs
+from needlebench.opencompass.outputs import reference_strip
 from needlebench.record import SampleScore, ScoreOptions
 from needlebench.tasks import get_task, make_params
 
@@ -57,7 +58,8 @@ def grading_cases() -> list[tuple[str, str, dict, ScoreOptions]]:
         ("srt/keyword-normalised", "srt", {**srt, "match": "normalised"}, ScoreOptions()),
         ("srt/levenshtein", "srt", srt, lev),
         ("srt/no-strip-think", "srt", srt, ScoreOptions(strip_think=False)),
-        ("srt/strip-think", "srt", srt, ScoreOptions(strip_think=True)),
+        ("srt/strip-think", "srt", srt, ScoreOptions(strip_think=True, reference_strip=reference_strip)),
+        ("srt/strip-think-normalised", "srt", {**srt, "match": "normalised"}, ScoreOptions(strip_think=True)),
         ("mrt/keyword", "mrt", mrt, ScoreOptions()),
         ("mrt/levenshtein-normalised", "mrt", {**mrt, "match": "normalised"}, lev),
         ("mrs/kinship", "mrs", mrs, ScoreOptions()),

@@ -10,19 +10,26 @@ as 0. The reasons:
 - ``request_failed``: the inference server never answered (OpenCompass's run);
 - ``no_prediction``: ``needlebench score`` got no usable prediction for the id;
 - ``skipped``: over length and never sent (the partitioner counts these in
-  ``needlebench_overlength.json``; a record may say so too).
+  ``needlebench_overlength.json``; a record may say so too);
+- ``truncated``: the output was cut off at its budget and the sample is scored with
+  ``truncated="unscored"`` (clarified): it tells nothing about what the model would have answered.
+
+Whatever counts, a record says how its output ended: ``output_tokens`` (and which tokenizer
+counted them), ``truncated`` (cut off at ``max_out_len``) and ``think_unclosed`` (a ``<think>``
+block never closed), so a cut-off answer is never mistaken for a wrong one.
 
 A grader that raises is *scored* 0 with error ``grader_error: ...``: the model's answer was
 there, and the error share shows the bug instead of shrinking the denominator unseen
 (the numbers OpenCompass's summary and ours have always given for it).
 
 A failed request travels from the model wrapper to the evaluator as a structured
-prediction (:func:`failed_prediction`), never as text a model could also have written.
+prediction (:func:`failed_prediction`), never as text a model could also have written; so does
+an answer an API cut off (:func:`cut_prediction`, ``finish_reason="length"``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,21 +41,29 @@ __all__ = [
     "DETAIL_CHARS",
     "UNSCORED_REASONS",
     "FAILED_REASONS",
+    "TRUNCATED_POLICIES",
     "RESERVED_KEYS",
     "unscored_reason",
     "Unanswered",
     "failed_prediction",
     "unanswered",
+    "cut_prediction",
+    "finish_reason",
+    "prediction_text",
 ]
 
 METRICS = ("keyword", "levenshtein")
 
-UNSCORED_REASONS = ("shortened", "request_failed", "no_prediction", "skipped")
+UNSCORED_REASONS = ("shortened", "request_failed", "no_prediction", "skipped", "truncated")
 # the reasons the tables count as "failed": the sample was sent (or meant to be) and got no answer
 FAILED_REASONS = ("request_failed", "no_prediction")
+# what a cut-off output counts as: "scored" as its text reads (OpenCompass, reference), "unscored" (clarified)
+TRUNCATED_POLICIES = ("scored", "unscored")
 
 # the key of a structured prediction that says the request failed (see ``failed_prediction``)
 _FAILED_KEY = "needlebench_request_failed"
+# the key of a structured prediction that carries the server's finish reason (see ``cut_prediction``)
+_FINISH_KEY = "needlebench_finish_reason"
 DETAIL_CHARS = 500  # of a failure message kept in the record
 
 
@@ -59,16 +74,40 @@ class ScoreOptions:
     Args:
         metric: ``"keyword"`` or ``"levenshtein"`` (sparse tasks).
         strip_think: drop ``<think>`` blocks before grading; None (the default) drops them under the
-            clarified rules only, as OpenCompass's evaluators read the whole output (an OpenCompass
-            model config that strips thinking itself corresponds to ``True``).
+            clarified rules only, as OpenCompass's evaluators read the whole output. ``True`` on a
+            reference sample applies ``reference_strip`` (OpenCompass's ``extract_non_reasoning_content``,
+            what its reasoning-model configs attach); on a clarified one our own strip (case-blind tags,
+            an unclosed block is no answer).
         alpha: the weight of the Levenshtein partial credit.
         lenient: score NeedleChain the ``released`` way whatever the sample says (see ``needlechain.py``).
+        truncated: how a cut-off output counts: ``"scored"`` (as its text reads, as OpenCompass scores it),
+            ``"unscored"`` (left out of every number as ``truncated``); None: by the sample's protocol
+            (``unscored`` under clarified). Cut-off outputs are flagged and counted either way.
+        reference_strip: OpenCompass's own think strip, which only its adapter layer may import
+            (``needlebench.opencompass.outputs.reference_strip``); needed by ``strip_think=True`` on
+            reference samples.
     """
 
     metric: str = "keyword"
     strip_think: bool | None = None
     alpha: float = 0.2
     lenient: bool = False
+    truncated: str | None = None
+    reference_strip: Callable[[str], str] | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.truncated is not None and self.truncated not in TRUNCATED_POLICIES:
+            raise ValueError(f"truncated: {self.truncated!r}; choose from {TRUNCATED_POLICIES}")
+
+    def truncated_policy(self, protocol: object) -> str:
+        """``"scored"`` or ``"unscored"`` for a cut-off output of a sample made under ``protocol``.
+
+        Args:
+            protocol: the sample's ``protocol`` metadata (``"reference"``, ``"clarified"`` or None).
+        """
+        if self.truncated is not None:
+            return self.truncated
+        return "unscored" if protocol == "clarified" else "scored"
 
 
 @dataclass(frozen=True)
@@ -108,6 +147,10 @@ RESERVED_KEYS = frozenset(
         "gold",
         "context",
         "prediction",
+        "output_tokens",
+        "output_tokenizer",
+        "truncated",
+        "think_unclosed",
     )
 )
 
@@ -132,6 +175,12 @@ class GradedSample:
         gold: the task oracle's answer, for a reader (cut).
         context: ``[before, needle, after]`` per needle found in the prompt, for a reader.
         prediction: the model output as kept in the record (cut).
+        output_tokens: the whole output's length in tokens (None: no output, or not counted).
+        output_tokenizer: what counted them: the model's tokenizer (its path) or ``tiktoken:cl100k_base``
+            where the model has none the evaluator could load.
+        truncated: the output was cut off at its budget (an API's ``finish_reason="length"``, or
+            ``output_tokens`` in the model's own tokenizer reaching ``max_out_len``).
+        think_unclosed: the output opened a ``<think>`` block it never closed.
     """
 
     id: str
@@ -148,6 +197,10 @@ class GradedSample:
     gold: str | None = None
     context: tuple[tuple[str, str, str], ...] | None = None
     prediction: str = ""
+    output_tokens: int | None = None
+    output_tokenizer: str | None = None
+    truncated: bool = False
+    think_unclosed: bool = False
 
     def __post_init__(self) -> None:
         if self.unscored is not None and self.unscored not in UNSCORED_REASONS:
@@ -188,13 +241,20 @@ class GradedSample:
             out["gold"] = self.gold
         if self.context is not None:
             out["context"] = [list(c) for c in self.context]
+        out.update(
+            output_tokens=self.output_tokens,
+            output_tokenizer=self.output_tokenizer,
+            truncated=self.truncated,
+            think_unclosed=self.think_unclosed,
+        )
         if prediction:
             out["prediction"] = self.prediction
         return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> GradedSample:
-        """A record read back from a ``samples.jsonl`` object (lines written before ``unscored`` existed too).
+        """A record read back from a ``samples.jsonl`` object (lines written before ``unscored`` or the output
+        facts existed too: no count, not truncated, no open think block).
 
         Args:
             data: one parsed line.
@@ -223,6 +283,10 @@ class GradedSample:
             gold=data.get("gold"),
             context=tuple((str(a), str(b), str(c)) for a, b, c in context) if context is not None else None,
             prediction=str(data.get("prediction") or ""),
+            output_tokens=None if data.get("output_tokens") is None else int(data["output_tokens"]),
+            output_tokenizer=data.get("output_tokenizer"),
+            truncated=bool(data.get("truncated")),
+            think_unclosed=bool(data.get("think_unclosed")),
         )
 
 
@@ -287,3 +351,39 @@ def unanswered(prediction: object) -> Unanswered | None:
     if isinstance(prediction, Mapping) and _FAILED_KEY in prediction:
         return Unanswered("request_failed", str(prediction[_FAILED_KEY])[:DETAIL_CHARS] or "request failed")
     return None
+
+
+def cut_prediction(text: str, reason: str = "length") -> dict[str, str]:
+    """The prediction a model wrapper returns for an answer the server ended with ``finish_reason``.
+
+    A JSON object like :func:`failed_prediction`'s, with the text as ``prediction``: OpenCompass saves it as
+    it is, a model ``pred_postprocessor`` wrapped by ``needlebench.opencompass.api.keep_unanswered`` gets
+    the text, and the evaluator reads the reason from the saved prediction.
+
+    Args:
+        text: the answer as the server returned it.
+        reason: the server's ``finish_reason`` (``"length"``: cut off at ``max_tokens``).
+    """
+    return {"prediction": text, _FINISH_KEY: reason}
+
+
+def finish_reason(prediction: object) -> str | None:
+    """The finish reason a structured prediction carries (:func:`cut_prediction`), or None.
+
+    Args:
+        prediction: a prediction as saved by OpenCompass's inferencer.
+    """
+    if isinstance(prediction, Mapping) and _FINISH_KEY in prediction:
+        return str(prediction[_FINISH_KEY])
+    return None
+
+
+def prediction_text(prediction: object) -> object:
+    """The answer a structured prediction carries (:func:`cut_prediction`); anything else unchanged.
+
+    Args:
+        prediction: a prediction as saved by OpenCompass's inferencer or after a postprocessor.
+    """
+    if isinstance(prediction, Mapping) and _FINISH_KEY in prediction:
+        return prediction.get("prediction") or ""
+    return prediction

@@ -93,7 +93,7 @@ def test_json_parses_and_shards_option(capsys: pytest.CaptureFixture) -> None:
     assert main(["plan", str(ROOT / CONFIG), "--json", "--shards", "3"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["num_shards"] == 3
-    assert [m["abbr"] for m in data["models"]] == ["long", "short"]
+    assert [m["abbr"] for m in data["models"]] == ["long", "short", "thinker"]
     assert all(len(m["shards"]) == 3 for m in data["models"])
 
 
@@ -158,3 +158,30 @@ def test_planning_layer_imports_no_opencompass() -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_reasoning_model_gets_its_thinking_room_at_the_longest_cell(plan: RunPlan, exported: list[dict]) -> None:
+    """A reasoning model (reasoning(): OpenCompass's think strip as its postprocessor) is told, per dataset,
+    what its context leaves for thinking beside the longest prompt, and what the run does where that is
+    less than its budget; the others get no such line."""
+    thinker = next(m for m in plan.models if m.abbr == "thinker")
+    assert thinker.reasoning and not any(m.reasoning for m in plan.models if m.abbr != "thinker")
+    assert all(d.thinking is None for m in plan.models if m.abbr != "thinker" for d in m.datasets)
+    longest: dict[str, dict] = {}
+    for row in exported:
+        if row["meta"]["prompt_tokens"] > longest.get(row["dataset"], {"meta": {"prompt_tokens": -1}})["meta"][
+            "prompt_tokens"
+        ]:
+            longest[row["dataset"]] = row
+    for d in thinker.datasets:
+        t = d.thinking
+        assert t is not None and t.cell == f"length {longest[d.abbr]['meta']['length']}" == "length 2000"
+        assert t.prompt_tokens == longest[d.abbr]["meta"]["prompt_tokens"] == t.model_tokens  # no local tokenizer
+        assert t.room == 2700 - t.prompt_tokens - thinker.reserve and t.budget == 1200
+        # about 1,600 prompt tokens leave about 1,000 of the 1,200: the partitioner shortens the 2k cells
+        assert not t.fits and t.action == "shortened" and d.num_shortened > 0
+        assert {c[0] for c in d.shortened} == {2000}
+    text = format_plan(plan)
+    assert "thinking room at each dataset's longest cell" in text
+    assert "less than the budget 1,200: the run shortens such prompts (overlength=shorten" in text
+    assert text.count("thinking room at each") == 1

@@ -15,6 +15,7 @@ from needlebench.record import (
     GradedSample,
     ScoreOptions,
     Unanswered,
+    cut_prediction,
     failed_prediction,
     unanswered,
     unscored_reason,
@@ -30,8 +31,9 @@ DATASETS = (
     ("needlechain", dict(k_values=[5], points=2)),
     ("atc_mc", dict(lang="en", steps=[2], repeats=2, style="direct")),
 )
-# the counts every dataset reports beside its numbers; the only ones unscored samples may change
-COUNTS = {"num_samples", "num_failed", "num_shortened"}
+# the counts every dataset reports beside its numbers, and the share of outputs cut off (which counts the ones
+# left out for it): the only ones unscored samples may change
+COUNTS = {"num_samples", "num_failed", "num_shortened", "num_truncated", "truncated_rate"}
 
 
 def _rows(task: str, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -62,12 +64,34 @@ def test_record_round_trips_through_json() -> None:
             error_detail="boom",
             unscored="request_failed",
         ),
+        GradedSample(
+            "d",
+            "atc",
+            "en",
+            {"num_needles": 8},
+            0.0,
+            error="no_boxed_answer",
+            unscored="truncated",
+            output_tokens=32768,
+            output_tokenizer="/models/r1",
+            truncated=True,
+            think_unclosed=True,
+        ),
     ]
     for r in records:
         line = json.dumps(r.to_json(), ensure_ascii=False)
         assert GradedSample.from_json(json.loads(line)) == r
         assert json.loads(line)["unscored"] == r.unscored  # explicit on disk, null when it counts
     assert "prediction" not in records[0].to_json(prediction=False)
+    line = records[3].to_json()
+    assert (line["output_tokens"], line["output_tokenizer"], line["truncated"], line["think_unclosed"]) == (
+        32768,
+        "/models/r1",
+        True,
+        True,
+    )
+    before = {k: v for k, v in records[0].to_json().items() if k not in ("output_tokens", "output_tokenizer")}
+    assert GradedSample.from_json({**before, "truncated": None}) == records[0]  # a line from before these fields
 
 
 def test_record_refuses_what_it_cannot_be() -> None:
@@ -119,12 +143,15 @@ def test_every_metric_skips_unscored_samples(task: str, params: dict[str, Any], 
         elif kind == 5:  # a perfect answer to a prompt that was cut: graded, never counted
             row["meta"] = json.dumps({**json.loads(row["meta"]), "shortened_from": 9999})
             preds.append(perfect)
+        elif kind == 4:  # a perfect answer the server cut off at its budget, with truncated="unscored"
+            preds.append(cut_prediction(perfect))
         else:
             preds.append(perfect if kind == 0 else "I cannot tell from the text.")
     refs = [r["answer"] for r in rows]
-    records = grade_rows(preds, refs, rows, spec, ScoreOptions())
+    records = grade_rows(preds, refs, rows, spec, ScoreOptions(truncated="unscored"))
     states = [r.unscored for r in records]
     assert states[1] == "request_failed" and states[3] == "no_prediction" and states[5] == "shortened"
+    assert states[4] == "truncated" and records[4].truncated and records[4].score == 100.0
     assert states[0] is None and records[0].score == 100.0 and records[5].score == 100.0
     assert records[1].score is None and records[1].error == "request_failed" and records[1].prediction == ""
     counted = [i for i, r in enumerate(records) if r.counts]
@@ -142,6 +169,9 @@ def test_every_metric_skips_unscored_samples(task: str, params: dict[str, Any], 
     assert everything["num_samples"] == n and everything["num_scored"] == len(counted)
     assert everything["num_failed"] == sum(s in ("request_failed", "no_prediction") for s in states)
     assert everything["num_shortened"] == states.count("shortened")
+    assert everything["num_truncated"] == states.count("truncated") > 0
+    answered = [r for r in records if r.unscored in (None, "truncated")]
+    assert everything["truncated_rate"] == pytest.approx(100 * states.count("truncated") / len(answered))
 
     # the file the report reads holds the same records, unscored reasons and all
     write_results(tmp_path / "ds", records, spec)

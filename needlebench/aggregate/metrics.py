@@ -16,7 +16,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .records import is_excluded, is_failed, is_shortened
+from ..record import unscored_reason
+from .cells import truncated_rate
+from .records import is_answered, is_excluded, is_failed, is_shortened
 
 __all__ = ["mean", "summarise_details", "breakdown", "error_shares"]
 
@@ -39,7 +41,9 @@ def summarise_details(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     """The numbers an evaluator reports for one dataset: score, failure rate, per length / needles, counts.
 
     Every rate and mean is over the scored samples only; the unscored ones are counted beside them
-    (``num_samples`` = ``num_scored`` + ``num_failed`` + ``num_shortened``), never averaged in as 0.
+    (``num_samples`` = ``num_scored`` + ``num_failed`` + ``num_shortened`` + ``num_truncated``), never
+    averaged in as 0. ``truncated_rate`` is the share of answered samples (scored, or left out for being cut
+    off) whose output was cut off at its budget.
 
     Args:
         details: the dataset's per-sample records (``score``, ``correct``, ``error``, metadata).
@@ -55,6 +59,8 @@ def summarise_details(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         "num_scored": len(scored),
         "num_failed": sum(is_failed(d) for d in details),  # a shortened prompt is counted as shortened
         "num_shortened": sum(is_shortened(d) for d in details),
+        "num_truncated": sum(unscored_reason(d) == "truncated" for d in details),
+        "truncated_rate": truncated_rate([d for d in details if is_answered(d)]),
     }
     out.update(breakdown(scored, "length", "length"))
     for kind, share in error_shares(scored).items():

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..record import FAILED_REASONS, GradedSample, unscored_reason
 
-__all__ = ["is_shortened", "is_failed", "is_skipped", "is_excluded"]
+__all__ = ["is_shortened", "is_failed", "is_skipped", "is_excluded", "is_truncated", "is_answered"]
 
 Record = Mapping[str, Any] | GradedSample
 
@@ -37,3 +37,16 @@ def is_skipped(record: Record) -> bool:
 def is_excluded(record: Record) -> bool:
     """A sample that is counted but left out of every score (any ``unscored`` reason)."""
     return unscored_reason(record) is not None
+
+
+def is_truncated(record: Record) -> bool:
+    """An output cut off at its budget (``truncated`` in the record), whether it counts or is left out for it."""
+    return bool(record.truncated if isinstance(record, GradedSample) else record.get("truncated"))
+
+
+def is_answered(record: Record) -> bool:
+    """A sample with an output of its nominal prompt: it counts, or is left out only because it was cut off.
+
+    The samples a cell's ``truncated%`` is a share of.
+    """
+    return unscored_reason(record) in (None, "truncated")

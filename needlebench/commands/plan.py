@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "DatasetPlan",
+    "ThinkingRoom",
     "ShardPlan",
     "TokenizerEstimate",
     "ModelPlan",
@@ -37,6 +38,31 @@ __all__ = [
 # SAMPLE_CHARS characters (the haystack text is the same throughout a prompt, so a slice measures it).
 SAMPLE_PROMPTS = 4
 SAMPLE_CHARS = 100_000
+
+
+@dataclass
+class ThinkingRoom:
+    """What a reasoning model has left to think in at a dataset's longest cell.
+
+    Args:
+        cell: the cell of the dataset's longest prompt (its coarse coordinate, e.g. ``length 128000``).
+        prompt_tokens: that prompt's cl100k tokens, as generated (before any shortening).
+        model_tokens: the same in the model's tokens, as the partitioner counts them (x its tokenizer ratio).
+        room: ``max_seq_len - model_tokens - reserve``: the output the context leaves there.
+        budget: the output budget (``max_out_len``).
+        fits: ``room >= budget``.
+        action: where it does not fit, what the run does with such prompts (the over-length policy):
+            ``shortened`` (the haystack is cut until prompt and budget fit) or ``skipped`` (never sent); ``""``
+            where it fits.
+    """
+
+    cell: str
+    prompt_tokens: int
+    model_tokens: int
+    room: int
+    budget: int
+    fits: bool
+    action: str = ""
 
 
 @dataclass
@@ -60,6 +86,7 @@ class DatasetPlan:
         skipped: ``[length, depth, count]`` per skipped cell.
         prefix_tokens: estimated prompt tokens each prompt shares with the one sent before it.
         prefix_share: ``prefix_tokens / prompt_tokens``.
+        thinking: for a reasoning model, the thinking room at the dataset's longest cell (None otherwise).
     """
 
     abbr: str
@@ -78,6 +105,7 @@ class DatasetPlan:
     skipped: list[list[Any]] = field(default_factory=list)
     prefix_tokens: int = 0
     prefix_share: float = 0.0
+    thinking: ThinkingRoom | None = None
 
 
 @dataclass
@@ -139,6 +167,7 @@ class ModelPlan:
         num_shortened: total shortened prompts.
         num_skipped: total skipped prompts.
         prefix_share: the share of prompt tokens an unbounded prefix cache can reuse, in request order.
+        reasoning: the model is set up as a reasoning model (OpenCompass's think strip as its postprocessor).
     """
 
     abbr: str
@@ -155,6 +184,7 @@ class ModelPlan:
     num_shortened: int = 0
     num_skipped: int = 0
     prefix_share: float = 0.0
+    reasoning: bool = False
 
 
 @dataclass
@@ -190,6 +220,9 @@ NOTES = [
     f"prompts per dataset (first {SAMPLE_CHARS:,} characters each).",
     "prefix_share: tokens each prompt shares with the previous one of its dataset (rows in the order sent), "
     "over all prompt tokens; an unbounded prefix cache, one per run (shard cuts and chat template ignored).",
+    "thinking room (reasoning models): max_seq_len - the longest prompt (model tokens, as the partitioner "
+    "counts them) - reserve; where it is less than max_out_len the run shortens or skips those prompts "
+    "(overlength), so the budget always fits.",
 ]
 
 
@@ -252,6 +285,35 @@ def _model_ratio(tokenizer: Any, rows: Any) -> tuple[float, int, int]:
     return (theirs / ours if ours else 1.0), len(picks), ours
 
 
+def _thinking(model: dict, dataset: dict, entry: dict, reserve: int, policy: str) -> ThinkingRoom:
+    """The thinking room a reasoning model has at a dataset's longest cell (its longest prompt as generated).
+
+    Args:
+        model: the model config.
+        dataset: the dataset config as written (before the model's limit).
+        entry: the partitioner's limit decision for the pair (``max_seq_len``, ``tokenizer_ratio``).
+        reserve: the tokens the model's prompts leave free beyond the budget.
+        policy: the over-length policy (``shorten`` or ``skip``).
+    """
+    import math
+
+    from ..cache.rows import load_rows
+    from ..planning.limits import out_len
+    from ..tasks import config_params, get_task
+
+    rows = load_rows(dataset["task"], **config_params(dataset))
+    metas = [json.loads(m) for m in rows["meta"]]
+    longest = max(metas, key=lambda m: int(m["prompt_tokens"]))
+    spec = get_task(dataset["task"])
+    prompt = int(longest["prompt_tokens"])
+    tokens = math.ceil(prompt * float(entry["tokenizer_ratio"]))
+    room = int(entry["max_seq_len"]) - tokens - reserve
+    budget = out_len(model, dataset)
+    fits = room >= budget
+    action = "" if fits else ("skipped" if policy == "skip" else "shortened")
+    return ThinkingRoom(f"{spec.cell[0]} {spec.cell_of(longest)[0]}", prompt, tokens, room, budget, fits, action)
+
+
 def _settings(cfg: Any, num_shards: int | None) -> Any:
     """The config's infer partitioner settings as the run would use them (checked; nothing is written)."""
     from ..planning.limits import PartitionSettings
@@ -267,6 +329,7 @@ def _settings(cfg: Any, num_shards: int | None) -> Any:
 def _plan_model(settings: Any, limits: Any, model: dict, datasets: list[Any]) -> ModelPlan:
     """One model's plan: limits, rows, model-token estimate, prefix share and shards."""
     from ..cache.rows import load_rows
+    from ..opencompass.outputs import is_reasoning_model
     from ..planning.limits import (
         limited_dataset,
         model_room,
@@ -278,6 +341,7 @@ def _plan_model(settings: Any, limits: Any, model: dict, datasets: list[Any]) ->
     )
     from ..tasks import config_params
 
+    thinks = is_reasoning_model(model)
     tok, where, error = limits.tokenizer(model)
     path = str(model.get("tokenizer_path") or model.get("path") or "")
     if tok is not None:
@@ -322,6 +386,11 @@ def _plan_model(settings: Any, limits: Any, model: dict, datasets: list[Any]) ->
                 skipped=cells.get("skipped", []),
                 prefix_tokens=prefix,
                 prefix_share=prefix / sum(tokens) if tokens else 0.0,
+                thinking=(
+                    _thinking(model, d, entry, reserved_tokens(model, settings.template_margin), settings.overlength)
+                    if thinks
+                    else None
+                ),
             )
         )
         limited.append(lim)
@@ -355,6 +424,7 @@ def _plan_model(settings: Any, limits: Any, model: dict, datasets: list[Any]) ->
         num_shortened=sum(p.num_shortened for p in plans),
         num_skipped=sum(p.num_skipped for p in plans),
         prefix_share=sum(p.prefix_tokens for p in plans) / total_prompt if total_prompt else 0.0,
+        reasoning=thinks,
     )
 
 
@@ -472,6 +542,24 @@ def format_plan(plan: RunPlan) -> str:
                 lines.append(f"    shortened (length/depth): {_cells_text(d.shortened)}")
             if d.skipped:
                 lines.append(f"    skipped (length/depth): {_cells_text(d.skipped)}")
+        thinking = [d for d in m.datasets if d.thinking is not None]
+        if thinking:
+            lines.append(
+                f"  thinking room at each dataset's longest cell (max_seq_len {m.max_seq_len:,} - prompt - reserve "
+                f"{m.reserve}), against the reasoning budget:"
+            )
+        for d in thinking:
+            t = d.thinking
+            verdict = (
+                f"fits the budget {t.budget:,}"
+                if t.fits
+                else f"less than the budget {t.budget:,}: the run {'skips' if t.action == 'skipped' else 'shortens'} "
+                f"such prompts (overlength={plan.overlength}; {d.num_shortened} shortened, {d.num_skipped} skipped)"
+            )
+            lines.append(
+                f"    {d.abbr}, {t.cell}: prompt {t.model_tokens:,} model tokens ({t.prompt_tokens:,} cl100k), "
+                f"room {t.room:,}: {verdict}"
+            )
         for s in m.shards:
             lines.append(
                 f"  shard {s.index}: {s.samples:,} prompts, {_num(s.prompt_tokens)} prompt + "

@@ -1,7 +1,8 @@
 """Score predictions made elsewhere against a Parquet export: the same records and tables as an OpenCompass run.
 
 Input is one JSON line per prediction, ``{"id": ..., "prediction": ...}`` (optionally
-``"dataset"`` and ``"version"``). Lines that cannot be used are reported, by kind and
+``"dataset"``, ``"version"`` and ``"finish_reason"``: ``"length"`` marks an answer the model's server cut
+off at its budget, recorded ``truncated``; outputs are counted in cl100k tokens). Lines that cannot be used are reported, by kind and
 count, and the rest are scored: unknown ids, ids given more than once (all their lines
 are left out, since which one is meant cannot be told), and predictions made for another
 dataset version. A sample of the export without a usable prediction is recorded unscored as
@@ -23,7 +24,7 @@ from ..errors import ConfigError
 from ..files import atomic_write
 from ..grading.evaluation import grade_rows, write_results
 from ..progress import Progress
-from ..record import ScoreOptions, Unanswered
+from ..record import ScoreOptions, Unanswered, cut_prediction
 from ..tasks import get_task
 from .export import ExportedDataset, read_parquet_export
 
@@ -103,7 +104,8 @@ def score_predictions(
     """Grade predictions against an export and write a run folder with results and tables.
 
     Args:
-        predictions: JSON lines of ``{"id", "prediction"}`` (optionally ``dataset``, ``version``).
+        predictions: JSON lines of ``{"id", "prediction"}`` (optionally ``dataset``, ``version``,
+            ``finish_reason``).
         export: a folder written by ``needlebench export --format parquet``.
         out: where the new timestamped run folder goes.
         model: the model's name in the results and tables.
@@ -131,7 +133,8 @@ def score_predictions(
                 other_version.append(pid)
                 continue
             abbr = line.get("dataset") or where[pid][0]
-            usable[(abbr, pid)] = line["prediction"]
+            cut = line.get("finish_reason") == "length" and isinstance(line["prediction"], str)
+            usable[(abbr, pid)] = cut_prediction(line["prediction"]) if cut else line["prediction"]
     if unknown:
         problems.append(f"{len(unknown)} prediction(s) name ids that are not in the export: {_examples(unknown)}")
     if twice:
@@ -164,7 +167,12 @@ def _score_dataset(
     """Grade one dataset's rows (a row without a prediction is unscored, ``no_prediction``); its (scored, missing)."""
     absent = Unanswered("no_prediction", f"no prediction for this id in {source.name}")
     preds = [usable.get((d.abbr, r["id"]), absent) for r in d.rows]
-    options = ScoreOptions(**d.info.get("score_options", {}))
+    settings = dict(d.info.get("score_options", {}))
+    if settings.get("strip_think"):  # on reference samples: OpenCompass's own strip (imports OpenCompass)
+        from ..opencompass.outputs import reference_strip
+
+        settings["reference_strip"] = reference_strip
+    options = ScoreOptions(**settings)
     tasks = sorted({r["task"] for r in d.rows})
     if len(tasks) != 1:
         raise ConfigError(f"{d.abbr}: an exported dataset holds one task's samples; found tasks {tasks}")

@@ -17,7 +17,16 @@ from typing import TYPE_CHECKING, Any
 from ..aggregate.metrics import summarise_details
 from ..errors import ConfigError
 from ..files import atomic_write
-from ..record import DETAIL_CHARS, RESERVED_KEYS, GradedSample, SampleScore, ScoreOptions, unanswered
+from ..record import (
+    DETAIL_CHARS,
+    RESERVED_KEYS,
+    GradedSample,
+    SampleScore,
+    ScoreOptions,
+    prediction_text,
+    unanswered,
+)
+from .outputs import OutputFacts, OutputMeter, measure, tiktoken_meter
 
 if TYPE_CHECKING:
     from ..taskspec import TaskSpec
@@ -45,31 +54,42 @@ def grade_rows(
     test_set: Any,
     task: TaskSpec,
     options: ScoreOptions,
+    raw: Sequence[Any] | None = None,
+    meter: OutputMeter | None = None,
 ) -> list[GradedSample]:
     """One :class:`GradedSample` per row: its metadata, grade and failure kind; never raises on a bad prediction.
 
     A prediction that never came (:class:`~needlebench.record.Unanswered`, or a model wrapper's
     :func:`~needlebench.record.failed_prediction`) is recorded unscored with its reason and never
     graded; a shortened prompt is graded but unscored; a grader that raises is scored 0 as
-    ``grader_error`` so the other samples are kept.
+    ``grader_error`` so the other samples are kept. Every answered record says how its output ended
+    (``output_tokens``, ``truncated``, ``think_unclosed``: :mod:`needlebench.grading.outputs`); a cut-off
+    output is graded and, where ``options.truncated_policy`` says ``unscored``, left out as ``truncated``.
 
     Args:
-        predictions: the model's outputs, in row order.
+        predictions: the model's outputs, in row order, as the grader reads them (after any postprocessor).
         references: each row's gold as JSON (the ``answer`` column).
         test_set: the dataset rows (``id``, ``task``, ``lang``, ``meta``), in the same order.
         task: the dataset's task (every row must be one of its samples).
         options: scoring settings passed to the task's grader.
+        raw: the outputs as the model wrapper saved them, before any postprocessor (think blocks, finish
+            reasons), in the same order; default ``predictions``.
+        meter: how outputs are counted and their budget; default cl100k counts, no budget.
 
     Raises:
         ConfigError: a row of another task than ``task``.
     """
     records = []
-    for pred, ref, row in zip(predictions, references, test_set, strict=False):
+    raw = predictions if raw is None else raw
+    meter = meter or tiktoken_meter()
+    for pred, ref, row, out in zip(predictions, references, test_set, raw, strict=False):
         if row["task"] != task.name:
             raise ConfigError(f"sample {row['id']}: task {row['task']!r} in a dataset graded as {task.name!r}")
         meta = json.loads(row["meta"])
         gold: Any = ref  # parsed once below when graded; the evidence reuses it
-        missing = unanswered(pred)
+        missing = unanswered(pred) or unanswered(out)
+        pred = prediction_text(pred)  # an answer a server cut off arrives with its finish reason
+        facts = measure(out, meter) if missing is None else OutputFacts()
         detail: str | None = None
         if missing is not None:  # no answer to grade: not the model's wrong answer, and never scored
             result, detail = None, missing.detail[:DETAIL_CHARS]
@@ -84,6 +104,7 @@ def grade_rows(
                 log.warning("sample %s: grader error %s: %s", row["id"], type(exc).__name__, exc)
                 result = SampleScore(0.0, False, error=f"grader_error: {type(exc).__name__}: {exc}")
         shortened = meta.get("shortened_from") is not None
+        cut_off = facts.truncated and options.truncated_policy(meta.get("protocol")) == "unscored"
         evidence = _evidence(row, gold, task)
         records.append(
             GradedSample(
@@ -97,10 +118,16 @@ def grade_rows(
                 extracted=result.extracted if result else None,
                 error=result.error if result else missing.reason if missing else None,
                 error_detail=detail,
-                unscored="shortened" if shortened else (missing.reason if missing else None),
+                unscored="shortened"
+                if shortened
+                else (missing.reason if missing else "truncated" if cut_off else None),
                 gold=evidence.get("gold"),
                 context=evidence.get("context"),
                 prediction="" if missing else _text(pred)[:PREDICTION_CHARS],
+                output_tokens=facts.output_tokens,
+                output_tokenizer=facts.output_tokenizer,
+                truncated=facts.truncated,
+                think_unclosed=facts.think_unclosed,
             )
         )
     return records

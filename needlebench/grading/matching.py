@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import Levenshtein
 
+from ..errors import ConfigError
 from ..record import ScoreOptions
 
 __all__ = [
@@ -120,13 +121,26 @@ def prepare(prediction: object, options: ScoreOptions, clean: bool = True) -> st
 
     Args:
         prediction: whatever the model returned.
-        options: evaluator settings (``strip_think``: None strips only when ``clean``).
+        options: evaluator settings (``strip_think``: None strips only when ``clean``; a strip of the
+            unchanged reading is OpenCompass's own, ``options.reference_strip``).
         clean: the clarified reading (bounded, printable, no chat tokens); False reads the output as
             OpenCompass's evaluators do, unchanged.
+
+    Raises:
+        ConfigError: ``strip_think=True`` on the unchanged reading without ``options.reference_strip``.
     """
     text = clean_prediction(prediction) if clean else as_text(prediction)
     strip = clean if options.strip_think is None else options.strip_think
-    return strip_thinking(text) if strip else text
+    if not strip:
+        return text
+    if clean:
+        return strip_thinking(text)
+    if options.reference_strip is None:
+        raise ConfigError(
+            "strip_think=True on a reference sample is OpenCompass's extract_non_reasoning_content: pass it as "
+            "ScoreOptions(reference_strip=needlebench.opencompass.outputs.reference_strip)"
+        )
+    return options.reference_strip(text)
 
 
 def _squash(text: str) -> str:

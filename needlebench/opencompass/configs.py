@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..record import TRUNCATED_POLICIES
 from ..suites import PROFILES, get_suite
 from ..tasks import all_tasks, get_task, is_needlebench, make_params
 from ..tasks.sparse import LANGS, OVERLENGTH_POLICIES
@@ -94,6 +95,15 @@ def task_dataset(
     )
 
 
+def _truncated(policy: str | None) -> dict[str, str]:
+    """The evaluator setting for cut-off outputs (none: the protocol decides), checked where the config is read."""
+    if policy is None:
+        return {}
+    if policy not in TRUNCATED_POLICIES:
+        raise ConfigError(f"truncated: {policy!r}; choose from {TRUNCATED_POLICIES}")
+    return {"truncated": policy}
+
+
 def _per_task(value: Any, task: str, default: Any) -> Any:
     """A setting given once for every task, or as ``{task: value}``."""
     if isinstance(value, dict):
@@ -119,6 +129,7 @@ def needlebench_datasets(
     recall_step: bool | None = None,
     metric: str | None = None,
     max_out_len: int | dict[str, int] | None = None,
+    truncated: str | None = None,
     **task_options: Any,
 ) -> list[dict[str, Any]]:
     """The sparse-task datasets of a suite: one dataset per (task, language), every cell inside.
@@ -141,6 +152,9 @@ def needlebench_datasets(
         metric: ``keyword`` or ``levenshtein`` (default: keyword, but levenshtein for v1 S-RT, as
             OpenCompass v1 scores it).
         max_out_len: an output budget per dataset (one number or ``{task: n}``); default: the model's.
+        truncated: how an output cut off at its budget counts: ``"scored"`` as its text reads (OpenCompass),
+            ``"unscored"`` (left out of every number as ``truncated``); default: by the protocol (unscored
+            under clarified). Cut-off outputs are flagged and counted either way.
         **task_options: a task parameter for every task (e.g. ``prompt_style="clarified"``,
             ``num_needles=[3]``) or ``srt=dict(...)``/``mrt=dict(...)``/``mrs=dict(...)`` for one task (which
             may also replace a suite value for that task, e.g. ``mrt=dict(depths=[...])``).
@@ -187,6 +201,7 @@ def needlebench_datasets(
             params.update(per_task.get(task, {}))
             chosen = metric or task_spec.profile_scoring.get(profile, {}).get("metric", "keyword")
             evaluator = {k: v for k, v in {"metric": chosen}.items() if k in task_spec.score_options}
+            evaluator.update(_truncated(truncated))
             out_len = _per_task(max_out_len, task, None)
             out.append(task_dataset(f"needlebench_{task}_{lang}_{suite}", task, params, out_len, evaluator))
     return out
@@ -203,6 +218,7 @@ def atc_datasets(
     strip_think: bool | None = None,
     protocol: str = "reference",
     profile: str = "v2",
+    truncated: str | None = None,
     **options: Any,
 ) -> list[dict[str, Any]]:
     """The Ancestral Trace Challenge: one dataset per language, every needle count inside.
@@ -220,8 +236,10 @@ def atc_datasets(
         strip_think: drop ``<think>`` blocks before grading; None (default): only under clarified scoring
             (OpenCompass's evaluators read the whole output).
         protocol: ``reference`` or ``clarified``.
-        profile: ``v2`` (this task) or ``v1`` (the multiple-choice ATC; only langs, repeats, seed and
-            max_out_len carry over).
+        profile: ``v2`` (this task) or ``v1`` (the multiple-choice ATC; only langs, repeats, seed,
+            max_out_len and truncated carry over).
+        truncated: ``"scored"`` or ``"unscored"`` for an output cut off at its budget (see
+            ``needlebench_datasets``); default: by the protocol.
         **options: named protocol options (``prompt_style``, ``answer_match``).
 
     Raises:
@@ -230,7 +248,7 @@ def atc_datasets(
     from ..tasks.kinship import QUESTION_TYPES
 
     if profile == "v1":
-        return atc_mc_datasets(langs=langs, repeats=repeats, seed=seed, max_out_len=max_out_len)
+        return atc_mc_datasets(langs=langs, repeats=repeats, seed=seed, max_out_len=max_out_len, truncated=truncated)
     if profile not in PROFILES:
         raise ConfigError(f"profile: unknown profile {profile!r}; choose from {PROFILES}")
     qtypes = list(question_types or QUESTION_TYPES)
@@ -249,6 +267,7 @@ def atc_datasets(
             **options,
         )
         evaluator = {} if strip_think is None else {"strip_think": strip_think}
+        evaluator.update(_truncated(truncated))
         out.append(task_dataset(f"needlebench_atc_{lang}", "atc", params, max_out_len, evaluator))
     return out
 
@@ -260,6 +279,7 @@ def atc_mc_datasets(
     repeats: int = 10,
     seed: int = 0,
     max_out_len: int | None = None,
+    truncated: str | None = None,
 ) -> list[dict[str, Any]]:
     """The 2024 paper's ATC: multiple choice, 4-shot, circular evaluation; one dataset per (language, style).
 
@@ -275,6 +295,7 @@ def atc_mc_datasets(
         repeats: questions per step count.
         seed: every random choice derives from it and the question's coordinates.
         max_out_len: an output budget; default: the model's.
+        truncated: ``"scored"`` or ``"unscored"`` for an output cut off at its budget; default: scored.
     """
     from ..tasks.atc_mc import oc_template_rounds
 
@@ -286,7 +307,9 @@ def atc_mc_datasets(
             params: dict[str, Any] = dict(lang=lang, style=style, repeats=repeats, seed=seed)
             if steps:
                 params["steps"] = list(steps)
-            cfg = task_dataset(f"needlebench_atc_v1_{lang}_{style}", "atc_mc", params, max_out_len)
+            cfg = task_dataset(
+                f"needlebench_atc_v1_{lang}_{style}", "atc_mc", params, max_out_len, _truncated(truncated)
+            )
             cfg["infer_cfg"]["prompt_template"]["template"] = {"round": oc_template_rounds(lang, style)}
             out.append(cfg)
     return out
@@ -303,6 +326,7 @@ def needlechain_datasets(
     lenient: bool = False,
     strip_think: bool | None = None,
     protocol: str = "reference",
+    truncated: str | None = None,
     **options: Any,
 ) -> list[dict[str, Any]]:
     """NeedleChain: one dataset holding every (k, variant, question); quick = k 5/10/20, 10 points.
@@ -320,6 +344,8 @@ def needlechain_datasets(
         strip_think: drop ``<think>`` blocks before grading; None (default): only under clarified scoring
             (OpenCompass's evaluators read the whole output).
         protocol: ``reference`` (the paper's prompt, roster, names and values) or ``clarified``.
+        truncated: ``"scored"`` or ``"unscored"`` for an output cut off at its budget (see
+            ``needlebench_datasets``); default: by the protocol.
         **options: named protocol options (``prompt_style``, ``roster``, ``names``, ``values``, ``scoring``).
 
     Sampling: the paper sampled at temperature 0.6, top-p 0.95; apply it to the models with
@@ -340,6 +366,7 @@ def needlechain_datasets(
     evaluator: dict[str, Any] = (
         {"lenient": lenient} if strip_think is None else {"lenient": lenient, "strip_think": strip_think}
     )
+    evaluator.update(_truncated(truncated))
     return [task_dataset(abbr, "needlechain", params, max_out_len, evaluator, system=True)]
 
 

@@ -4,7 +4,8 @@ A thin layer over :mod:`needlebench.grading.evaluation`: it looks the dataset's 
 (one dataset is one task, named by its rows' ``task``), grades with the task's own grader,
 never crashes on a bad prediction, and writes one JSON line per sample (metadata, extracted
 answer, score, failure kind, unscored reason) beside OpenCompass's result file, for the
-summarizer and reports.
+summarizer and reports. Each record also says how its output ended (its length in tokens, whether it
+was cut off at its budget, whether it left a ``<think>`` block open).
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from opencompass.openicl.icl_evaluator import BaseEvaluator
 
 from ..errors import ConfigError
 from ..grading.evaluation import dataset_results, grade_rows, write_results
-from ..record import METRICS, ScoreOptions, unanswered
+from ..record import METRICS, TRUNCATED_POLICIES, ScoreOptions, prediction_text, unanswered
 from ..tasks import get_task
 from ..taskspec import TaskSpec
+from .outputs import output_meter, reference_strip
 
 __all__ = ["NeedleBenchEvaluator", "grade_rows", "dataset_task"]
 
@@ -25,16 +27,27 @@ __all__ = ["NeedleBenchEvaluator", "grade_rows", "dataset_task"]
 class NeedleBenchEvaluator(BaseEvaluator):
     """OpenCompass evaluator for every needlebench task: grades each row with its task's own grader.
 
+    Every record also says how its output ended (``output_tokens``, ``truncated``, ``think_unclosed``):
+    the outputs are read as the model saved them (OpenCompass's eval task hands the saved predictions to
+    ``score`` as ``prediction``, beside the postprocessed ``predictions``) and counted as the eval stage's
+    partitioner says (``output_tokenizer``, ``max_out_len``: ``needlebench.opencompass.outputs``).
+
     Args:
         metric: ``"keyword"`` (the 2025 metric) or ``"levenshtein"`` (the 2024 partial credit).
         strip_think: drop ``<think>`` blocks before grading; None (default): only where a sample's gold
-            asks for the clarified reading (OpenCompass's own evaluators read the whole output).
+            asks for the clarified reading (OpenCompass's own evaluators read the whole output). ``True``
+            on reference samples is OpenCompass's ``extract_non_reasoning_content``.
         alpha: the weight of the Levenshtein partial credit.
         lenient: score NeedleChain the ``released`` way whatever the sample's ``scoring`` option says.
+        truncated: ``"scored"`` or ``"unscored"`` (left out as ``truncated``) for a cut-off output; None:
+            by the sample's protocol (unscored under clarified).
+        output_tokenizer: the model's tokenizer (path or hub name) outputs are counted with; None: cl100k.
+        output_tokenizer_kwargs: the model config's ``tokenizer_kwargs``.
+        max_out_len: the output budget the outputs were generated with (None: unknown).
         pred_postprocessor: OpenCompass's prediction postprocessor, if any.
 
     Raises:
-        ConfigError: an unknown metric.
+        ConfigError: an unknown metric or ``truncated`` policy.
     """
 
     def __init__(
@@ -43,20 +56,40 @@ class NeedleBenchEvaluator(BaseEvaluator):
         strip_think: bool | None = None,
         alpha: float = 0.2,
         lenient: bool = False,
+        truncated: str | None = None,
+        output_tokenizer: str | None = None,
+        output_tokenizer_kwargs: dict | None = None,
+        max_out_len: int | None = None,
         pred_postprocessor: dict | None = None,
     ) -> None:
         super().__init__(pred_postprocessor=pred_postprocessor)
         if metric not in METRICS:
             raise ConfigError(f"evaluator metric: {metric!r}; choose from {METRICS}")
-        self.options = ScoreOptions(metric=metric, strip_think=strip_think, alpha=alpha, lenient=lenient)
+        if truncated is not None and truncated not in TRUNCATED_POLICIES:
+            raise ConfigError(f"evaluator truncated: {truncated!r}; choose from {TRUNCATED_POLICIES}")
+        self.options = ScoreOptions(
+            metric=metric,
+            strip_think=strip_think,
+            alpha=alpha,
+            lenient=lenient,
+            truncated=truncated,
+            reference_strip=reference_strip,
+        )
+        self.output_tokenizer = output_tokenizer
+        self.output_tokenizer_kwargs = dict(output_tokenizer_kwargs or {})
+        self.max_out_len = max_out_len
 
-    def score(self, predictions: list[Any], references: list[str], test_set: Any) -> dict[str, Any]:
+    def score(
+        self, predictions: list[Any], references: list[str], test_set: Any, prediction: list[Any] | None = None
+    ) -> dict[str, Any]:
         """Grade a dataset, write ``<result>.samples.jsonl`` (and task sidecars), return its metrics.
 
         Args:
-            predictions: the model's outputs, in row order.
+            predictions: the model's outputs, in row order, after any postprocessor.
             references: each row's gold as JSON.
             test_set: the dataset rows.
+            prediction: the outputs as the model saved them (OpenCompass passes its prediction files' own
+                ``prediction`` field under this name); None: ``predictions``.
 
         Returns:
             :func:`summarise_details`'s numbers plus the task's own dataset metrics and a ``details`` list;
@@ -64,18 +97,24 @@ class NeedleBenchEvaluator(BaseEvaluator):
         """
         if len(predictions) != len(references):
             return {"error": f"{len(predictions)} predictions for {len(references)} samples"}
+        raw = prediction if prediction is not None and len(prediction) == len(predictions) else predictions
         task = dataset_task(test_set)
-        records = grade_rows(predictions, references, test_set, task, self.options) if task else []
+        records = []
+        if task:
+            meter = output_meter(self.output_tokenizer, self.output_tokenizer_kwargs, self.max_out_len)
+            records = grade_rows(predictions, references, test_set, task, self.options, raw=raw, meter=meter)
         out = getattr(self, "_out_dir", None)  # set by OpenCompass's eval task: results/<model>/<dataset>
         metrics = write_results(out, records, task) if out else dataset_results(records, task)[0]
         return {**metrics, "details": [r.to_json(prediction=False) for r in records]}
 
     def pred_postprocess(self, predictions: list[Any]) -> list[Any]:
-        """OpenCompass's prediction postprocessor on the answers; a failed request passes through as it is."""
+        """OpenCompass's prediction postprocessor on the answers; a failed request passes through as it is,
+        and an answer a server cut off is postprocessed as its text."""
         if getattr(self, "pred_postprocessor", None) is None:
             return predictions
-        done = iter(super().pred_postprocess([p for p in predictions if unanswered(p) is None]))
-        return [p if unanswered(p) is not None else next(done) for p in predictions]
+        texts = [prediction_text(p) for p in predictions]
+        done = iter(super().pred_postprocess([p for p in texts if unanswered(p) is None]))
+        return [p if unanswered(p) is not None else next(done) for p in texts]
 
 
 def dataset_task(test_set: Any) -> TaskSpec | None:

@@ -40,6 +40,8 @@ VLLM = "opencompass.models.VLLMwithChatTemplate"
 LMDEPLOY = "opencompass.models.TurboMindModelwithChatTemplate"
 API = "needlebench.opencompass.api.ResilientOpenAISDK"
 KEEP_UNANSWERED = "needlebench.opencompass.api.keep_unanswered"  # by dotted name, as OpenCompass looks it up
+# OpenCompass's think strip, which its reasoning-model configs attach (a plain config cannot dump a function)
+EXTRACT_NON_REASONING = "opencompass.utils.text_postprocessors.extract_non_reasoning_content"
 OC_API = "opencompass.models.OpenAISDK"
 BACKENDS = {"hf": HF, "vllm": VLLM, "lmdeploy": LMDEPLOY, "api": API}
 
@@ -324,10 +326,15 @@ def _check_extra(kind: str, extra: dict[str, Any]) -> None:
 
 
 def reasoning(model: dict[str, Any], max_out_len: int = 32768) -> dict[str, Any]:
-    """A copy of ``model`` set up as a reasoning model: a large output budget.
+    """A copy of ``model`` set up as a reasoning model, as OpenCompass's own reasoning-model configs set one up.
 
-    ``<think>`` blocks are dropped before grading under clarified scoring; under reference the whole output
-    is scored, as OpenCompass's evaluators score it, unless the dataset builders get ``strip_think=True``.
+    A large output budget, and OpenCompass's ``extract_non_reasoning_content`` as the model's
+    ``pred_postprocessor`` (its eval task applies it to every answer before the evaluator; wrapped in
+    ``api.keep_unanswered`` so a failed request's prediction passes through, and an answer a server cut off
+    is stripped as its text). So a run scores what OpenCompass scores: the text after the think blocks it
+    removes (``<think>...</think>`` pairs, case-sensitive; what follows a lone ``</think>``; an unclosed
+    ``<think>`` is kept, answer and all). The clarified reading strips again its own way (tags in any case;
+    an unclosed block is no answer). A ``pred_postprocessor`` the model already has is kept.
 
     Args:
         model: a model config from one of this module's builders.
@@ -337,6 +344,8 @@ def reasoning(model: dict[str, Any], max_out_len: int = 32768) -> dict[str, Any]
     out["max_out_len"] = max_out_len
     if out["type"] == LMDEPLOY:
         out["gen_config"] = {**out.get("gen_config", {}), "max_new_tokens": max_out_len}
+    if not out.get("pred_postprocessor"):
+        out["pred_postprocessor"] = dict(type=KEEP_UNANSWERED, inner=dict(type=EXTRACT_NON_REASONING))
     return out
 
 

@@ -15,7 +15,9 @@ pieces in stream order.
 Both stages inject the model's room (``max_prompt_tokens`` = max_seq_len -
 output budget - template margin, in cl100k tokens, scaled by the model
 tokenizer's measured ratio where the model config names a local tokenizer)
-and the ``overlength`` policy into every needlebench dataset. The decision
+and the ``overlength`` policy into every needlebench dataset; the eval stage also writes into each
+needlebench dataset's evaluator how the model's outputs are counted (its tokenizer and the output
+budget: ``outputs.output_settings``), so a record can say whether its output was cut off. The decision
 is made once, by the infer stage, and written to
 ``<work_dir>/needlebench_limits.json``; the eval stage reads it back instead
 of measuring again, so inference and evaluation build the same rows even if
@@ -56,6 +58,7 @@ from ..planning.limits import (
 )
 from ..planning.shards import shard_ranges
 from ..tasks import config_params, is_needlebench
+from .outputs import output_settings
 from .preflight import check_api_server
 from .resume import repair_predictions
 from .slurm_preflight import check_slurm, is_slurm_runner
@@ -112,6 +115,17 @@ def _groups(datasets: list[dict], count: int) -> list[list[dict]]:
     if not count or count >= len(datasets):
         return [[d] for d in datasets]
     return [datasets[a:b] for a, b in shard_ranges([1] * len(datasets), count)]
+
+
+def _count_outputs(dataset: dict, model: dict) -> None:
+    """Tell a (limited, copied) dataset's evaluator how its model's outputs are counted, in the eval task config.
+
+    The model's tokenizer and the output budget (``outputs.output_settings``) go into the evaluator's own
+    settings, so the eval task config says how its outputs were measured; a value the config set wins.
+    """
+    evaluator = dataset.setdefault("eval_cfg", {}).setdefault("evaluator", {})
+    for key, value in output_settings(model, dataset).items():
+        evaluator.setdefault(key, value)
 
 
 class NeedleBenchPartitioner(BasePartitioner):
@@ -255,6 +269,8 @@ class NeedleBenchPartitioner(BasePartitioner):
                     limited, entry = self._limit(model, d, work_dir, recorded)
                     if self.stage == "infer" and entry is not None:
                         self._record(work_dir, model, d, limited, entry["tokenizer_ratio"])
+                    if self.stage == "eval" and entry is not None:
+                        _count_outputs(limited, model)
                     datasets.append(limited)
                 if self.stage == "eval":
                     for group in _groups(datasets, self.eval_tasks):

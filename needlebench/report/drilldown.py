@@ -75,11 +75,17 @@ def _compact(r: dict[str, Any]) -> dict[str, Any]:
         "needle_depths": depths,
         "score": r.get("score"),
         "correct": bool(r.get("correct")),
-        "error": r.get("error") or "",
+        "error": "; ".join(filter(None, (r.get("error"), _ending(r)))),
         "answer": _cut(r.get("prediction"), ANSWER_CHARS),
         "gold": _cut(r.get("gold"), GOLD_CHARS),
         "context": context,
     }
+
+
+def _ending(r: dict[str, Any]) -> str:
+    """How the output ended, where it matters: cut off at its budget, or a think block left open."""
+    parts = [f"cut off at {r.get('output_tokens')} tokens"] if r.get("truncated") else []
+    return ", ".join(parts + (["think block open"] if r.get("think_unclosed") else []))
 
 
 @dataclass

@@ -22,9 +22,10 @@ import pandas as pd
 
 from ..aggregate.cells import NAN as _NAN
 from ..aggregate.cells import format_failure_rate as _rate
+from ..aggregate.cells import output_notes, truncated_rate
 from ..aggregate.cells import put_interval as _ci
 from ..aggregate.metrics import mean
-from ..aggregate.records import is_excluded, is_failed, is_shortened
+from ..aggregate.records import is_answered, is_excluded, is_failed, is_shortened
 from ..aggregate.uncertainty import resample_means, significant
 from ..tasks import all_tasks, get_task
 from ..taskspec import Skipped, TaskSpec
@@ -73,11 +74,17 @@ class _Cell:
     shortened: int = 0
     skipped: int = 0
     failed: int = 0  # requests the server never answered
+    truncated: list[dict[str, Any]] = field(default_factory=list)  # cut off and left out (truncated="unscored")
 
     @property
     def planned(self) -> int:
-        """Every sample the cell was meant to have: scored, shortened, skipped and failed."""
-        return len(self.rows) + self.shortened + self.skipped + self.failed
+        """Every sample the cell was meant to have: scored, shortened, skipped, failed and left out as truncated."""
+        return len(self.rows) + self.shortened + self.skipped + self.failed + len(self.truncated)
+
+    @property
+    def answered(self) -> list[dict[str, Any]]:
+        """The records with an output of the nominal prompt: scored, or left out for being cut off."""
+        return [*self.rows, *self.truncated]
 
 
 def _label(task: str) -> str:
@@ -132,6 +139,8 @@ class _Summary:
                 cell.shortened += 1
             elif is_failed(r):
                 cell.failed += 1
+            elif is_excluded(r) and is_answered(r):  # cut off at its budget, left out (truncated="unscored")
+                cell.truncated.append(r)
             elif is_excluded(r):  # any other unscored reason (a record of a skipped sample)
                 cell.skipped += 1
             else:
@@ -241,7 +250,7 @@ class _Summary:
         return out
 
     def complete(self, model: str, spec: _Spec) -> bool:
-        """Every leaf of the row has scored results, none shortened, skipped or failed.
+        """Every leaf of the row has scored results, none shortened, skipped, failed or left out as truncated.
 
         Args:
             model: the model.
@@ -249,7 +258,9 @@ class _Summary:
         """
         mine = self.cells.get(model, {})
         return all(
-            leaf in mine and mine[leaf].rows and not (mine[leaf].shortened or mine[leaf].skipped or mine[leaf].failed)
+            leaf in mine
+            and mine[leaf].rows
+            and not (mine[leaf].shortened or mine[leaf].skipped or mine[leaf].failed or mine[leaf].truncated)
             for leaf in self.leaves(spec)
         )
 
@@ -310,7 +321,8 @@ class _Summary:
         shortened = sum(c.shortened for c in cells)
         skipped = sum(c.skipped for c in cells)
         failed = sum(c.failed for c in cells)
-        notes = _counts_note(planned, shortened, skipped, failed)
+        answered = [r for c in cells for r in c.answered]
+        notes = _counts_note(planned, shortened, skipped, failed) + output_notes(answered, planned)
         missing = self.missing(model, spec)
         if missing:
             notes.append(f"no results for {', '.join(missing)}")
@@ -319,11 +331,13 @@ class _Summary:
         out.update(
             {
                 f"{model} fmt_fail%": _rate([r for c in cells for r in c.rows]),
+                f"{model} truncated%": truncated_rate(answered),
                 f"{model} planned": planned,
                 f"{model} scored": sum(len(c.rows) for c in cells),
                 f"{model} shortened": shortened,
                 f"{model} skipped": skipped,
                 f"{model} failed": failed,
+                f"{model} truncated": sum(len(c.truncated) for c in cells),
                 f"{model} complete": bool(w is not None and self.complete(model, spec)),
                 f"{model} note": mismatch or "; ".join(notes),
             }
@@ -342,7 +356,11 @@ def summary_table(
     counted in ``shortened``, and the cell is marked incomplete with a note
     such as "3 of 110 shortened (excluded)". Samples skipped as over length
     (from ``needlebench_overlength.json``) are counted in ``skipped``; planned
-    = scored + shortened + skipped. A language, task or suite row whose parts
+    = scored + shortened + skipped + failed + truncated. ``truncated%`` is the
+    share of the answered samples whose output was cut off at its budget; a
+    cell with any says how many in its note, scored as written (reference) or
+    left out (``truncated="unscored"``: counted in ``truncated``, the cell
+    incomplete), and so does one whose outputs left a think block open. A language, task or suite row whose parts
     are incomplete or missing is flagged too (``complete`` False, with a
     note); it is never silently renormalised into a complete-looking number.
     ``OVERALL (v2)`` appears for v2 runs and ``OVERALL (v1)`` only for v1 runs

@@ -739,11 +739,21 @@ def atc_mc_table(records: Iterable[Mapping[str, Any]], models: Sequence[str] | N
 
 
 def _report(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Skipped) -> ReportParts:
-    """The circular-evaluation table (shortened and unanswered samples are not scored)."""
-    from ..aggregate.records import is_excluded  # results only: generating samples never imports it
+    """The circular-evaluation table (shortened and unanswered samples are not scored), with the share of
+    answered samples whose output was cut off at its budget."""
+    from ..aggregate.cells import truncated_rate  # results only: generating samples never imports them
+    from ..aggregate.records import is_answered, is_excluded
 
     scored = [r for r in records if not is_excluded(r)]
-    return ReportParts(tables={"needlebench_atc_v1": atc_mc_table(scored, models)}) if scored else ReportParts()
+    if not scored:
+        return ReportParts()
+    table = atc_mc_table(scored, models)
+    by_row: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        if is_answered(r):
+            by_row[(str(r["model"]), str(r["lang"]), str(r.get("style") or ""))].append(r)
+    table["truncated%"] = [truncated_rate(by_row[key]) for key in zip(table["model"], table["lang"], table["style"])]
+    return ReportParts(tables={"needlebench_atc_v1": table})
 
 
 RESULTS = TaskResults(report=_report)

@@ -1,8 +1,21 @@
-"""How ATC results add up: the weighted score (Eq. 4), ENL-50, the ATC table and its curve.
+"""How ATC results add up: the weighted score (Eq. 4), ENL-50, the ATC table and its curve, and the error
+analysis per needle count (the paper's under-thinking, told apart from outputs that ran out of budget).
 
 The weighted score sums over every planned needle count N, so a planned N
 without a result counts as 0 there (and the table flags it) instead of
 renormalising over the N that remain.
+
+The error classes (:func:`error_class`), mapped to the 2025 paper's annotation (section 4.2, Table 4 and
+Appendix H, which annotated errors of "eldest ancestor" questions by hand):
+
+* ``truncated``: the output was cut off at its budget (ran out of thinking room); not in the paper's
+  table, where such an output would have been read as one of the others;
+* ``under_thinking``: an answer, not cut off, that names a person of the chain between the one asked
+  about and the answer (for an "eldest ancestor" question: an ancestor who is not the eldest): the model
+  stopped inferring while clues remained (H.1);
+* ``no_boxed_answer`` (instruction following, H.2), ``repetition`` (repetitive output, H.4),
+  ``hallucination`` (a name not in the context, H.5), ``wrong_chain_name`` and ``wrong_distance`` (the
+  paper's partial understanding and other errors, H.3, which no rule can tell apart).
 """
 
 from __future__ import annotations
@@ -15,10 +28,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..aggregate.cells import NAN, format_failure_rate, put_interval
+from ..aggregate.cells import NAN, format_failure_rate, output_notes, put_interval, truncated_rate
 from ..aggregate.metrics import mean
 from ..aggregate.plots import percent_axes, plt, png
-from ..aggregate.records import is_excluded
+from ..aggregate.records import is_answered, is_excluded, is_truncated
 from ..aggregate.uncertainty import interval, resample_means
 from ..taskspec import ReportParts, Skipped, TaskResults
 from .atc import DEFAULT_COUNTS
@@ -31,6 +44,9 @@ __all__ = [
     "dataset_metrics",
     "atc_table",
     "atc_curve_png",
+    "ERROR_CLASSES",
+    "error_class",
+    "atc_error_table",
 ]
 
 SHORT_CONTEXT_NEEDLES = 64  # ATC prompts up to ~2K tokens
@@ -128,9 +144,13 @@ def atc_table(
         recorded = {int(n) for r in records if r.get("task") == "atc" for n in r.get("needle_counts") or ()}
         planned = recorded or DEFAULT_COUNTS
     groups: dict[tuple[str, str], dict[int, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    cut: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)  # cut off and left out
     for r in records:
         if r.get("task") == "atc" and not is_excluded(r):
             groups[(r["model"], r["lang"])][int(r["num_needles"])].append(r)
+        elif r.get("task") == "atc" and is_answered(r):
+            cut[(r["model"], r["lang"])].append(r)
+            groups[(r["model"], r["lang"])].setdefault(int(r["num_needles"]), [])
     for (m, task, lang, n), k in skipped.items():
         if task == "atc" and k:
             groups[(m, lang)].setdefault(int(n), [])
@@ -138,7 +158,7 @@ def atc_table(
     rows = []
     for m in models:
         for lang in sorted(lang for model, lang in groups if model == m):
-            rows.append(_atc_row(m, lang, groups[(m, lang)], skipped, all_n))
+            rows.append(_atc_row(m, lang, groups[(m, lang)], skipped, all_n, cut[(m, lang)]))
     df = pd.DataFrame(rows)
     df.attrs["marks"] = {
         "weighted": ("complete", "note"),
@@ -149,11 +169,17 @@ def atc_table(
 
 
 def _atc_row(
-    model: str, lang: str, by_n: Mapping[int, list[dict[str, Any]]], skipped: Skipped, all_n: list[int]
+    model: str,
+    lang: str,
+    by_n: Mapping[int, list[dict[str, Any]]],
+    skipped: Skipped,
+    all_n: list[int],
+    cut: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     row: dict[str, Any] = {"model": model, "lang": lang.upper()}
     counted, draws = [], []  # P_N with skipped samples as 0, and its draws, per planned N
     missing_skipped, missing_other, partial = [], [], {}
+    cut_n = {int(r["num_needles"]) for r in cut}
     for n in all_n:
         scores = [float(r["score"]) for r in by_n.get(n, [])]
         skip = int(skipped.get((model, "atc", lang, n), 0))
@@ -163,7 +189,7 @@ def _atc_row(
         share = len(scores) / (len(scores) + skip) if scores else 0.0
         counted.append(row[f"N={n}"] * share if scores else 0.0)
         draws.append(d * share if scores else np.zeros_like(d))
-        if not scores:
+        if not scores and n not in cut_n:  # an N whose samples were all cut off and left out was run
             (missing_skipped if skip else missing_other).append(n)
         elif skip:
             partial[n] = (skip, skip + len(scores))
@@ -181,12 +207,16 @@ def _atc_row(
     row["ENL-50 ci_low"], row["ENL-50 ci_high"] = int(lo), int(hi)
     mine = [r for rs in by_n.values() for r in rs]
     row["fmt_fail%"] = format_failure_rate(mine)
+    row["truncated%"] = truncated_rate([*mine, *cut])
     n_skipped = sum(int(skipped.get((model, "atc", lang, n), 0)) for n in all_n)
-    row.update(planned=len(mine) + n_skipped, scored=len(mine), skipped=n_skipped)
-    gaps = {n for n in missing_skipped + missing_other + list(partial)}
+    planned = len(mine) + n_skipped + len(cut)
+    row.update(planned=planned, scored=len(mine), skipped=n_skipped, truncated=len(cut))
+    gaps = {n for n in missing_skipped + missing_other + list(partial)} | cut_n
     row["complete"] = not gaps
     row["complete_short"] = not any(n <= SHORT_CONTEXT_NEEDLES for n in gaps)
-    row["note"] = _atc_note(missing_skipped, missing_other, partial)
+    row["note"] = "; ".join(
+        x for x in (_atc_note(missing_skipped, missing_other, partial), *output_notes([*mine, *cut], planned)) if x
+    )
     return row
 
 
@@ -217,8 +247,79 @@ def atc_curve_png(records: Sequence[dict[str, Any]], title: str) -> bytes:
     return png(fig)
 
 
+# the error classes in the table's order; a grader's other kinds (``grader_error``) follow them
+ERROR_CLASSES = (
+    "truncated",
+    "under_thinking",
+    "no_boxed_answer",
+    "repetition",
+    "hallucination",
+    "wrong_chain_name",
+    "wrong_distance",
+)
+
+
+def error_class(record: Mapping[str, Any]) -> str | None:
+    """A wrong ATC answer's class (see the module doc); None for a right one.
+
+    Args:
+        record: a graded ATC record (``correct``, ``error``, ``truncated``).
+    """
+    if record.get("correct"):
+        return None
+    if is_truncated(record):
+        return "truncated"
+    error = str(record.get("error") or "wrong").split(":")[0]
+    return "under_thinking" if error == "stopped_early" else error
+
+
+def _share(count: int, total: int) -> float:
+    return 100.0 * count / total if total else NAN
+
+
+def _percentile(values: Sequence[int], q: float) -> float:
+    return float(np.percentile(values, q)) if values else NAN
+
+
+def atc_error_table(records: Sequence[dict[str, Any]], models: Sequence[str]) -> pd.DataFrame:
+    """Per model, language and needle count: output tokens, and the wrong answers by class.
+
+    Over the answered samples (those that count, and those left out for being cut off): their output
+    tokens (median and 90th percentile), how many were wrong, the share of the wrong ones cut off vs
+    answered, and each class's share of the wrong ones (``truncated`` + ``under_thinking`` + the rest =
+    100). Under-thinking and running out of budget look alike in a score; here they are apart.
+
+    Args:
+        records: ATC records (with ``model``).
+        models: the models, in order.
+    """
+    groups: dict[tuple[str, str, int], list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        if r.get("task") == "atc" and is_answered(r):
+            groups[(r["model"], r["lang"], int(r["num_needles"]))].append(r)
+    found = {error_class(r) for rows in groups.values() for r in rows} - {None}
+    classes = [*ERROR_CLASSES, *sorted(found - set(ERROR_CLASSES))]
+    rows = []
+    for m in models:
+        for (model, lang, n), mine in sorted(groups.items()):
+            if model != m:
+                continue
+            tokens = [int(r["output_tokens"]) for r in mine if r.get("output_tokens") is not None]
+            wrong = [error_class(r) for r in mine if not r.get("correct")]
+            row: dict[str, Any] = {"model": m, "lang": lang.upper(), "N": n, "answered": len(mine)}
+            row["output tokens p50"] = _percentile(tokens, 50)
+            row["output tokens p90"] = _percentile(tokens, 90)
+            row["wrong"] = len(wrong)
+            row["wrong: truncated%"] = _share(wrong.count("truncated"), len(wrong))
+            row["wrong: answered%"] = _share(len(wrong) - wrong.count("truncated"), len(wrong))
+            for kind in classes:
+                row[f"{kind}%"] = _share(wrong.count(kind), len(wrong))
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def report(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Skipped) -> ReportParts:
-    """The ATC table and the accuracy-vs-N curve.
+    """The ATC table, its error analysis per needle count and the accuracy-vs-N curve.
 
     Args:
         records: the ATC records of every model, shortened and failed ones included (the table counts them).
@@ -227,7 +328,10 @@ def report(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Sk
     """
     scored = [r for r in records if not is_excluded(r)]
     return ReportParts(
-        tables={"needlebench_atc": atc_table(records, models, skipped)},
+        tables={
+            "needlebench_atc": atc_table(records, models, skipped),
+            "needlebench_atc_errors": atc_error_table(records, models),
+        },
         figures={"atc_accuracy_vs_needles": atc_curve_png(scored, "ATC accuracy vs needle count")} if scored else {},
     )
 

@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..aggregate.cells import NAN, put_interval
+from ..aggregate.cells import NAN, output_notes, put_interval, truncated_rate
 from ..aggregate.metrics import error_shares, mean
 from ..aggregate.plots import percent_axes, plt, png
-from ..aggregate.records import is_excluded
+from ..aggregate.records import is_answered, is_excluded
 from ..aggregate.uncertainty import resample_means
 from ..taskspec import ReportParts, Skipped, TaskResults
 from .needlechain import ERROR_KINDS, VARIANTS
@@ -111,7 +111,8 @@ def chain_table(
     under reference); plain is the share of answers whose value alone matched (``plain_correct``) and
     strict the share whose value matched with every needed name mentioned (``strict_correct``), where
     the grader reports them, so lucky guesses show as plain-but-not-strict. A k with skipped
-    (over-length) samples is flagged.
+    (over-length) samples is flagged. ``truncated%`` is the share of answered samples whose output was cut
+    off at its budget (the note says how many, scored as written or left out as ``truncated``).
 
     Args:
         records: NeedleChain records (with ``model``).
@@ -121,15 +122,18 @@ def chain_table(
     skipped = skipped or {}
     cells: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     failed: dict[tuple, int] = defaultdict(int)
+    cut: dict[tuple, list[dict[str, Any]]] = defaultdict(list)  # cut off at the budget and left out
     for r in records:
         if r.get("task") == "needlechain":
             key = (r["variant"], int(r["k"]), r["question"], r["model"])
-            if is_excluded(r):
+            if is_excluded(r) and is_answered(r):
+                cut[key].append(r)
+            elif is_excluded(r):
                 failed[key] += 1
             else:
                 cells[key].append(r)
     keys = sorted(
-        {k[:3] for k in cells},
+        {k[:3] for k in (*cells, *cut)},
         key=lambda k: (VARIANTS.index(k[0]) if k[0] in VARIANTS else 9, k[1], k[2]),
     )
     skipped_k: dict[tuple[str, int], int] = defaultdict(int)
@@ -152,12 +156,16 @@ def chain_table(
                 )
             for kind in ERROR_KINDS:
                 row[f"{m} {kind}%"] = (100.0 * sum(c.get("error") == kind for c in cell) / len(cell)) if cell else NAN
+            answered = [*cell, *cut.get((variant, k, question, m), [])]
+            row[f"{m} truncated%"] = truncated_rate(answered)
             row[f"{m} scored"] = len(cell)
             nfail = row[f"{m} failed"] = failed.get((variant, k, question, m), 0)
+            ncut = row[f"{m} truncated"] = len(answered) - len(cell)
             skip = skipped_k.get((m, k), 0)
-            row[f"{m} complete"] = bool(cell) and not skip and not nfail
+            row[f"{m} complete"] = bool(cell) and not skip and not nfail and not ncut
             notes = [f"k={k}: {skip} samples skipped (over length)"] if skip else []
-            notes += [f"{nfail} of {len(cell) + nfail} excluded (request failed or shortened)"] if nfail else []
+            notes += [f"{nfail} of {len(answered) + nfail} excluded (request failed or shortened)"] if nfail else []
+            notes += output_notes(answered, len(answered) + nfail)
             row[f"{m} note"] = "; ".join(notes)
         rows.append(row)
     df = pd.DataFrame(rows)
