@@ -169,9 +169,8 @@ def test_reasoning_model_gets_its_thinking_room_at_the_longest_cell(plan: RunPla
     assert all(d.thinking is None for m in plan.models if m.abbr != "thinker" for d in m.datasets)
     longest: dict[str, dict] = {}
     for row in exported:
-        if row["meta"]["prompt_tokens"] > longest.get(row["dataset"], {"meta": {"prompt_tokens": -1}})["meta"][
-            "prompt_tokens"
-        ]:
+        best = longest.get(row["dataset"])
+        if best is None or row["meta"]["prompt_tokens"] > best["meta"]["prompt_tokens"]:
             longest[row["dataset"]] = row
     for d in thinker.datasets:
         t = d.thinking
