@@ -251,8 +251,15 @@ def test_the_api_model_saves_a_cut_off_answer_with_the_servers_finish_reason(ser
     from needlebench.record import finish_reason
 
     get_encoding()  # the cl100k file in tiktoken's cache: OpenCompass's client counts prompt tokens with it
+    # (named, so the client does not look for a "stub" tokenizer on the Hugging Face hub first)
     model = ResilientOpenAISDK(
-        path="stub", key="EMPTY", openai_api_base=server, max_seq_len=4096, retry=1, query_per_second=100
+        path="stub",
+        key="EMPTY",
+        openai_api_base=server,
+        max_seq_len=4096,
+        retry=1,
+        query_per_second=100,
+        tokenizer_path="gpt-4",
     )
     prompts = [f"{'LONG' if i % 3 == 0 else 'short'} question {i}" for i in range(12)]
     answers = model.generate(prompts, max_out_len=16)
