@@ -31,6 +31,7 @@ from collections.abc import Callable
 from contextlib import redirect_stdout
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import Levenshtein
 import pytest
@@ -47,7 +48,7 @@ from opencompass.datasets.needlebench_v2.atc import (  # noqa: E402
     needlebench_atc_postprocess_v2,
 )
 from opencompass.openicl.icl_evaluator import CircularEvaluator  # noqa: E402
-from opencompass.utils.text_postprocessors import first_option_postprocess  # noqa: E402
+from opencompass.utils.text_postprocessors import extract_non_reasoning_content, first_option_postprocess  # noqa: E402
 from prediction_variants import boxed_outputs, chain_outputs, keyword_outputs, letter_outputs  # noqa: E402
 
 from needlebench.record import ScoreOptions  # noqa: E402
@@ -437,3 +438,125 @@ def test_box_extraction_and_cleaning_equal_opencompass_on_random_latex() -> None
         text = "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 16)))
         boxed = reference_boxed(text)
         assert (reference_clean(boxed) if boxed else "None") == needlebench_atc_postprocess_v2(text), repr(text)
+
+
+# ---- thinking: OpenCompass's reasoning chain (issue 31) ------------------------------------------------
+# OpenCompass's reasoning-model configs attach extract_non_reasoning_content as the model's pred_postprocessor;
+# its eval task applies it before the evaluator. Ours: the same model config from ``reasoning()``, applied by
+# OpenCompass's own eval-task code, then our evaluator; and our evaluator with strip_think=True on the raw output.
+
+THINK_PER_FAMILY = 2_700  # 300 per variant
+# (answer, wrong answer, thought) -> a response; each a way reasoning models (or their templates) write
+THINK_VARIANTS: dict[str, Callable[[str, str, str], str]] = {
+    "closed_then_answer": lambda a, w, t: f"<think>{t} Maybe {w}?</think>\n{a}",
+    "answer_only_inside": lambda a, w, t: f"<think>{t} So: {a}</think>\nI cannot tell.",
+    "unclosed": lambda a, w, t: f"<think>{t} so it is {a}",
+    "only_closing_tag": lambda a, w, t: f"{t} maybe {w}</think>\n\n{a}",
+    "two_blocks": lambda a, w, t: f"<think>{w}</think> wait <think>{t}</think>{a}",
+    "answer_between_blocks": lambda a, w, t: f"<think>{t}</think>{a}<think>or {w}</think>",
+    "upper_case_tags": lambda a, w, t: f"<THINK>{t} {w}</THINK>{a}",
+    "nested_blocks": lambda a, w, t: f"<think>{t}<think>{w}</think>{a}</think>done.",
+    "stray_closing_tag": lambda a, w, t: f"{a}</think>x<think>{w}</think>z",
+}
+
+
+def _think_samples(family: str) -> list[Any]:
+    """Our reference samples of a family, both languages (as the ``golds`` fixture draws them)."""
+    if family == "S-RT":
+        return [s for lang in ("en", "zh") for s in generate_srt(_sparse(lang))]
+    if family == "M-RT":
+        return [s for lang in ("en", "zh") for s in generate_mrt(_sparse(lang))]
+    if family == "M-RS":
+        return [s for lang in ("en", "zh") for s in generate_mrs(_sparse(lang, num_needles=(2, 3, 5)))]
+    return [s for lang in ("en", "zh") for s in generate_atc(AtcParams(lang=lang, needle_counts=(2, 8), repeats=3))]
+
+
+def _think_outputs(family: str, gold: dict, others: list[str], seed: int) -> tuple[str, str, str]:
+    """(answer, wrong answer, thought): our seeded outputs for the family's answer format, right or near."""
+    if family in ("S-RT", "M-RT"):
+        keywords = gold.get("keywords") or [n["keywords"][0] for n in gold["needles"]]
+        (answer,) = keyword_outputs(keywords, others, 1, seed, long_every=0)
+        (wrong,) = keyword_outputs(others[:3] or ["nothing"], [], 1, seed + 1, long_every=0)
+    else:
+        names = [n for n in gold["chain_names"] if n != gold["answer"]]
+        (answer,) = boxed_outputs(str(gold["answer"]), names, 1, seed)
+        wrong = f"\\boxed{{{names[seed % len(names)] if names else 'Nobody'}}}"
+    return answer, wrong, f"Let me trace it. {wrong} is mentioned."
+
+
+def _opencompass_chain(family: str, texts: list[str], golds: list[dict]) -> list[float]:
+    """OpenCompass's scores: the model's think strip, then the family's evaluator (as its v2 configs set it)."""
+    stripped = [extract_non_reasoning_content(t) for t in texts]
+    if family == "S-RT":
+        refs = [f"{g['needle']}*{g['keywords'][0]}" for g in golds]
+        return [float(d["score"]) for d in oc_origin.NeedleBenchOriginEvaluator().score(stripped, refs)["details"]]
+    if family == "M-RT":
+        out = []
+        for text, g in zip(stripped, golds, strict=True):
+            keywords = [n["keywords"][0] for n in g["needles"]]
+            ref = "*".join(keywords) + "#" + "*".join(str(d) for d in range(len(keywords)))
+            with redirect_stdout(_Quiet()):
+                out.append(float(oc_parallel.NeedleBenchParallelEvaluator().score([text], [ref])["average_score"]))
+        return out
+    details = NeedleBenchATCEvaluator().score(
+        [needlebench_atc_postprocess_v2(t) for t in stripped], [str(g["answer"]) for g in golds]
+    )["details"]
+    return [100.0 if d["correct"] else 0.0 for d in details]
+
+
+def _our_chains(samples: list[Any], texts: list[str]) -> tuple[list[float], list[float], list[float]]:
+    """Our scores three ways: the reasoning model config through OpenCompass's eval-task code then our evaluator;
+    our evaluator with strip_think=True on the raw outputs; our clarified reading (gold match ``normalised``)."""
+    from opencompass.tasks.openicl_eval import OpenICLEvalTask
+
+    from needlebench.opencompass.evaluator import NeedleBenchEvaluator
+    from needlebench.opencompass.models import reasoning, vllm_model
+
+    rows = [
+        {"id": s.id, "task": s.task, "lang": s.lang, "prompt": s.prompt, "meta": json.dumps(s.meta)} for s in samples
+    ]
+    refs = [json.dumps(s.gold) for s in samples]
+    task = OpenICLEvalTask.__new__(OpenICLEvalTask)
+    task.model_cfg, task.eval_cfg = reasoning(vllm_model("r1", "org/r1", 32768)), {}
+    evaluator = NeedleBenchEvaluator()
+    processed = evaluator.pred_postprocess(task._process_predictions(list(texts)))
+    chain = [d["score"] for d in evaluator.score(processed, refs, rows, prediction=list(texts))["details"]]
+    strip = [d["score"] for d in NeedleBenchEvaluator(strip_think=True).score(list(texts), refs, rows)["details"]]
+    clarified = [json.dumps({**s.gold, "match": "normalised"}) for s in samples]
+    ours = [d["score"] for d in NeedleBenchEvaluator().score(list(texts), clarified, rows)["details"]]
+    return chain, strip, ours
+
+
+@pytest.mark.parametrize("family", ["S-RT", "M-RT", "M-RS", "ATC"])
+def test_think_variants_score_as_opencompass_reasoning_chain(family: str) -> None:
+    """Every think variant, every family: our reasoning model config (OpenCompass's extract_non_reasoning_content
+    as its postprocessor) and our strip_think=True give OpenCompass's score for every output, under reference."""
+    samples = _think_samples(family)
+    assert all(s.gold["match"] == "exact" for s in samples)
+    golds = [s.gold for s in samples]
+    others = _others_keywords(golds) if family in ("S-RT", "M-RT") else []
+    picked, texts, variants = [], [], []
+    for i in range(THINK_PER_FAMILY):
+        name = list(THINK_VARIANTS)[i % len(THINK_VARIANTS)]
+        k = (i // len(THINK_VARIANTS)) % len(samples)
+        answer, wrong, thought = _think_outputs(family, samples[k].gold, others, 31_000 + i)
+        picked.append(samples[k])
+        texts.append(THINK_VARIANTS[name](answer, wrong, thought))
+        variants.append(name)
+    theirs = _opencompass_chain(family, texts, [s.gold for s in picked])
+    chain, strip, clarified = _our_chains(picked, texts)
+    counts: dict[str, Counter] = {name: Counter() for name in THINK_VARIANTS}
+    wrong = []
+    for name, text, t, c, s, o in zip(variants, texts, theirs, chain, strip, clarified, strict=True):
+        counts[name]["n"] += 1
+        counts[name]["right"] += t == 100.0
+        counts[name]["clarified differs"] += o != t
+        if c != t or s != t:
+            counts[name]["DISAGREE"] += 1
+            wrong.append((name, text[:200], t, c, s))
+    for name, n in counts.items():
+        print(f"think {family} {name}: {dict(n)}", file=sys.stderr)
+    assert not wrong, f"{family}: {len(wrong)} disagreements with OpenCompass's chain, e.g. {wrong[:3]}"
+    assert all(n["n"] >= 300 for n in counts.values())
+    assert 0 < sum(n["right"] for n in counts.values()) < THINK_PER_FAMILY  # right and wrong answers both
+    assert sum(n["clarified differs"] for n in counts.values()) > 0  # our clarified strip is another rule
