@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import ROOT, bin_path, run_opencompass
@@ -266,3 +267,157 @@ def test_scripted_run_logs_hold_no_traceback(scripted_run: Path) -> None:
     assert logs
     for log in logs:
         assert "Traceback" not in log.read_text(encoding="utf-8", errors="replace"), log
+
+
+# ---- a scripted reasoning model (tests/thinking_model.py) in the same run ------------------------------------
+
+
+def _thinker(run: Path) -> dict[str, list[tuple[dict, Any, dict]]]:
+    """Per dataset, (saved prediction entry, the saved prediction, the graded record) in row order."""
+    out = {}
+    for path in sorted((run / "results" / "thinker").glob("*.samples.jsonl")):
+        abbr = path.name.removesuffix(".samples.jsonl")
+        records = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+        folder = run / "predictions" / "thinker"
+        whole = folder / f"{abbr}.json"
+        parts = (
+            [whole]
+            if whole.exists()
+            else sorted(folder.glob(f"{abbr}_*.json"), key=lambda p: int(p.stem.rsplit("_", 1)[1]))
+        )
+        saved = [e for p in parts for _, e in sorted(json.loads(p.read_text()).items(), key=lambda kv: int(kv[0]))]
+        assert len(saved) == len(records), abbr
+        out[abbr] = [(e, e["prediction"], r) for e, r in zip(saved, records, strict=True)]
+    return out
+
+
+def test_reasoning_model_flags_every_cut_off_and_unclosed_output(scripted_run: Path) -> None:
+    """Each record says what the scripted model did with its prompt: cut off at the budget (finish_reason
+    "length", saved as such), a think block left open; the rest neither."""
+    from thinking_model import STYLES, style_of
+
+    from needlebench.opencompass.scripted import last_human_message
+
+    seen = set()
+    for abbr, rows in _thinker(scripted_run).items():
+        for entry, saved, record in rows:
+            style = style_of(last_human_message(entry["origin_prompt"]))
+            seen.add(style)
+            assert record["truncated"] == (style == "cut") == isinstance(saved, dict), (abbr, style)
+            assert record["think_unclosed"] == (style in ("cut", "unclosed")), (abbr, style)
+            assert record["output_tokenizer"] == "tiktoken:cl100k_base" and record["output_tokens"] > 0
+            if style == "cut":
+                assert record["output_tokens"] <= 48 and record["unscored"] is None  # reference: scored as written
+    assert seen == set(STYLES)
+
+
+def _cells(rows: list[dict], key: Any) -> dict[Any, list[dict]]:
+    out: dict[Any, list[dict]] = {}
+    for r in rows:
+        out.setdefault(key(r), []).append(r)
+    return out
+
+
+def _share(rows: list[dict]) -> float:
+    return 100.0 * sum(r["truncated"] for r in rows) / len(rows)
+
+
+def _notes_say(note: str, rows: list[dict], planned: int) -> None:
+    cut = sum(r["truncated"] for r in rows)
+    unclosed = sum(r["think_unclosed"] for r in rows)
+    assert (f"{cut} of {planned} truncated (scored as written)" in note) == bool(cut), note
+    assert (f"{unclosed} of {planned} left a think block open" in note) == bool(unclosed), note
+
+
+def test_every_table_counts_the_reasoning_models_cut_off_outputs_cell_by_cell(scripted_run: Path) -> None:
+    from needlebench.tasks import get_task
+
+    records = [r for rows in _thinker(scripted_run).values() for _, _, r in rows]
+    summary = [r for r in _table(scripted_run, "needlebench_summary") if r["lang"] in ("EN", "ZH")]
+    cells = _cells(records, lambda r: (get_task(r["task"]).short, r["lang"].upper(), str(r.get("length"))))
+    langs = _cells(records, lambda r: (get_task(r["task"]).short, r["lang"].upper(), "all"))
+    checked = 0
+    for row in summary:
+        mine = (cells if row["length"] != "all" else langs)[(row["task"], row["lang"], row["length"])]
+        assert float(row["thinker truncated%"]) == pytest.approx(_share(mine), abs=0.01), row
+        _notes_say(row["thinker note"], mine, len(mine))
+        assert row["thinker complete"] == "True" and int(row["thinker truncated"]) == 0
+        checked += 1
+    assert checked >= 12 and any(float(r["thinker truncated%"]) > 0 for r in summary)
+    atc = [r for r in records if r["task"] == "atc"]
+    (row,) = [r for r in _table(scripted_run, "needlebench_atc") if r["model"] == "thinker"]
+    assert float(row["truncated%"]) == pytest.approx(_share(atc), abs=0.01)
+    _notes_say(row["note"], atc, len(atc))
+    errors = [r for r in _table(scripted_run, "needlebench_atc_errors") if r["model"] == "thinker"]
+    for row in errors:
+        mine = [r for r in atc if r["num_needles"] == int(row["N"])]
+        wrong = [r for r in mine if not r["correct"]]
+        assert int(row["wrong"]) == len(wrong)
+        if wrong:
+            assert float(row["truncated%"]) == pytest.approx(100 * sum(r["truncated"] for r in wrong) / len(wrong))
+    chain = _cells(
+        [r for r in records if r["task"] == "needlechain"], lambda r: (r["variant"], str(r["k"]), r["question"])
+    )
+    for row in _table(scripted_run, "needlechain_summary"):
+        mine = chain[(row["variant"], row["k"], row["question"])]
+        assert float(row["thinker truncated%"]) == pytest.approx(_share(mine), abs=0.01)
+    v1 = [r for r in records if r["task"] == "atc_mc"]
+    (row,) = [r for r in _table(scripted_run, "needlebench_atc_v1") if r["model"] == "thinker"]
+    assert float(row["truncated%"]) == pytest.approx(_share(v1), abs=0.01)
+    assert "truncated%" in (scripted_run / "summary" / "report.html").read_text(encoding="utf-8")
+
+
+def test_left_out_as_truncated_the_cut_off_outputs_move_no_score(scripted_run: Path) -> None:
+    """The same saved outputs graded with truncated="unscored" (OpenCompass's eval-task processing with the
+    model's think strip, then our evaluator): every summary cell is the mean of the samples that were not cut
+    off, the cut-off ones are counted under ``truncated`` and the cell is marked incomplete."""
+    from mmengine.config import Config
+    from opencompass.tasks.openicl_eval import OpenICLEvalTask
+
+    from needlebench.cache.rows import load_rows
+    from needlebench.opencompass.evaluator import NeedleBenchEvaluator
+    from needlebench.report.tables import summary_table
+    from needlebench.tasks import config_params, get_task
+
+    cfg = Config.fromfile(str(ROOT / "tests" / "configs" / "e2e_oracle.py"))
+    configs = {d["abbr"]: d.to_dict() for d in cfg["datasets"]}
+    model = next(m.to_dict() for m in cfg["models"] if m["abbr"] == "thinker")
+    task = OpenICLEvalTask.__new__(OpenICLEvalTask)
+    task.model_cfg, task.eval_cfg = model, {}
+    before, after = [], []
+    for abbr, rows in _thinker(scripted_run).items():
+        d = configs[abbr]
+        data = [dict(r) for r in load_rows(d["task"], **config_params(d))]
+        saved = [s for _, s, _ in rows]
+        evaluator = NeedleBenchEvaluator(truncated="unscored")
+        texts = evaluator.pred_postprocess(task._process_predictions(list(saved)))
+        regraded = evaluator.score(texts, [r["answer"] for r in data], data, prediction=saved)["details"]
+        before += [{**r, "model": "thinker", "dataset": abbr} for _, _, r in rows]
+        after += [{**r, "model": "thinker", "dataset": abbr} for r in regraded]
+    assert [r["id"] for r in before] == [r["id"] for r in after]
+    assert [r["unscored"] == "truncated" for r in after] == [r["truncated"] for r in before]
+    old = {(r["task"], r["lang"], r["length"]): r for r in summary_table(before, ["thinker"]).to_dict(orient="records")}
+    new = summary_table(after, ["thinker"]).to_dict(orient="records")
+    moved = 0
+    for row in new:
+        if row["lang"] not in ("EN", "ZH") or row["length"] == "all":
+            continue
+        mine = [
+            r
+            for r in before
+            if (get_task(r["task"]).short, r["lang"].upper(), r.get("length"))
+            == (row["task"], row["lang"], row["length"])
+        ]
+        kept = [r["score"] for r in mine if not r["truncated"]]
+        cut = len(mine) - len(kept)
+        if kept:
+            assert row["thinker"] == pytest.approx(sum(kept) / len(kept)), row
+        assert row["thinker truncated"] == cut and row["thinker planned"] == len(mine)
+        assert bool(row["thinker complete"]) is (cut == 0) and (
+            f"{cut} of {len(mine)} truncated (excluded)" in row["thinker note"]
+        ) == bool(cut)
+        assert row["thinker truncated%"] == pytest.approx(
+            old[(row["task"], row["lang"], row["length"])]["thinker truncated%"]
+        )
+        moved += cut
+    assert moved > 0

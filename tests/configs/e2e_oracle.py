@@ -1,12 +1,16 @@
 # The install check: an oracle model (every answer is the gold) and a garbage model (hostile text),
 # through the real opencompass pipeline with datasets split across shards. The oracle must score
-# 100 and the garbage model 0 in every table; tests/test_e2e_opencompass.py asserts it.
-# Run it from the repository root with tests/ and the root on the path (the garbage model is a test module):
+# 100 and the garbage model 0 in every table; tests/test_e2e_opencompass.py asserts it. A third,
+# scripted reasoning model (tests/thinking_model.py, set up by reasoning() as OpenCompass's reasoning
+# configs are) answers in think blocks, some cut off at its 48-token budget, some never closed: every
+# table must count those in truncated% and its notes.
+# Run it from the repository root with tests/ and the root on the path (the scripted models are test modules):
 #   PYTHONPATH=tests:. opencompass tests/configs/e2e_oracle.py
 _base_ = []
 
 from needlebench.opencompass.configs import SUMMARIZER, atc_datasets, atc_mc_datasets, runtime
 from needlebench.opencompass.configs import needlebench_datasets, needlechain_datasets
+from needlebench.opencompass.models import reasoning
 
 datasets = (
     needlebench_datasets(
@@ -28,6 +32,8 @@ models = [
     dict(type="needlebench.opencompass.scripted.OracleModel", abbr="oracle", datasets=datasets, **_scripted),
     # tests/garbage_model.py: the run needs tests/ and the repository root on PYTHONPATH
     dict(type="garbage_model.GarbageModel", abbr="garbage", **_scripted),
+    # tests/thinking_model.py: the oracle's answers in think blocks; its answers cut at max_out_len say so
+    reasoning(dict(type="thinking_model.ThinkingModel", abbr="thinker", datasets=datasets, **_scripted), 48),
 ]
 infer, eval = runtime(num_shards=3, eval_workers=2)
 summarizer = dict(type=SUMMARIZER)
