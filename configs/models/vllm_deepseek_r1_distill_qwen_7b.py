@@ -1,4 +1,7 @@
-# A reasoning model: 32k output budget; <think> blocks are stripped before scoring.
+# A reasoning model, set up by reasoning() as OpenCompass's own R1 configs are: a 32k output budget and
+# OpenCompass's extract_non_reasoning_content as the model's pred_postprocessor. Its eval task applies it to every
+# answer before scoring: <think>...</think> pairs are removed, an unclosed <think> is kept (answer and all), as
+# OpenCompass scores it. Answers cut off at the budget are flagged (truncated) and counted in every table.
 _base_ = []  # keeps mmengine in plain-Python mode: without it, calls below fail with a bare RuntimeError()
 
 from needlebench.opencompass.models import reasoning, vllm_model
