@@ -103,8 +103,19 @@ def test_predictions_scored_outside_opencompass_give_the_same_tables(tiny_run: P
         for f in (tiny_run / "results" / model).glob("*.samples.jsonl")
         for r in map(json.loads, f.read_text().splitlines())
     }
+    # OpenCompass's in-process HF model saves no finish reason: an output is cut off when its length in the
+    # model's own tokens (GGUF tokenizer) reaches the 24-token budget; a harness elsewhere states finish_reason
+    from needlebench.opencompass.models import smollm2_gguf
+
+    assert {r["output_tokenizer"] for r in records.values()} == {smollm2_gguf()[0]}
+    assert all(r["truncated"] == (r["output_tokens"] >= 24) for r in records.values())
+    assert any(r["truncated"] for r in records.values())
+    lines = [
+        {"id": i, "prediction": r["prediction"], "finish_reason": "length" if r["truncated"] else "stop"}
+        for i, r in records.items()
+    ]
     preds = tmp_path / "predictions.jsonl"
-    preds.write_text("".join(json.dumps({"id": i, "prediction": r["prediction"]}) + "\n" for i, r in records.items()))
+    preds.write_text("".join(json.dumps(line) + "\n" for line in lines))
     export = tmp_path / "export"
     assert (
         subprocess.run(

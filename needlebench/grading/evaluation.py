@@ -103,8 +103,9 @@ def grade_rows(
             except Exception as exc:  # a grader bug must not lose the other samples
                 log.warning("sample %s: grader error %s: %s", row["id"], type(exc).__name__, exc)
                 result = SampleScore(0.0, False, error=f"grader_error: {type(exc).__name__}: {exc}")
-        shortened = meta.get("shortened_from") is not None
-        cut_off = facts.truncated and options.truncated_policy(meta.get("protocol")) == "unscored"
+        reason = "shortened" if meta.get("shortened_from") is not None else missing.reason if missing else None
+        if reason is None and facts.truncated and options.truncated_policy(meta.get("protocol")) == "unscored":
+            reason = "truncated"
         evidence = _evidence(row, gold, task)
         records.append(
             GradedSample(
@@ -118,9 +119,7 @@ def grade_rows(
                 extracted=result.extracted if result else None,
                 error=result.error if result else missing.reason if missing else None,
                 error_detail=detail,
-                unscored="shortened"
-                if shortened
-                else (missing.reason if missing else "truncated" if cut_off else None),
+                unscored=reason,
                 gold=evidence.get("gold"),
                 context=evidence.get("context"),
                 prediction="" if missing else _text(pred)[:PREDICTION_CHARS],

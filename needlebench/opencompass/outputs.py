@@ -15,6 +15,8 @@ Nothing else carries them: an eval task config says how its outputs were counted
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -116,7 +118,9 @@ def output_meter(tokenizer: str | None, kwargs: Mapping[str, Any] | None, max_ou
         kwargs: the model config's ``tokenizer_kwargs`` (a GGUF file, ``trust_remote_code``, ...).
         max_out_len: the output budget.
     """
-    tok = _load(tokenizer, dict(kwargs or {})) if tokenizer and _readable(tokenizer) else None
+    tok = (
+        _load(tokenizer, json.dumps(dict(kwargs or {}), sort_keys=True)) if tokenizer and _readable(tokenizer) else None
+    )
     if tok is None:
         if tokenizer and _readable(tokenizer):
             log.warning(
@@ -140,12 +144,21 @@ def _readable(path: str) -> bool:
     return Path(path).is_dir() or ("/" in path and not path.startswith((".", "/")))
 
 
-def _load(path: str, kwargs: dict[str, Any]) -> Any:
-    """A transformers tokenizer from a folder or the local Hugging Face cache; None where none loads."""
+@functools.lru_cache(maxsize=4)
+def _load(path: str, kwargs: str) -> Any:
+    """A transformers tokenizer from a folder or the local Hugging Face cache; None where none loads.
+
+    Loaded once per eval task process (an eval task scores several datasets of one model, each with its own
+    evaluator): a tokenizer read from a GGUF file takes about 17 s to convert on this project's machine.
+
+    Args:
+        path: the folder or hub name.
+        kwargs: the ``tokenizer_kwargs`` as sorted JSON (hashable).
+    """
     try:
         from transformers import AutoTokenizer
 
-        return AutoTokenizer.from_pretrained(path, local_files_only=True, **kwargs)
+        return AutoTokenizer.from_pretrained(path, local_files_only=True, **json.loads(kwargs))
     except Exception as exc:  # transformers raises many kinds for a missing or broken tokenizer; all mean "none"
         log.info("no tokenizer at %r (%s: %s)", path, type(exc).__name__, exc)
         return None
