@@ -16,7 +16,7 @@ fi
 # read fails the test command. Built into a temporary folder; nothing in the build reaches the network.
 site=$(mktemp -d)
 trap 'rm -rf "$site"' EXIT
-.venv/bin/mkdocs build --strict --quiet --site-dir "$site"
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$site"
 # With no arguments: everything but the engine tests (tests/test_vllm_inproc.py builds a 9 GB vLLM CPU
 # environment, ~6 min cold); `bash scripts/test.sh -m engine` runs those alone.
 if [ $# -eq 0 ]; then set -- -m "not engine"; fi
