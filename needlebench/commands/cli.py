@@ -68,7 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
     Returns:
         The parser; ``main`` parses with it, and the docs and tests read each command's ``--help`` from it.
     """
-    parser = argparse.ArgumentParser(prog="needlebench", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="needlebench",
+        description="plan a config's cost, export its prompts, score predictions made elsewhere, rebuild reports",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     pl = _command(sub, "plan", "per model: samples, tokens, cut cells, shards and prefix reuse of a config")
     pl.add_argument(
