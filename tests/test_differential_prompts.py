@@ -8,8 +8,7 @@ needle counts); ours builds the same cells with ``protocol="reference"`` and
 ``corpus="opencompass"``. Whole prompts are compared unmasked, and golds too.
 
 A prompt that differs must be explained by a listed exception
-(``../shared/spec/needlebench.md`` section 8; README "Where we differ from
-OpenCompass's built-in NeedleBench"), checked by rebuilding OpenCompass's own
+(``../shared/spec/needlebench.md`` section 8; docs/protocol/differences.md), checked by rebuilding OpenCompass's own
 output with that one fix applied here, independently of our code:
 
 * ``buffer_shrink``: OpenCompass's loader rerun with the buffer we recorded

@@ -13,10 +13,27 @@ from conftest import ROOT, bin_path, run_opencompass
 
 pytestmark = pytest.mark.e2e
 
+# The main job's config (scripts/main.sh): S-RT EN/ZH at 1k and 2k tokens and depths 0/50/100, one M-RT EN
+# sample, in two shards. The README shows an excerpt of its summary (test_readme_shows_what_the_main_job_writes).
+MAIN_JOB = "configs/eval_needlebench_tiny.py"
+SAMPLES = {"needlebench_srt_en_4k": 6, "needlebench_srt_zh_4k": 6, "needlebench_mrt_en_4k": 1}
+
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return run_opencompass("tests/configs/e2e_tiny.py", tmp_path_factory.mktemp("oc_e2e"))
+    return run_opencompass(MAIN_JOB, tmp_path_factory.mktemp("oc_e2e"))
+
+
+def test_readme_shows_what_the_main_job_writes(tiny_run: Path) -> None:
+    """The README's (and the first-run page's) excerpt of needlebench_summary.csv is this run's, line for line.
+
+    When generation, grading or the model's answers change, ``python -m tools.readme_excerpt`` rewrites it.
+    """
+    from tools.readme_excerpt import PAGES, excerpt, page_excerpt
+
+    ran = excerpt((tiny_run / "summary" / "needlebench_summary.csv").read_text(encoding="utf-8"))
+    for page in PAGES:
+        assert page_excerpt(page) == ran, f"{page.name}: run python -m tools.readme_excerpt"
 
 
 def test_summary_csv_matches_per_sample_results(tiny_run: Path) -> None:
@@ -24,7 +41,7 @@ def test_summary_csv_matches_per_sample_results(tiny_run: Path) -> None:
     rows = list(csv.DictReader(summary.open(encoding="utf-8")))
     model = "smollm2-135m-instruct"
     scores = {(r["dataset"], r["metric"]): r[model] for r in rows}
-    for abbr, n in (("needlebench_srt_en_4k", 2), ("needlebench_srt_zh_4k", 2), ("needlebench_mrt_en_4k", 1)):
+    for abbr, n in SAMPLES.items():
         samples = [
             json.loads(x) for x in (tiny_run / "results" / model / f"{abbr}.samples.jsonl").read_text().splitlines()
         ]
@@ -38,7 +55,7 @@ def test_summary_csv_matches_per_sample_results(tiny_run: Path) -> None:
         )
         assert sum(len(json.loads(f.read_text())) for f in files) == n  # whole, or the parts of a split dataset
         for s in samples:
-            assert s["prompt_tokens"] <= 1000 and s["length"] == 1000
+            assert s["prompt_tokens"] <= s["length"] and s["length"] in (1000, 2000)
     mrt = json.loads((tiny_run / "results" / model / "needlebench_mrt_en_4k.samples.jsonl").read_text().splitlines()[0])
     assert len(mrt["recalled"]) == 2
 
@@ -50,7 +67,7 @@ def test_split_dataset_was_sharded_and_merged(tiny_run: Path, tmp_path: Path) ->
     from needlebench.opencompass.partitioner import NeedleBenchPartitioner
 
     model = "smollm2-135m-instruct"
-    cfg = Config.fromfile("tests/configs/e2e_tiny.py")
+    cfg = Config.fromfile(MAIN_JOB)
     plan = NeedleBenchPartitioner(out_dir=str(tmp_path), num_shards=2).partition(
         [{"models": [dict(m) for m in cfg["models"]], "datasets": [dict(d) for d in cfg["datasets"]]}],
         work_dir=str(tmp_path),
@@ -58,7 +75,7 @@ def test_split_dataset_was_sharded_and_merged(tiny_run: Path, tmp_path: Path) ->
     )
     chunks = [c for task in plan for c in task["datasets"][0]]
     split = {c["abbr"].rsplit("_", 1)[0] for c in chunks if c["reader_cfg"].get("test_range")}
-    assert len(plan) == 2 and split  # 5 prompts in 3 datasets over 2 shards: one dataset is cut in two
+    assert len(plan) == 2 and split  # 13 prompts in 3 datasets over 2 shards: one dataset is cut in two
     folder = tiny_run / "predictions" / model
     assert sorted(p.name for p in folder.glob("*.json")) == sorted(f"{c['abbr']}.json" for c in chunks)
     for abbr in split:
@@ -74,14 +91,18 @@ def test_needlebench_summary_csv_and_report_from_real_run(tiny_run: Path) -> Non
         for r in csv.DictReader((tiny_run / "summary" / "needlebench_summary.csv").open(encoding="utf-8"))
     }
 
-    def sample_score(abbr: str) -> float:
+    def sample_score(abbr: str, length: int | None = None) -> float:
         rows = [
             json.loads(x) for x in (tiny_run / "results" / model / f"{abbr}.samples.jsonl").read_text().splitlines()
         ]
+        rows = [r for r in rows if length is None or r["length"] == length]
         return sum(r["score"] for r in rows) / len(rows)
 
     en, zh = sample_score("needlebench_srt_en_4k"), sample_score("needlebench_srt_zh_4k")
-    assert float(table[("S-RT", "EN", "1000")][model]) == pytest.approx(en, abs=0.01)
+    for length in (1000, 2000):
+        got = float(table[("S-RT", "EN", str(length))][model])
+        assert got == pytest.approx(sample_score("needlebench_srt_en_4k", length), abs=0.01)
+    assert float(table[("S-RT", "EN", "all")][model]) == pytest.approx(en, abs=0.01)
     assert float(table[("S-RT", "ZH", "all")][model]) == pytest.approx(zh, abs=0.01)
     assert float(table[("S-RT", "OVERALL", "all")][model]) == pytest.approx((en + zh) / 2, abs=0.01)
     assert float(table[("M-RT", "EN", "1000")][model]) == pytest.approx(sample_score("needlebench_mrt_en_4k"), abs=0.01)
@@ -107,7 +128,7 @@ def test_predictions_scored_outside_opencompass_give_the_same_tables(tiny_run: P
     export = tmp_path / "export"
     assert (
         subprocess.run(
-            [bin_path("needlebench"), "export", "tests/configs/e2e_tiny.py", "--format", "parquet", str(export), "-q"],
+            [bin_path("needlebench"), "export", MAIN_JOB, "--format", "parquet", str(export), "-q"],
             cwd=ROOT,
             timeout=600,
         ).returncode

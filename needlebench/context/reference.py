@@ -10,7 +10,7 @@ and the whole token list is decoded.
 
 We reproduce those bytes (``protocol="reference"``) with two fixes that
 remove measurement defects (``../shared/spec/needlebench.md`` section 8,
-README "Where we differ from OpenCompass's built-in NeedleBench"):
+docs/protocol/differences.md):
 
 * an insertion point that would split a word or a multi-byte character
   moves to the nearest token boundary that splits neither

@@ -133,7 +133,7 @@ def needlebench_datasets(
         profile: ``v2`` (2025 paper, OpenCompass ``needlebench_v2``) or ``v1`` (2024 paper: its lengths,
             depths and buffers, the recall-step guide and Levenshtein scoring).
         protocol: ``reference`` (the papers' and OpenCompass's prompts, budgets and scoring) or
-            ``clarified`` (ours; README "reference vs clarified").
+            ``clarified`` (ours; docs/protocol/reference-vs-clarified.md).
         seed: every random choice derives from it and the sample's coordinates.
         corpus: ``packaged``, ``opencompass`` or ``auto`` (haystack text source).
         question_position: ``end`` or ``start``.

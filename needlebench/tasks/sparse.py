@@ -66,7 +66,7 @@ __all__ = [
 LANGS = ("en", "zh")
 OVERLENGTH_POLICIES = ("shorten", "skip")
 
-# Where ``protocol="clarified"`` differs from the papers and OpenCompass v2 (README: "reference vs clarified").
+# Where ``protocol="clarified"`` differs from the papers and OpenCompass v2 (docs/protocol/reference-vs-clarified.md).
 SPARSE_OPTIONS: dict[str, Option] = {
     # OpenCompass v2's instructions and question lines, or ours (quirks fixed)
     "prompt_style": Option("reference", "clarified"),
