@@ -413,3 +413,35 @@ def test_bootstrap_estimate_has_its_draws_interval() -> None:
     e = Estimate.of(50.0, draws)
     assert (e.low, e.high) == pytest.approx((2.5, 97.5)) and e.has_interval and e.known
     assert not Estimate.of(50.0, None).has_interval
+
+
+def test_a_v1_run_sits_beside_the_2024_tables(tmp_path: Path) -> None:
+    rows = []
+    for task in ("srt", "mrt", "mrs"):
+        for i, length in enumerate((1000, 2000)):
+            rows.append(
+                {
+                    "id": f"{task}-{i}",
+                    "task": task,
+                    "lang": "en",
+                    "length": length,
+                    "depth": 0,
+                    "score": 100.0 if task == "srt" else 50.0,
+                    "correct": task == "srt",
+                    "profile": "v1",
+                    "protocol": "reference",
+                    "version": DATASET_VERSION,
+                    "corpus": CORPUS["en"],
+                    "options": OPTIONS,
+                }
+            )
+    for task in ("srt", "mrt", "mrs"):
+        _write(tmp_path, "m", f"needlebench_{task}_en_4k", [r for r in rows if r["task"] == task])
+    (board,) = build_leaderboard([tmp_path]).boards
+    assert board.title.startswith("NeedleBench v1, 4k suite") and board.published == ["needlebench-2024 Table 8"]
+    assert board.columns[-1] == ("overall", "overall (v1)")
+    (row,) = [r for r in board.rows if r.kind == "measured"]
+    assert row.cells["overall"].value == pytest.approx(0.4 * 100 + 0.3 * 50 + 0.3 * 50)  # the 2024 weights
+    assert not row.cells["overall"].complete and "S-RT ZH" in row.cells["overall"].note  # no Chinese: marked
+    assert not row.complete and row.rank == "1" and row.rank_class == "a"
+    assert sum(r.kind == "published" for r in board.rows) == 31
