@@ -406,6 +406,10 @@ def test_cli_names_its_arguments_and_refuses_a_missing_run(tmp_path: Path, capsy
     assert "RUN" in text and "OpenCompass work dir" in text and "needlebench score" in text and "--output" in text
     assert main(["leaderboard", str(tmp_path / "nope"), "-o", str(tmp_path / "out")]) == 2
     assert "does not exist" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main(["leaderboard", str(tmp_path / "empty"), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "leaderboard: no needlebench results in empty: " in err and "no OpenCompass results folder found" in err
 
 
 def test_bootstrap_estimate_has_its_draws_interval() -> None:

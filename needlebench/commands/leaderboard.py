@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import ConfigError
 from ..report.board_pages import number, write_leaderboard
 from ..report.bundle import Verification, verify_bundle
 from ..report.leaderboard import PUBLISHED, Leaderboard, build_leaderboard
@@ -26,9 +27,11 @@ def make_leaderboard(runs: list[Path], out: Path, published: bool = True) -> tup
         published: put the papers' rows beside the measured ones.
 
     Raises:
-        ConfigError: no run, or a run that does not exist.
+        ConfigError: no run, a run that does not exist, or runs without any needlebench results.
     """
     lb = build_leaderboard(runs, published=published)
+    if not any(r.kind != PUBLISHED for b in lb.boards for r in b.rows):
+        raise ConfigError("leaderboard: no needlebench results in " + "; ".join(lb.warnings or map(str, runs)))
     return lb, write_leaderboard(lb, out)
 
 

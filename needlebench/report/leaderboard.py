@@ -227,8 +227,8 @@ def _summary_basis(records: Sequence[Mapping[str, Any]], profile: str) -> dict[A
 
 def _suite_row(
     records: Sequence[dict[str, Any]], model: str, profile: str, protocol: str, skipped: Any, source: str
-) -> tuple[str, Row]:
-    """The sparse-suite row of one model's records: its board's title and the row."""
+) -> Row:
+    """The sparse-suite row of one model's records (one profile and protocol), on its suite's board."""
     suite = infer_suite([r.get("length") for r in records], profile) or "?"
     table = summary_table(records, [model], skipped)
     index = {(str(r["task"]), str(r["lang"]), str(r["length"])): r for r in table.to_dict(orient="records")}
@@ -256,7 +256,7 @@ def _suite_row(
     for r in records:
         by_task[str(r["task"])].append(r)
     title = f"NeedleBench {profile}, {suite} suite ({', '.join(get_task(t).short for t in summary_tasks())})"
-    return title, Row(
+    return Row(
         board=title,
         kind=MEASURED,
         model=model,
@@ -289,7 +289,7 @@ def measured_rows(results: RunResults, source: str) -> list[Row]:
     for (model, profile, protocol), records in sorted(groups.items()):
         sparse = [r for r in records if r.get("task") in summary]
         if sparse:
-            rows.append(_suite_row(sparse, model, profile, protocol, skipped, source)[1])
+            rows.append(_suite_row(sparse, model, profile, protocol, skipped, source))
         for spec in all_tasks():
             board = spec.aggregation().board
             mine = [r for r in records if r.get("task") == spec.name]
