@@ -136,7 +136,8 @@ def leaderboard_markdown(lb: Leaderboard) -> str:
             if r.kind == PUBLISHED:
                 comparable = "published"
             else:
-                why = "; ".join(filter(None, [_comparable(r), f"incomplete: {r.cell_notes}" if r.cell_notes else ""]))
+                said = _comparable(r) if r.comparability is None or not r.comparability.comparable else ""
+                why = "; ".join(filter(None, [said, f"incomplete: {r.cell_notes}" if r.cell_notes else ""]))
                 comparable = ("yes" if r.comparability and r.comparability.comparable else "no") + footnote(why)
             value, lo, hi, sig = _versus(r)
             versus = f"{value} [{lo}, {hi}]{' significant' if sig == 'yes' else ''}" if value else ""
