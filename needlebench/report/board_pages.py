@@ -140,7 +140,8 @@ def leaderboard_markdown(lb: Leaderboard) -> str:
                 why = "; ".join(filter(None, [said, f"incomplete: {r.cell_notes}" if r.cell_notes else ""]))
                 comparable = ("yes" if r.comparability and r.comparability.comparable else "no") + footnote(why)
             value, lo, hi, sig = _versus(r)
-            versus = f"{value} [{lo}, {hi}]{' significant' if sig == 'yes' else ''}" if value else ""
+            bounds = f" [{lo}, {hi}]" if lo else ""
+            versus = f"{value}{bounds}{' significant' if sig == 'yes' else ''}" if value else ""
             model = r.model + (footnote(f"tied with {', '.join(r.tied_with)}") if r.tied_with else "")
             line = [rank, model, r.source, *(r.labels.get(k, "") for k in shown), *cells, comparable, versus]
             parts.append("| " + " | ".join(_md(x) for x in line) + " |")
@@ -237,7 +238,8 @@ def _html_row(b: Board, r: Row, labels: list[str]) -> str:
         cells.append(_td(text, "comparable" if ok else "not comparable", numeric=False))
     value, lo, hi, sig = _versus(r)
     if value:
-        text = f"{value}<br><span class='ci'>[{lo}, {hi}]</span>" + (" <b>significant</b>" if sig == "yes" else "")
+        bounds = f"<br><span class='ci'>[{lo}, {hi}]</span>" if lo else ""
+        text = value + bounds + (" <b>significant</b>" if sig == "yes" else "")
         cells.append(_td(text, value, title=f"paired over {r.pairs} samples with {r.versus_row}"))
     else:
         cells.append(_td("", ""))

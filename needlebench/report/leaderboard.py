@@ -60,6 +60,7 @@ __all__ = [
 
 LANG_COLUMNS = ("zh", "en")  # the papers' order: ZH before EN
 MEASURED, PUBLISHED = "measured", "published"
+NOT_RUN = "not run"  # the note of a board column a row never ran
 
 
 @dataclass(frozen=True)
@@ -132,9 +133,15 @@ class Row:
 
     @property
     def cell_notes(self) -> str:
-        """What the row's incomplete numbers lack, by column ("overall: 1 of 3 shortened (excluded)")."""
-        parts = [f"{k}: {c.note}" for k, c in self.cells.items() if not c.complete and c.note]
-        return "; ".join(dict.fromkeys(parts))
+        """What the row's incomplete numbers lack, by column: ``not run: P/8, P/16; overall: 1 of 3 shortened``."""
+        by_note: dict[str, list[str]] = {}
+        for k, c in self.cells.items():
+            if not c.complete and c.note:
+                by_note.setdefault(c.note, []).append(k)
+        return "; ".join(
+            f"{note}: {', '.join(keys)}" if note == NOT_RUN else f"{', '.join(keys)}: {note}"
+            for note, keys in by_note.items()
+        )
 
     @property
     def note(self) -> str:
@@ -239,13 +246,13 @@ def _suite_row(
         short, part = key.split("/")
         found = index.get((short, "OVERALL" if part == "mean" else part, "all"))
         if found is None:
-            cells[key] = Estimate(NAN, complete=False, note="not run")
+            cells[key] = Estimate(NAN, complete=False, note=NOT_RUN)
             absent.append(f"{short} {part}")
         else:
             cells[key] = _cell(found, model)
     overall = index.get((f"OVERALL ({profile})", "OVERALL", "all"))
     if overall is None:
-        cells["overall"] = Estimate(NAN, complete=False, note="no overall: not every task ran")
+        cells["overall"] = Estimate(NAN, complete=False, note="not every task ran")
     else:
         cell = _cell(overall, model)
         if absent:
@@ -511,9 +518,9 @@ def boards_from_rows(rows: Sequence[Row], published: bool = True) -> list[Board]
         attached = [t for t in tables if any(_attaches(t, r) for r in members)]
         if attached:  # the paper's column order, then the columns only measured rows have
             headers = dict(columns)
-            paper = {c.key: c.header for t in attached for c in t.columns}
+            paper = dict.fromkeys(c.key for t in attached for c in t.columns)
             order = list(paper) + [k for k, _ in columns if k not in paper]
-            columns = [(k, headers.get(k) or paper[k]) for k in order]
+            columns = [(k, headers.get(k) or k.replace("/", " ")) for k in order]  # "P 8", in the measured style
         seen: dict[tuple, int] = {}
         board_rows = list(members)
         labels = []
@@ -527,18 +534,17 @@ def boards_from_rows(rows: Sequence[Row], published: bool = True) -> list[Board]
                     continue
                 seen[key] = len(board_rows)
                 board_rows.append(p)
-        keys = {k for k, _ in columns}
-        board_rows = [_fill(r, keys) for r in board_rows]
+        board_rows = [_fill(r, [k for k, _ in columns]) for r in board_rows]
         ranked, classes = rank_board(board_rows, title)
         boards.append(Board(title, columns, ranked, first.rank_by, labels, classes))
     return sorted(boards, key=lambda b: b.title)
 
 
-def _fill(row: Row, keys: set[str]) -> Row:
-    """A measured row with a cell for every board column: one it never ran is missing, and incomplete."""
-    if row.kind == PUBLISHED or keys <= set(row.cells):
+def _fill(row: Row, keys: Sequence[str]) -> Row:
+    """A measured row with a cell for every board column, in the board's order: one it never ran is missing,
+    and incomplete."""
+    if row.kind == PUBLISHED:
         return row
-    cells = dict(row.cells)
-    for k in sorted(keys - set(cells)):
-        cells[k] = Estimate(NAN, complete=False, note="not run")
+    cells = {k: row.cells.get(k, Estimate(NAN, complete=False, note=NOT_RUN)) for k in keys}
+    cells.update({k: c for k, c in row.cells.items() if k not in cells})
     return dataclasses.replace(row, cells=cells)

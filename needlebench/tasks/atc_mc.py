@@ -794,7 +794,7 @@ def atc_mc_board(records: Sequence[dict[str, Any]], models: Sequence[str], skipp
             steps = outcomes.get((model, lang, style))
             key = f"{lang.upper()}/{style}"
             if not steps:
-                cells[key] = Estimate(float("nan"), complete=False, note=f"{key} not run")
+                cells[key] = Estimate(float("nan"), complete=False, note="not run")
                 continue
             total = float(sum(steps))
             value = sum(step * sum(v.values()) / len(v) for step, v in steps.items()) / total
@@ -817,7 +817,7 @@ def atc_mc_board(records: Sequence[dict[str, Any]], models: Sequence[str], skipp
             sum(values) * share,
             sum(draws) * share,
             not missing,
-            f"incomplete: {', '.join(missing)}" if missing else "",
+            f"without {', '.join(missing)}" if missing else "",
         )
         mine = [r for r in records if r.get("model") == model]
         rows.append(

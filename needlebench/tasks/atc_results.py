@@ -281,7 +281,7 @@ def atc_board(records: Sequence[dict[str, Any]], models: Sequence[str], skipped:
                 (str(r.get("dataset", "")), str(r["id"])): float(r["score"]) for r in mine if r["num_needles"] == n
             }
             skip = int(skipped.get((model, "atc", lang, n), 0))
-            note = f"N={n}: {skip} of {skip + len(scores)} skipped" if skip else ("" if scores else f"N={n} not run")
+            note = f"{skip} of {skip + len(scores)} skipped (over length)" if skip else ("" if scores else "not run")
             cells[f"P/{n}"] = _estimate(row, f"N={n}", bool(scores) and not skip, note)
             share = len(scores) / (len(scores) + skip) if scores else 0.0
             basis[n] = (n / total * share, scores)

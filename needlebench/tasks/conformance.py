@@ -40,9 +40,12 @@ def coverage(name: str, found: Iterable[Any], planned: Iterable[Any]) -> tuple[l
 
     Returns:
         ``(["2 of 4 lengths"], [])`` when values are missing; ``([], ["lengths 5000 not in the suite"])`` when
-        the records hold values the suite does not plan.
+        the records hold values the suite does not plan; ``([], ["needle counts 2, not 11"])`` when they hold
+        none of the suite's values.
     """
     have, want = {_key(v) for v in found}, {_key(v) for v in planned}
+    if have and want and not have & want:
+        return [], [f"{name} {_shown(have)}, not {_shown(want)}"]
     short = [f"{len(have & want)} of {len(want)} {name}"] if want - have else []
     differs = [f"{name} {_shown(have - want)} not in the suite"] if have - want else []
     return short, differs

@@ -284,7 +284,7 @@ def chain_board(records: Sequence[dict[str, Any]], models: Sequence[str], skippe
             set(part["variant"]) - set(PAPER_ORDER)
         )
         keys = [(k, v) for k in ks for v in variants]
-        columns = tuple((f"k{k}/{v}", f"k={k} {v}") for k, v in keys) + (("mean", "mean"),)
+        columns = tuple((f"k{k}/{v}", f"k{k} {v}") for k, v in keys) + (("mean", "mean"),)
         for m in models:
             by_cell = {(int(r["k"]), r["variant"]): r for r in part.to_dict(orient="records")}
             cells: dict[str, Estimate] = {}
@@ -296,7 +296,7 @@ def chain_board(records: Sequence[dict[str, Any]], models: Sequence[str], skippe
                 row = by_cell.get((k, v))
                 value = float(row[m]) if row is not None else NAN
                 done = bool(row is not None and row[f"{m} complete"])
-                note = str(row[f"{m} note"]) if row is not None else f"k={k} {v} not run"
+                note = str(row[f"{m} note"]) if row is not None else "not run"
                 cells[f"k{k}/{v}"] = Estimate(
                     value,
                     float(row[f"{m} ci_low"]) if row is not None else NAN,
@@ -321,7 +321,7 @@ def chain_board(records: Sequence[dict[str, Any]], models: Sequence[str], skippe
                 float(np.mean(values)) if values else NAN,
                 np.mean(draws, axis=0) if draws else None,
                 whole,
-                f"incomplete cells: {', '.join(missing)}" if missing else "",
+                f"without {', '.join(missing)}" if missing else "",
             )
             out.append(
                 BoardRow(
