@@ -40,12 +40,12 @@ def test_every_command_describes_each_positional_argument(
     """``needlebench <command> --help`` says what each positional argument is, for every command."""
     monkeypatch.setenv("COLUMNS", "120")
     commands = re.search(r"\{([a-z,]+)\}", _help([], capsys)).group(1).split(",")
-    assert commands == ["plan", "export", "score", "report"]
+    assert commands == ["plan", "export", "score", "report", "leaderboard", "verify"]
     for command in commands:
         text = _help([command], capsys)
         usage = text.split("\n\n", 1)[0].split(f"needlebench {command}", 1)[1]
         usage = re.sub(r"\[-[^\]]*\]|--?[a-z-]+ [A-Z_]+", " ", usage)  # options, optional or not
-        named = {w for w in re.findall(r"[a-z_]+", usage)}
+        named = {w for w in re.findall(r"[A-Za-z_]+", usage)}
         described = _positionals(text)
         assert named and named == set(described), (command, named, described)
         assert text.split("\n\n")[1].strip(), f"needlebench {command} --help: no description"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -114,9 +115,11 @@ def test_needlebench_summary_csv_and_report_from_real_run(tiny_run: Path) -> Non
     assert list((tiny_run / "summary" / "figures").glob("heatmap_srt_en_*.png"))
 
 
-def test_predictions_scored_outside_opencompass_give_the_same_tables(tiny_run: Path, tmp_path: Path) -> None:
-    """The run's own answers, exported as a predictions file and scored against a Parquet export of the same
-    config, give the same per-sample grades and the same summary table as OpenCompass did."""
+@pytest.fixture(scope="module")
+def scored_run(tiny_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny run's own answers, exported as a predictions file and scored with ``needlebench score`` against
+    a Parquet export of the same config: the run folder that command wrote."""
+    tmp_path = tmp_path_factory.mktemp("scored")
     model = "smollm2-135m-instruct"
     records = {
         r["id"]: r
@@ -153,9 +156,21 @@ def test_predictions_scored_outside_opencompass_give_the_same_tables(tiny_run: P
     )
     assert r.returncode == 0 and not r.stderr.strip(), r.stderr
     (run,) = (tmp_path / "scored").iterdir()
+    return run
+
+
+def test_predictions_scored_outside_opencompass_give_the_same_tables(tiny_run: Path, scored_run: Path) -> None:
+    """The run's own answers, exported as a predictions file and scored against a Parquet export of the same
+    config, give the same per-sample grades and the same summary table as OpenCompass did."""
+    model = "smollm2-135m-instruct"
+    records = {
+        r["id"]: r
+        for f in (tiny_run / "results" / model).glob("*.samples.jsonl")
+        for r in map(json.loads, f.read_text().splitlines())
+    }
     rescored = {
         x["id"]: x
-        for f in (run / "results" / model).glob("*.samples.jsonl")
+        for f in (scored_run / "results" / model).glob("*.samples.jsonl")
         for x in map(json.loads, f.read_text().splitlines())
     }
     assert set(rescored) == set(records)
@@ -166,7 +181,7 @@ def test_predictions_scored_outside_opencompass_give_the_same_tables(tiny_run: P
             records[i]["extracted"],
             records[i]["error"],
         ), i
-    ours = (run / "summary" / "needlebench_summary.csv").read_text()
+    ours = (scored_run / "summary" / "needlebench_summary.csv").read_text()
     assert ours == (tiny_run / "summary" / "needlebench_summary.csv").read_text()
 
 
@@ -287,3 +302,90 @@ def test_scripted_run_logs_hold_no_traceback(scripted_run: Path) -> None:
     assert logs
     for log in logs:
         assert "Traceback" not in log.read_text(encoding="utf-8", errors="replace"), log
+
+
+def test_leaderboard_of_real_runs_beside_the_published_rows(
+    scripted_run: Path, tiny_run: Path, scored_run: Path, tmp_path: Path
+) -> None:
+    """The oracle and the garbage model (one opencompass run), SmolLM2 (an opencompass run, and the same answers
+    scored by `needlebench score`) and the papers' rows on one leaderboard; the runs' bundles verify."""
+    from needlebench.report.bundle import verify_bundle
+    from needlebench.report.published import load_published
+
+    out = tmp_path / "board"
+    runs = [str(scripted_run), str(tiny_run), str(scored_run)]
+    r = subprocess.run(
+        [bin_path("needlebench"), "leaderboard", *runs, "-o", str(out)], capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0 and not r.stderr.strip(), r.stdout + r.stderr
+    rows = list(csv.DictReader((out / "leaderboard.csv").open(encoding="utf-8")))
+    assert (out / "leaderboard.md").stat().st_size > 1000 and (out / "leaderboard.html").stat().st_size > 1000
+    measured = [x for x in rows if x["kind"] == "measured"]
+    boards = {x["board"]: [k for k in rows[0] if x.get(f"{k} complete")] for x in measured}
+    # oracle 100 and garbage 0 in every column (ENL-50 is a needle count: the largest N run, or 0)
+    for model, expected in (("oracle", 100.0), ("garbage", 0.0)):
+        mine = [x for x in measured if x["model"] == model]
+        assert {x["board"] for x in mine} == set(boards) and len(boards) == 5, boards
+        for x in mine:
+            numbers = {k: float(x[k]) for k in boards[x["board"]] if x[k]}
+            assert numbers, x["board"]
+            for key, value in numbers.items():
+                assert value == ((4.0 if expected else 0.0) if key == "enl50" else expected), (model, key)
+    # SmolLM2's row is its own summary CSV, from the opencompass run and from `needlebench score` alike
+    model = "smollm2-135m-instruct"
+    summary = {
+        (s["task"], s["lang"], s["length"]): s
+        for s in csv.DictReader((scored_run / "summary" / "needlebench_summary.csv").open(encoding="utf-8"))
+    }
+    smol = [x for x in measured if x["model"] == model]
+    assert {x["source"] for x in smol} == {tiny_run.name, scored_run.name}
+    for x in smol:
+        for key in ("S-RT/EN", "S-RT/ZH", "S-RT/mean", "M-RT/EN", "M-RT/mean"):
+            task, part = key.split("/")
+            cell = summary[(task, "OVERALL" if part == "mean" else part, "all")]
+            assert (x[key], x[f"{key} ci_low"], x[f"{key} ci_high"]) == (
+                cell[model],
+                cell[f"{model} ci_low"],
+                cell[f"{model} ci_high"],
+            ), key
+        assert x["M-RS/EN"] == "" and x["complete"] == "False"  # the tiny suite has no M-RS: not passed off whole
+        assert x["overall"] == "" and x["rank"] == ""  # no overall without M-RS: nothing to rank by
+    garbage = next(x for x in measured if x["model"] == "garbage" and x["board"].startswith("NeedleBench v2"))
+    assert (garbage["vs above"], garbage["significant"]) == ("-100.00", "yes")
+    # every measured row says why it may not sit beside a paper's row; the sparse ones: the packaged corpus
+    for x in measured:
+        assert x["comparable"].startswith("not comparable: "), x
+        if x["board"].startswith("NeedleBench v2"):
+            assert x["comparable"].startswith("not comparable: packaged corpus; "), x["comparable"]
+    # the published rows are the papers' tables, as printed, and never ranked
+    tables = {t.label: t for t in load_published()}
+    published = [x for x in rows if x["kind"] == "published"]
+    assert {x["source"].split(", ")[0] for x in published} == {
+        "needlebench-2025 Table 3",
+        "needlechain Table 1",
+        "needlebench-2024 Table 5",
+    }
+    for x in published:
+        table = tables[x["source"].split(", ")[0]]
+        (row,) = [p for p in table.rows if p.model == x["model"] and (p.group or "") == x["group"]]
+        assert all(x[c.key] == row.printed(c.key) for c in table.columns), x["model"]
+        assert x["rank"] == "" and x["comparable"] == "published"
+    assert len(published) == sum(len(tables[t].rows) for t in {x["source"].split(", ")[0] for x in published})
+    # each run's bundle verifies against it; a changed sample does not
+    for run in (scripted_run, tiny_run, scored_run):
+        found = verify_bundle(run / "summary" / "results.json", run)
+        assert found.ok, found.failures
+    changed = tmp_path / "changed"
+    shutil.copytree(scored_run, changed)
+    path = changed / "results" / model / "needlebench_srt_en_4k.samples.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    first["score"] = 100.0 - first["score"]
+    path.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n", encoding="utf-8")
+    r = subprocess.run(
+        [bin_path("needlebench"), "verify", str(changed / "summary" / "results.json"), str(changed)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 1 and f"1 sample(s) changed: {first['id']}" in r.stdout, r.stdout + r.stderr

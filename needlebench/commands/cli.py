@@ -1,4 +1,5 @@
-"""``needlebench`` command: plan a config's cost, export its prompts, score predictions made elsewhere, rebuild reports."""
+"""``needlebench`` command: plan a config's cost, export its prompts, score predictions made elsewhere, rebuild
+reports, put runs on a leaderboard beside the papers' rows, verify a run's result bundle."""
 
 from __future__ import annotations
 
@@ -57,6 +58,27 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _leaderboard(args: argparse.Namespace) -> int:
+    from .leaderboard import make_leaderboard, summary_lines
+
+    lb, written = make_leaderboard([Path(p) for p in args.runs], Path(args.output), published=not args.no_published)
+    for warning in lb.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    for line in summary_lines(lb):
+        print(line)
+    print(f"leaderboard written to {', '.join(str(p) for p in written.values())}")
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from .leaderboard import verification_lines, verify
+
+    found = verify(Path(args.bundle), Path(args.run))
+    for line in verification_lines(found, Path(args.bundle), Path(args.run)):
+        print(line)
+    return 0 if found.ok else 1
+
+
 def _command(sub: argparse._SubParsersAction, name: str, text: str) -> argparse.ArgumentParser:
     """A sub-command whose one-line summary is both its entry in ``needlebench --help`` and its own description."""
     return sub.add_parser(name, help=text, description=text)
@@ -111,17 +133,46 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rp.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     rp.set_defaults(func=_report)
+    lb = sub.add_parser(
+        "leaderboard",
+        help="rank models of several runs in the papers' table shapes, beside the papers' published rows",
+        description="Read each RUN, lay its models out on the papers' table shapes (the sparse suites' tables and each "
+        "task's own table) beside the papers' published rows, and write leaderboard.csv, leaderboard.md and "
+        "leaderboard.html into OUTPUT. Every number carries its 95% interval and completeness; each row says "
+        "whether it may be read beside a published row and, if not, what differs.",
+    )
+    lb.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="a run to read: an OpenCompass work dir (its latest results per dataset) or one of its timestamped "
+        "run folders, or a folder `needlebench score` wrote; give as many as you like",
+    )
+    lb.add_argument(
+        "-o", "--output", required=True, help="folder for leaderboard.csv, leaderboard.md, leaderboard.html"
+    )
+    lb.add_argument("--no-published", action="store_true", help="leave the papers' published rows out")
+    lb.set_defaults(func=_leaderboard)
+    vf = _command(
+        sub,
+        "verify",
+        "recompute a run's results.json from its graded samples and list what differs (exit 1 if anything)",
+    )
+    vf.add_argument("bundle", metavar="BUNDLE", help="the results.json to check (from a run's summary folder)")
+    vf.add_argument("run", metavar="RUN", help="the run folder or work dir the bundle claims to come from")
+    vf.set_defaults(func=_verify)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the ``needlebench`` command line (``plan``, ``export``, ``score`` or ``report``).
+    """Run the ``needlebench`` command line (``plan``, ``export``, ``score``, ``report``, ``leaderboard``, ``verify``).
 
     Args:
         argv: the arguments without the program name; None reads ``sys.argv``.
 
     Returns:
-        The exit status: 0 on success, 2 for a bad config or input (the message goes to stderr).
+        The exit status: 0 on success, 1 when ``verify`` finds a difference, 2 for a bad config or input
+        (the message goes to stderr).
     """
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)

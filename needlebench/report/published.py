@@ -8,7 +8,8 @@ paper's words) and the rows where the paper's own numbers do not add up (``discr
 value its formula gives). ``tests/test_published.py`` recomputes every printed overall from its printed
 parts and checks the rows against the paper texts.
 
-A file: ``paper`` (id, title, source), ``protocol`` (named sets of facts, e.g. ``all`` and ``sparse``),
+A file: ``paper`` (id, title, source, and the ``profile`` whose suites its tables measured: ``v2`` for the 2025
+paper, ``v1`` for the 2024 one, none for NeedleChain), ``protocol`` (named sets of facts, e.g. ``all`` and ``sparse``),
 ``tables`` and ``not_transcribed`` (the paper's tables with no numbers in its text, and why). A table:
 ``table`` (its number), ``where`` (table and section: the texts give no pages), ``caption``, ``layout``
 (which formulas add it up), ``suite``, ``protocol_sets`` plus its own ``protocol`` facts, ``notes``,
@@ -174,6 +175,7 @@ class PublishedTable:
     protocol: tuple[ProtocolFact, ...]
     notes: tuple[str, ...]
     discrepancies: tuple[Discrepancy, ...]
+    profile: str | None = None  # the suites' profile (``v2``, ``v1``) the paper's tables measured; None: no suites
 
     @property
     def label(self) -> str:
@@ -342,6 +344,7 @@ def _table(
         protocol=own + inherited,
         notes=tuple(raw.get("notes", ())),
         discrepancies=discrepancies,
+        profile=info.get("profile"),
     )
 
 

@@ -32,7 +32,7 @@ from ..grading.matching import prepare
 from ..record import SampleScore, ScoreOptions
 from ..sample import DATASET_VERSION, Sample, sample_id
 from ..seeding import rng
-from ..taskspec import ReportParts, Skipped, TaskResults, TaskSpec
+from ..taskspec import BoardRow, Conformance, ReportParts, Skipped, TaskResults, TaskSpec
 from .kinship import NamePool, distinct_names, load_name_pool
 from .reference_text import REFERENCE_TERMS
 
@@ -665,6 +665,37 @@ def generate_atc_mc(p: AtcMcParams) -> Iterator[Sample]:
 # ----------------------------------------------------------------------------------------------
 
 
+def circular_outcomes(
+    records: Iterable[Mapping[str, Any]],
+) -> tuple[dict[tuple[str, str, str], dict[int, dict[str, float]]], dict[tuple[str, str, str], list[str]]]:
+    """Each question's circular outcome: 100 when all four rotations are present and right, else 0.
+
+    Args:
+        records: per-sample dicts as for :func:`circular_scores`.
+
+    Returns:
+        ``({(model, lang, style): {step: {group id: 0 or 100}}}, {(model, lang, style): [incomplete group ids]})``.
+    """
+    groups: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    for rec in records:
+        key = (str(rec["model"]), str(rec["lang"]), str(rec.get("style") or ""), str(rec["circular_group"]))
+        g = groups.setdefault(key, {"step": int(rec["num_needles"]), "rotations": set(), "n": 0, "all": True})
+        if int(rec["num_needles"]) != g["step"]:
+            raise ConfigError(f"circular_group {key[3]!r} mixes step counts {g['step']} and {rec['num_needles']}")
+        g["n"] += 1
+        if rec.get("rotation") is not None:
+            g["rotations"].add(int(rec["rotation"]))
+        g["all"] = g["all"] and bool(rec["correct"])
+    outcomes: dict[tuple[str, str, str], dict[int, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
+    incomplete: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    for (model, lang, style, gid), g in sorted(groups.items()):
+        complete = g["rotations"] >= set(range(len(ROTATIONS))) if g["rotations"] else g["n"] >= len(ROTATIONS)
+        if not complete:
+            incomplete[(model, lang, style)].append(gid)
+        outcomes[(model, lang, style)][g["step"]][gid] = 100.0 * (complete and g["all"])
+    return {k: dict(v) for k, v in outcomes.items()}, dict(incomplete)
+
+
 def circular_scores(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], dict[str, Any]]:
     """Per (model, lang, style): circular accuracy per step count and the weighted task score.
 
@@ -681,32 +712,14 @@ def circular_scores(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str
         "weighted": sum(P*step)/sum(step), "incomplete": [group ids], "complete": bool}}``
         with P in percent.
     """
-    groups: dict[tuple[str, str, str, str], dict[str, Any]] = {}
-    for rec in records:
-        key = (str(rec["model"]), str(rec["lang"]), str(rec.get("style") or ""), str(rec["circular_group"]))
-        g = groups.setdefault(key, {"step": int(rec["num_needles"]), "rotations": set(), "n": 0, "all": True})
-        if int(rec["num_needles"]) != g["step"]:
-            raise ConfigError(f"circular_group {key[3]!r} mixes step counts {g['step']} and {rec['num_needles']}")
-        g["n"] += 1
-        if rec.get("rotation") is not None:
-            g["rotations"].add(int(rec["rotation"]))
-        g["all"] = g["all"] and bool(rec["correct"])
-    tally: dict[tuple[str, str, str], dict[int, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
-    incomplete: dict[tuple[str, str, str], list[str]] = defaultdict(list)
-    for (model, lang, style, gid), g in sorted(groups.items()):
-        complete = g["rotations"] >= set(range(len(ROTATIONS))) if g["rotations"] else g["n"] >= len(ROTATIONS)
-        if not complete:
-            incomplete[(model, lang, style)].append(gid)
-        cell = tally[(model, lang, style)][g["step"]]
-        cell[0] += int(complete and g["all"])
-        cell[1] += 1
+    outcomes, incomplete = circular_outcomes(records)
     out: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for key, steps in sorted(tally.items()):
-        per_step = {s: 100.0 * right / total for s, (right, total) in sorted(steps.items())}
+    for key, steps in sorted(outcomes.items()):
+        per_step = {s: sum(v.values()) / len(v) for s, v in sorted(steps.items())}
         weighted = sum(p * s for s, p in per_step.items()) / sum(per_step)
         out[key] = {
             "per_step": per_step,
-            "questions": {s: total for s, (_, total) in sorted(steps.items())},
+            "questions": {s: len(v) for s, v in sorted(steps.items())},
             "weighted": weighted,
             "incomplete": incomplete.get(key, []),
             "complete": not incomplete.get(key),
@@ -746,7 +759,106 @@ def _report(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: S
     return ReportParts(tables={"needlebench_atc_v1": atc_mc_table(scored, models)}) if scored else ReportParts()
 
 
-RESULTS = TaskResults(report=_report)
+BOARD = "ATC (NeedleBench v1, multiple choice)"
+
+
+def atc_mc_board(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Skipped) -> list[BoardRow]:
+    """One leaderboard row per model in the 2024 paper's Table 5 shape: the task score per language and
+    style, and their mean (the paper's overall).
+
+    A task score's interval resamples its questions (circular groups) within each step count. A row without
+    all four (language, style) parts has its overall over the parts it has, marked incomplete.
+
+    Args:
+        records: the multiple-choice ATC records of every model.
+        models: the models, in order.
+        skipped: unused (these prompts are short).
+    """
+    from ..aggregate.cells import Estimate
+    from ..aggregate.records import is_excluded
+    from ..aggregate.uncertainty import resample_means
+
+    scored = [r for r in records if not is_excluded(r)]
+    if not scored:
+        return []
+    outcomes, incomplete = circular_outcomes(scored)
+    parts = [(lang, style) for style in STYLES for lang in ("zh", "en")]
+    columns = tuple((f"{lang.upper()}/{style}", f"{lang.upper()} {style}") for lang, style in parts) + (
+        ("overall", "overall"),
+    )
+    rows = []
+    for model in models:
+        cells: dict[str, Estimate] = {}
+        values, draws, basis = [], [], {}
+        for lang, style in parts:
+            steps = outcomes.get((model, lang, style))
+            key = f"{lang.upper()}/{style}"
+            if not steps:
+                cells[key] = Estimate(float("nan"), complete=False, note="not run")
+                continue
+            total = float(sum(steps))
+            value = sum(step * sum(v.values()) / len(v) for step, v in steps.items()) / total
+            d = sum(
+                step / total * resample_means(list(v.values()), "atc_mc", model, lang, style, step)
+                for step, v in steps.items()
+            )
+            gaps = incomplete.get((model, lang, style), [])
+            note = f"{len(gaps)} question(s) without all four rotations (counted wrong)" if gaps else ""
+            cells[key] = Estimate.of(value, d, not gaps, note)
+            values.append(value)
+            draws.append(d)
+            for step, v in steps.items():
+                basis[(lang, style, step)] = (step / total, {("", gid): score for gid, score in v.items()})
+        if not values:
+            continue
+        missing = [k for k, c in cells.items() if not c.complete]
+        share = 1.0 / len(values)
+        cells["overall"] = Estimate.of(
+            sum(values) * share,
+            sum(draws) * share,
+            not missing,
+            f"without {', '.join(missing)}" if missing else "",
+        )
+        mine = [r for r in records if r.get("model") == model]
+        rows.append(
+            BoardRow(
+                board=BOARD,
+                model=model,
+                columns=columns,
+                cells=cells,
+                rank_by="overall",
+                layouts=("atc-2024",),
+                planned=len(mine),
+                scored=sum(not is_excluded(r) for r in mine),
+                basis={leaf: (w * share, scores) for leaf, (w, scores) in basis.items()},
+            )
+        )
+    return rows
+
+
+def atc_mc_conformance(records: Sequence[Mapping[str, Any]], suite: str | None) -> Conformance:
+    """One model's records against the 2024 paper's ATC: steps 2..19, both styles, 10 repeats.
+
+    Args:
+        records: one model's multiple-choice ATC records.
+        suite: unused (the task has no suites).
+    """
+    from .conformance import conformance, count_coverage, coverage
+
+    if not records:
+        return Conformance()
+    parts = [
+        coverage("step counts", {r["num_needles"] for r in records}, DEFAULT_STEPS),
+        coverage("prompt styles", {r.get("style") for r in records}, STYLES),
+    ]
+    for lang in sorted({str(r.get("lang")) for r in records}):
+        repeats = {r.get("repeat") for r in records if r.get("lang") == lang}
+        parts.append(count_coverage("repeats", len(repeats), AtcMcParams.repeats))
+    merged = conformance(parts)
+    return Conformance(tuple(dict.fromkeys(merged.short)), merged.differs)
+
+
+RESULTS = TaskResults(report=_report, board=atc_mc_board, conformance=atc_mc_conformance)
 
 ATC_MC = TaskSpec(
     "atc_mc",
