@@ -42,6 +42,7 @@ from .needles import (
     reference_needle_set,
 )
 from .prompts import QUESTION_POSITIONS, PromptParts, reference_prompt, reference_question, sparse_prompt
+from .reference_v1 import v1_prompt, v1_question
 
 __all__ = [
     "SparseParams",
@@ -437,6 +438,10 @@ def question_parts(p: SparseParams, needles: tuple[Needle, ...], multi: bool = F
         multi: M-RT's wording (several needles in one question).
     """
     if p.options()["prompt_style"] == "reference":
+        if p.profile == "v1":  # OpenCompass v1's loaders: origin.py (S-RT), parallel.py (M-RT)
+            form = "parallel" if multi else "origin"
+            joined = reference_question(p.lang, [n.reference_question for n in needles], False, multi)
+            return v1_prompt(p.lang, v1_question(p.lang, joined, form, p.recall_step), form, p.question_position)
         question = reference_question(p.lang, [n.reference_question for n in needles], p.recall_step, multi)
         return reference_prompt(p.lang, question, p.question_position, multi=multi)
     return sparse_prompt(
