@@ -488,7 +488,8 @@ class AtcMcParams:
         steps: people per chain (OpenCompass's ``num_needles``); the paper's 2..19 by default.
         style: "direct", "reasoning" (few-shot answers with a reasoning path) or "both".
         repeats: questions per step count (the paper's R = 10).
-        seed: varies every name and choice.
+        seed: varies every name and choice under ``chain_draw="seeded"`` (OpenCompass's draw, the reference
+            one, depends on the question's index alone, as its ``atc_choice.py`` seeds it).
         shots: few-shot examples, 1..4 (the last ones, as OpenCompass slices them); the paper used 4.
         encoding: tokenizer for ``prompt_tokens``.
         corpus: ``"opencompass"`` (or ``"auto"`` with the files present): names from its ``names.json``.
