@@ -213,7 +213,12 @@ def _cell(row: Mapping[str, Any], model: str) -> Estimate:
 
 
 def _sample_key(record: Mapping[str, Any]) -> tuple[str, str]:
-    return str(record.get("dataset", "")), str(record["id"])
+    """A sample's identity for pooling: its dataset and id (a record written without an id, e.g. by hand,
+    by its cell coordinates)."""
+    if "id" in record:
+        return str(record.get("dataset", "")), str(record["id"])
+    cell = ("task", "lang", "length", "depth", "depths", "num_needles", "repeat")
+    return str(record.get("dataset", "")), repr([record.get(key) for key in cell])
 
 
 def _summary_basis(records: Sequence[Mapping[str, Any]], profile: str) -> dict[Any, tuple[float, dict]]:

@@ -6,6 +6,7 @@ tasks join it through their ``suite_weights``.
 
 from __future__ import annotations
 
+import importlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -111,6 +112,7 @@ def _asked_depths(record: Mapping[str, Any]) -> list[Any]:
 
 
 def sparse_conformance(
+    spec: str,
     counts: Callable[[Suite], Sequence[int]] | None = None,
 ) -> Callable[[Sequence[Mapping[str, Any]], str | None], Conformance]:
     """A sparse task's ``conformance``: its records against the suite's lengths, depths and repeats.
@@ -120,6 +122,8 @@ def sparse_conformance(
     (``suite_defaults``), its needle counts, and the reference value of every protocol option.
 
     Args:
+        spec: ``"module:attribute"`` of the task's ``TaskSpec`` in this package (imported when a check runs:
+            the spec names these results the same way, so neither imports the other at load time).
         counts: the needle counts a suite plans for the task (M-RT: one needle per depth; M-RS: 2 to 5);
             None for a single-needle task.
     """
@@ -138,9 +142,8 @@ def sparse_conformance(
             planned = get_suite(suite, profile)
         except ConfigError as exc:
             return Conformance(differs=(str(exc), *options))
-        from .registry import get_task
-
-        task = get_task(str(records[0]["task"]))
+        module, attribute = spec.split(":")
+        task = getattr(importlib.import_module(f".{module}", __package__), attribute)
         parts = [
             coverage("lengths", {r.get("length") for r in records}, planned.lengths),
             coverage("depths", {d for r in records for d in _asked_depths(r)}, planned.depths),
@@ -168,18 +171,18 @@ SINGLE = TaskResults(
     heatmap_points=depth_points,
     needle_texts=single_needle,
     needle_depths=needle_depths,
-    conformance=sparse_conformance(),
+    conformance=sparse_conformance("sparse:SRT"),
 )
 MULTI = TaskResults(
     heatmap_points=needle_points,
     report=_mrt_report,
     needle_texts=many_needles,
     needle_depths=needle_depths,
-    conformance=sparse_conformance(lambda suite: (len(suite.depths),)),
+    conformance=sparse_conformance("sparse:MRT", lambda suite: (len(suite.depths),)),
 )
 REASONING = TaskResults(
     heatmap_points=depth_points,
     needle_texts=kinship_names,
     needle_depths=needle_depths,
-    conformance=sparse_conformance(_mrs_counts),
+    conformance=sparse_conformance("reasoning:MRS", _mrs_counts),
 )
