@@ -15,10 +15,11 @@ DATASET_VERSION = "3.0"
 # The metadata every task may record and every layer may read: where the sample sits on the length axis
 # (``length``: the nominal context size, absent for tasks without one), its size in cl100k tokens, the length
 # it was cut from when shortened to fit a model, how it was made (``protocol``, ``profile``, ``version``) and
-# the haystack corpus it was drawn from (absent without a haystack). With ``id``, ``task`` and ``lang`` (the
-# sample's own fields) these are the only metadata names code outside ``needlebench.tasks`` uses; a task
-# declares the rest itself (``TaskSpec.meta_keys``, ``TaskSpec.cell``).
-RECORD_KEYS = ("length", "prompt_tokens", "shortened_from", "protocol", "profile", "version", "corpus")
+# the haystack corpus it was drawn from (absent without a haystack), and the resolved protocol ``options``
+# (a task's named choices, absent where it has none: a leaderboard reads them to decide what a row may sit
+# beside). With ``id``, ``task`` and ``lang`` (the sample's own fields) these are the only metadata names code
+# outside ``needlebench.tasks`` uses; a task declares the rest itself (``TaskSpec.meta_keys``, ``TaskSpec.cell``).
+RECORD_KEYS = ("length", "prompt_tokens", "shortened_from", "protocol", "profile", "version", "corpus", "options")
 
 
 class _Undecoded:

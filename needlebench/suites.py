@@ -40,14 +40,15 @@ SUITES: dict[str, Suite] = {
     )
 }
 
-# 2024: linear depths with 20 points up to 8k, then OpenCompass v1's 11 rounded depths.
-_V1_DEPTHS_20: tuple[float, ...] = tuple(100 * i / 19 for i in range(20))
+# 2024 (OpenCompass's ``needlebench`` configs): 20 linear depths up to 8k, each cut to ``int(depth)`` as its
+# configs pass it to the loader (5.26 -> 5), then its 11-depth ``depths_list`` (every other of the 20).
+_V1_DEPTHS_20: tuple[int, ...] = tuple(int(100 * i / 19) for i in range(20))
 _V1_DEPTHS_11: tuple[int, ...] = (0, 10, 21, 31, 42, 52, 63, 73, 84, 94, 100)
 V1_SUITES: dict[str, Suite] = {
     s.name: s
     for s in (
-        Suite("4k", (1000, 2000, 3000, 4000), _V1_DEPTHS_20),  # type: ignore[arg-type]
-        Suite("8k", (5000, 6000, 7000, 8000), _V1_DEPTHS_20),  # type: ignore[arg-type]
+        Suite("4k", (1000, 2000, 3000, 4000), _V1_DEPTHS_20),
+        Suite("8k", (5000, 6000, 7000, 8000), _V1_DEPTHS_20),
         Suite("32k", (9000, 13000, 17000, 21000, 25000, 29000, 31000, 32000), _V1_DEPTHS_11),
         Suite("128k", (16000, 32000, 48000, 64000, 80000, 96000, 112000, 128000), _V1_DEPTHS_11),
         Suite("200k", (16000, 48000, 80000, 112000, 128000, 144000, 176000, 200000), _V1_DEPTHS_11),

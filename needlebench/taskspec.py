@@ -15,12 +15,13 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Seq
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from .aggregate.cells import Estimate
 from .aggregate.metrics import breakdown
 from .errors import ConfigError
 from .record import SampleScore, ScoreOptions
 from .sample import RECORD_KEYS, Sample
 
-__all__ = ["TaskSpec", "TaskResults", "ReportParts", "Skipped", "load_ref"]
+__all__ = ["TaskSpec", "TaskResults", "ReportParts", "Skipped", "BoardRow", "Conformance", "Basis", "load_ref"]
 
 T = TypeVar("T")
 
@@ -39,6 +40,56 @@ class ReportParts:
 
     tables: dict[str, Any] = field(default_factory=dict)
     figures: dict[str, bytes] = field(default_factory=dict)
+
+
+# what a leaderboard number is made of, for paired differences between two rows: per leaf (a group of
+# samples, e.g. one needle count) its weight in the number and each sample's score by (dataset, id), so that
+# the number is sum(weight * mean(scores)) over the leaves
+Basis = Mapping[Hashable, tuple[float, Mapping[tuple[str, str], float]]]
+
+
+@dataclass(frozen=True)
+class BoardRow:
+    """One model's row of a task's own leaderboard board (the task's table in a paper's shape).
+
+    Attributes:
+        board: the board's title; rows with one title share a table.
+        model: the model.
+        columns: ``(key, header)`` per column, in display order; keys are the published tables' column keys
+            (``P/2``, ``weighted_score``, ``k5/stack``), so a paper's rows line up with measured ones.
+        cells: the numbers by column key (a column without a cell was not run).
+        rank_by: the column the board ranks by.
+        layouts: the published tables' ``layout`` names this board sits beside.
+        labels: what tells apart rows of one model on the board (``{"lang": "EN"}``).
+        planned: the samples the row's numbers were meant to rest on.
+        scored: the samples they rest on.
+        basis: the rank column's number as weighted sample scores (see :data:`Basis`), for paired differences.
+    """
+
+    board: str
+    model: str
+    columns: tuple[tuple[str, str], ...]
+    cells: Mapping[str, Estimate]
+    rank_by: str
+    layouts: tuple[str, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+    planned: int = 0
+    scored: int = 0
+    basis: Basis = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Conformance:
+    """How a task's records depart from its reference suite (what a paper's table was measured on).
+
+    Attributes:
+        short: where they hold less than the suite plans ("1 of 10 repeats", "2 of 4 lengths"): the row is
+            incomplete, and not comparable.
+        differs: where they differ otherwise ("clarified options: budget=prompt", "25 repeats, not 10").
+    """
+
+    short: tuple[str, ...] = ()
+    differs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -61,6 +112,11 @@ class TaskResults:
             haystack around each needle; a task without a haystack leaves it out.
         needle_depths: ``record -> [depth, ...]``: where the needles sit (percent of the document), shown
             beside each sample in the report's drill-down; a task without depths leaves it out.
+        board: ``(records, models, skipped) -> [BoardRow]``: the task's leaderboard rows in its paper table's
+            shape; a task whose numbers sit in the summary table (it has ``suite_weights``) needs none.
+        conformance: ``(records, suite) -> Conformance``: how one model's records of the task depart from the
+            task's reference suite (``suite``: the suite the leaderboard row is labelled with, for the tasks
+            that have suites; else None): repeats, cells and protocol options.
     """
 
     dataset_metrics: Callable[[Sequence[Mapping[str, Any]]], dict[str, float]] | None = None
@@ -69,6 +125,8 @@ class TaskResults:
     heatmap_points: Callable[[Mapping[str, Any]], Iterable[tuple[float, float]]] | None = None
     needle_texts: Callable[[Mapping[str, Any]], list[str]] | None = None
     needle_depths: Callable[[Mapping[str, Any]], list[float]] | None = None
+    board: Callable[[Sequence[dict[str, Any]], Sequence[str], Skipped], list[BoardRow]] | None = None
+    conformance: Callable[[Sequence[Mapping[str, Any]], str | None], Conformance] | None = None
 
 
 @dataclass(frozen=True)

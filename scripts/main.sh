@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's main job: set up (if needed), run the small suite with the
+# The main job (README.md): set up (if needed), run the small suite with the
 # bundled CPU model through OpenCompass, then build the report.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -17,7 +17,7 @@ $PIP install -q --upgrade pip
 # torch first and pinned: an unpinned resolve pulls a multi-GB CUDA build. The package itself requires no
 # torch (opencompass's torch>=1.13.1 is met by this build, so the next install keeps it); check that it did.
 $PIP install -q "torch==2.13.0"
-$PIP install -q -e ".[test]"
+$PIP install -q -e ".[test,docs]"
 if ! .venv/bin/python -c 'import importlib.metadata as m, sys; sys.exit(not m.version("torch").startswith("2.13.0"))'; then
   echo "setup: pip replaced the CPU torch 2.13.0 while installing the package" >&2
   exit 1

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's test command: set up (if needed), lint, then the whole suite.
+# The test command (README.md): set up (if needed), lint, build the docs site, then the whole suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -12,6 +12,11 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 .venv/bin/ruff check needlebench tests tools bench configs
+# The documentation site (mkdocs.yml), strict: a broken link, a missing page or a docstring mkdocstrings cannot
+# read fails the test command. Built into a temporary folder; nothing in the build reaches the network.
+site=$(mktemp -d)
+trap 'rm -rf "$site"' EXIT
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$site"
 # With no arguments: everything but the engine tests (tests/test_vllm_inproc.py builds a 9 GB vLLM CPU
 # environment, ~6 min cold); `bash scripts/test.sh -m engine` runs those alone.
 if [ $# -eq 0 ]; then set -- -m "not engine"; fi

@@ -1,8 +1,8 @@
 """Golden digests: the exact bytes three small configs export, in any process.
 
 Rule: a change to these digests is a change to the benchmark. Change them
-only together with ``needlebench.sample.DATASET_VERSION``, and say in the
-README changelog what changed in the samples (prompts, gold, ids or meta)
+only together with ``needlebench.sample.DATASET_VERSION``, and say in
+CHANGELOG.md what changed in the samples (prompts, gold, ids or meta)
 and why. A digest that moves without a version bump means generation
 changed by accident: find out why before touching this file.
 

@@ -8,8 +8,7 @@ needle counts); ours builds the same cells with ``protocol="reference"`` and
 ``corpus="opencompass"``. Whole prompts are compared unmasked, and golds too.
 
 A prompt that differs must be explained by a listed exception
-(``../shared/spec/needlebench.md`` section 8; README "Where we differ from
-OpenCompass's built-in NeedleBench"), checked by rebuilding OpenCompass's own
+(``../shared/spec/needlebench.md`` section 8; docs/protocol/differences.md), checked by rebuilding OpenCompass's own
 output with that one fix applied here, independently of our code:
 
 * ``buffer_shrink``: OpenCompass's loader rerun with the buffer we recorded
@@ -23,6 +22,11 @@ OpenCompass's M-RT draws its needle set with the unseeded global generator;
 its module's ``random`` is replaced by a ``random.Random(seed)`` (``seeded``:
 the same algorithm, seeded). Every OpenCompass module gets a private
 generator, so the global state is never touched.
+
+The 2024 protocol (``profile="v1"``) is compared the same way with OpenCompass's
+``needlebench`` configs and v1 loaders (``test_v1_*``, below), ATC multiple
+choice included; its listed exceptions are ``split``, ``buffer_shrink`` (checked
+only where OpenCompass's own context holds no haystack) and ``start_tuple``.
 """
 
 from __future__ import annotations
@@ -368,3 +372,271 @@ def test_atc_prompts_match_opencompass(oc_folder: Path, lang: str) -> None:
             tally["identical"] += 1
     print(f"\natc {lang}: {dict(tally)}")
     assert tally["identical"] == len(ours) == len(counts) * 4 * cells[0]["repeats"]
+
+
+# -- v1: OpenCompass's 2024 loaders (``opencompass.datasets.needlebench``) and ``profile="v1"`` ---------------------
+#
+# The same comparison for the 2024 protocol: OpenCompass's ``needlebench`` configs (``guide=True``, question at the
+# end) built by its v1 loaders ``origin.py`` (S-RT), ``parallel.py`` (M-RT) and ``multi.py`` (M-RS from
+# ``multi_needle_reasoning_{en,zh}.json``), against ours with ``profile="v1"``. Listed exceptions: ``split`` (as
+# above); ``buffer_shrink``, only where OpenCompass's own context is the needles alone (its 4k English M-RT asks a
+# 1000-token buffer at length 1000), checked by rerunning its loader with our buffer; and ``start_tuple``:
+# OpenCompass's Chinese "start" S-RT and M-RS prompt is a tuple of two strings (its dataset holds a list, which
+# the prompt template renders as the list's repr); we join the two parts. Its M-RT needle set is ``seeded`` as
+# for v2; its M-RS needles are placed as ``multi.py`` places them (no exception).
+
+_V1_4K_DEPTHS = (0, 5, 10, 15, 21, 26, 31, 36, 42, 47, 52, 57, 63, 68, 73, 78, 84, 89, 94, 100)
+# suite -> the (length, depth) cells built (None: all; or per task) and the repeats of each (default: the config's)
+V1_SAMPLES: dict[str, tuple[Any, dict[str, int] | None]] = {
+    # 4k: S-RT and M-RT every cell (S-RT 5 of its 10 repeats, M-RT all 25); M-RS every depth at 1k and 4k, 2 repeats
+    "4k": ({"mrs": {(n, d) for n in (1000, 4000) for d in _V1_4K_DEPTHS}}, {"srt": 5, "mrs": 2}),
+    "8k": ({(5000, 0), (6000, 36), (7000, 73), (8000, 100)}, None),
+    "32k": ({(9000, 0), (21000, 52), (32000, 100)}, None),
+    "128k": ({(16000, 94), (128000, 42)}, None),
+    "200k": ({(16000, 31), (200000, 84)}, None),
+    "256k": ({(32000, 63)}, None),
+    "1000k": ({(20000, 21)}, None),
+}
+_V1_SAMPLED_REPEATS = 2  # repeats of a sampled cell, of the "start" and of the guide=False variants
+_V1_LONG = 100_000  # a sampled cell this long gets one repeat, at the end position only
+
+
+def _v1_config_dir() -> Path:
+    return _config_dir().parent / "needlebench"
+
+
+def _oc_v1_cells(suite: str, task: str) -> list[dict]:
+    """The dataset entries of one OpenCompass v1 suite config, without their reader/infer/eval parts."""
+    from mmengine.config import Config
+
+    cfg = Config.fromfile(str(_v1_config_dir() / f"needlebench_{suite}" / f"needlebench_{FILES[task]}_{suite}.py"))
+    out = []
+    for key in cfg:
+        if key.endswith("_datasets"):
+            out += [{k: v for k, v in d.items() if not k.endswith("_cfg") and k != "abbr"} for d in cfg[key]]
+    return out
+
+
+def _run_oc_v1(cell: dict, folder: Path) -> list[tuple[str, str, list[int], bool]]:
+    """OpenCompass's v1 loader on one config entry: (prompt, answer, decoded token list, built as a tuple) per row."""
+    from opencompass.datasets.needlebench import multi, origin, parallel
+
+    module = {"NeedleBenchOriginDataset": origin, "NeedleBenchParallelDataset": parallel}.get(
+        cell["type"].__name__, multi
+    )
+    recorder = _Recorder()
+    args = {k: v for k, v in cell.items() if k != "type"}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(module, "random", random.Random(0))  # private and seeded: the global state stays untouched
+        mp.setattr(module, "tiktoken", SimpleNamespace(encoding_for_model=lambda name: recorder))
+        mp.setattr(module, "get_data_path", lambda path, *a, **k: str(folder))
+        rows = cell["type"].load(**args)
+    out = []
+    for row, tokens in zip(rows, recorder.decoded, strict=True):
+        prompt = row["prompt"]
+        tupled = not isinstance(prompt, str)  # the Chinese "start" tuple, stored by the dataset as a list
+        out.append(("".join(prompt) if tupled else prompt, row["answer"], tokens, tupled))
+    return out
+
+
+def _ours_v1(task: str, lang: str, cells: list[dict], repeats: int) -> dict[tuple, Any]:
+    first = cells[0]
+    kwargs: dict[str, Any] = {
+        "lang": lang,
+        "lengths": tuple(sorted({c["length"] for c in cells})),
+        "repeats": repeats,
+        "buffer": first["length_buffer"],
+        "corpus": "opencompass",
+        "question_position": first.get("position", "End").lower(),
+        "recall_step": first["guide"],
+        "profile": "v1",
+    }
+    kwargs["depths"] = tuple(first["depths"]) if task == "mrt" else tuple(sorted({c["depth"] for c in cells}))
+    if task == "mrs":
+        kwargs["num_needles"] = tuple(sorted({c["num_needles"] for c in cells}))
+    wanted = {_key(task, {**c, "repeat": r}) for c in cells for r in range(repeats)} if task != "mrt" else None
+    out = {}
+    for s in get_task(task).generate(make_params(task, **kwargs)):
+        key = _key(task, s.meta)
+        if wanted is None or key in wanted:
+            out[key] = s
+    return out
+
+
+def _gold_v1(task: str, sample: Any) -> str:
+    """Our gold in OpenCompass v1's answer column form (M-RS: the multi-hop answer, twice)."""
+    if task == "mrs":
+        return f"{sample.gold['keywords'][0]}*{sample.gold['keywords'][0]}"
+    return _gold(task, sample)
+
+
+def _explain_v1(task: str, cell: dict, folder: Path, oc: tuple[str, str, list[int], bool], mine: Any) -> str:
+    """``identical`` (``seeded`` for M-RT), the listed fixes that explain a difference, or ``UNATTRIBUTED``."""
+    prompt, _, tokens, tupled = oc
+    tags = {"start_tuple"} if tupled else set()
+    if mine.prompt == prompt:
+        return "+".join(sorted(tags)) or ("seeded" if task == "mrt" else "identical")
+    texts = [f"\n{t}\n" for t in mine.meta["statements"]] if task == "mrs" else _needle_texts(task, mine)
+    if mine.meta.get("buffer_shrunk"):
+        # only where the defect is: OpenCompass's own context holds the needles and no haystack at all
+        if len(tokens) != sum(len(ENC.encode(t)) for t in texts):
+            return "UNATTRIBUTED"
+        repeat = mine.meta["repeat"]
+        rerun = {**cell, "length_buffer": mine.meta["buffer"], "num_repeats_per_file": repeat + 1}
+        prompt, _, tokens, _ = _run_oc_v1(rerun, folder)[repeat]
+        tags.add("buffer_shrink")
+    if mine.prompt != prompt:
+        fixed, more = _rebuild(tokens, texts, None)
+        prompt = prompt.replace(ENC.decode(tokens), fixed, 1)
+        tags |= more
+    if mine.prompt != prompt or not tags - {"start_tuple"}:
+        return "UNATTRIBUTED"
+    return "+".join(sorted(tags))
+
+
+def _v1_variants(cells: list[dict], repeats: int) -> Iterator[tuple[list[dict], int]]:
+    """The config's own cells (guide on, question at the end), then "start" and guide=False on its shortest
+    length (every fourth depth there)."""
+    shortest = min(c["length"] for c in cells)
+    depths = sorted({c.get("depth", 0) for c in cells})[::4]
+    short = [c for c in cells if c["length"] == shortest and c.get("depth", 0) in depths]
+    yield cells, repeats
+    for position, guide in (("Start", True), ("End", False)):
+        yield [{**c, "position": position, "guide": guide} for c in short], min(repeats, _V1_SAMPLED_REPEATS)
+
+
+def _compare_v1(task: str, suite: str, folder: Path, counts: Counter) -> list[str]:
+    failures: list[str] = []
+    wanted, task_repeats = V1_SAMPLES[suite]
+    if isinstance(wanted, dict):
+        wanted = wanted.get(task)
+    for cells in _by_lang(_oc_v1_cells(suite, task)):
+        lang = LANGUAGE[cells[0]["language"]]
+        repeats = (task_repeats or {}).get(task, cells[0]["num_repeats_per_file"])
+        if wanted is not None:  # M-RT has no depth cells: its sampled lengths are those of the wanted cells
+            lengths = {length for length, _ in wanted}
+            cells = [
+                c
+                for c in cells
+                if (c["length"], c.get("depth")) in wanted or (task == "mrt" and c["length"] in lengths)
+            ]
+            repeats = (task_repeats or {}).get(task, _V1_SAMPLED_REPEATS)
+        groups: list[tuple[list[dict], int]] = []
+        long = [c for c in cells if c["length"] >= _V1_LONG]
+        if long:  # one repeat of the long cells, the end position only
+            groups.append((long, 1))
+            cells = [c for c in cells if c["length"] < _V1_LONG]
+        if cells:
+            groups += list(_v1_variants(cells, repeats))
+        for posed, reps in groups:
+            posed = [{**c, "num_repeats_per_file": reps} for c in posed]
+            ours = _ours_v1(task, lang, posed, reps)
+            for cell in posed:
+                for repeat, oc in enumerate(_run_oc_v1(cell, folder)):
+                    key = _key(task, {**cell, "repeat": repeat})
+                    mine = ours[key]
+                    where = f"v1 {task} {suite} {lang} {cell.get('position', 'End')} guide={cell['guide']} {key}"
+                    if _gold_v1(task, mine) != oc[1]:
+                        failures.append(f"{where}: gold {_gold_v1(task, mine)!r} != {oc[1]!r}")
+                    tag = _explain_v1(task, cell, folder, oc, mine)
+                    counts[(task, tag)] += 1
+                    if tag == "UNATTRIBUTED":
+                        failures.append(f"{where}: prompt differs\n ours {mine.prompt[:3000]!r}\n  oc {oc[0][:3000]!r}")
+    return failures
+
+
+_V1_COUNTS: Counter = Counter()
+
+
+@pytest.mark.parametrize("suite", list(V1_SAMPLES))
+@pytest.mark.parametrize("task", ["srt", "mrt", "mrs"])
+def test_v1_sparse_prompts_match_opencompass(oc_folder: Path, task: str, suite: str) -> None:
+    """``profile="v1"``: OpenCompass v1's bytes and golds from the same files, every difference a listed fix."""
+    start = time.perf_counter()
+    counts: Counter = Counter()
+    failures = _compare_v1(task, suite, oc_folder, counts)
+    _V1_COUNTS.update(counts)
+    same = counts[(task, "seeded" if task == "mrt" else "identical")]
+    total = sum(counts.values())
+    print(
+        f"\nv1 {task} {suite}: {dict(counts)}, {same}/{total} byte-identical"
+        f" ({100 * same / max(total, 1):.1f}%) in {time.perf_counter() - start:.1f} s"
+    )
+    assert not failures, f"{len(failures)} unattributed prompts or golds; first:\n" + "\n".join(failures[:3])
+    assert total > 0
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_v1_atc_choice_prompts_match_opencompass(oc_folder: Path, lang: str) -> None:
+    """The 2024 multiple-choice ATC (``atc_choice_20``): every question, rotation, gold and few-shot turn, identical."""
+    from mmengine.config import Config
+    from opencompass.datasets.needlebench import atc_choice
+
+    from needlebench.tasks.atc_mc import few_shot_rounds
+
+    cfg = Config.fromfile(str(_v1_config_dir() / "atc" / "atc_choice_20.py"))
+    tally: Counter = Counter()
+    for d in cfg["needlebench_datasets"]:
+        if d["language"] != {"en": "English", "zh": "Chinese"}[lang]:
+            continue
+        style = "reasoning" if d["abbr"].endswith("-Reasoning") else "direct"
+        rounds = list(d["infer_cfg"]["prompt_template"]["template"]["round"])
+        steps = d["num_needles"]
+        args = {k: v for k, v in d.items() if k not in ("type", "abbr") and not k.endswith("_cfg")}
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(atc_choice, "random", random.Random(0))
+            mp.setattr(atc_choice, "get_data_path", lambda path, *a, **k: str(oc_folder))
+            rows = d["type"].load(**args)
+        params = make_params(
+            "atc_mc", lang=lang, steps=(steps,), style=style, repeats=d["repeats"], corpus="opencompass"
+        )
+        ours = list(get_task("atc_mc").generate(params))
+        assert len(ours) == len(rows) == 4 * d["repeats"]
+        shots = [dict(r) for r in rounds[:-1]]
+        assert few_shot_rounds(lang, style, len(shots) // 2) == shots
+        for mine, row in zip(ours, rows, strict=True):
+            qid, letter, pattern = row["answer"].split("--")
+            assert mine.prompt == rounds[-1]["prompt"].replace("{question}", row["question"]), (steps, qid, pattern)
+            assert (mine.gold["answer"], mine.meta["circular_pattern"], mine.meta["repeat"]) == (
+                letter,
+                pattern,
+                int(qid),
+            )
+            assert mine.gold["options"] == list(row["options"])
+            tally["identical"] += 1
+    print(f"\nv1 atc_choice {lang}: {dict(tally)}")
+    assert tally["identical"] == 2 * 18 * 10 * 4  # two styles, 2..19 people, 10 questions, 4 rotations
+
+
+def test_v1_chinese_start_prompt_reaches_the_model_as_a_list_repr(oc_folder: Path) -> None:
+    """The evidence for ``start_tuple``: OpenCompass v1 renders its Chinese "start" prompt as a Python list's repr."""
+    from opencompass.datasets.needlebench import origin
+    from opencompass.openicl.icl_prompt_template import PromptTemplate
+
+    cell = next(
+        c for c in _oc_v1_cells("4k", "srt") if c["language"] == "Chinese" and c["length"] == 1000 and c["depth"] == 0
+    )
+    args = {k: v for k, v in cell.items() if k != "type"} | {"position": "Start", "num_repeats_per_file": 1}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(origin, "random", random.Random(0))
+        mp.setattr(origin, "tiktoken", SimpleNamespace(encoding_for_model=lambda name: _Recorder()))
+        mp.setattr(origin, "get_data_path", lambda path, *a, **k: str(oc_folder))
+        row = cell["type"].load(**args)[0]
+    assert isinstance(row["prompt"], list) and len(row["prompt"]) == 2  # the tuple, stored as a list
+    template = PromptTemplate(template=dict(round=[dict(role="HUMAN", prompt="{prompt}")]))
+    sent = template.generate_item({"prompt": row["prompt"], "answer": row["answer"]})[1]["prompt"]
+    assert sent == str(row["prompt"]) and sent[0] == "[" and sent[-1] == "]"  # the repr: brackets, quotes, \\n
+    params = make_params(
+        "srt",
+        lang="zh",
+        lengths=(1000,),
+        depths=(0,),
+        repeats=1,
+        buffer=cell["length_buffer"],
+        corpus="opencompass",
+        question_position="start",
+        profile="v1",
+        recall_step=cell["guide"],
+    )
+    (ours,) = get_task("srt").generate(params)
+    assert ours.prompt == "".join(row["prompt"])  # ours: the two parts joined

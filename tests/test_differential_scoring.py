@@ -112,7 +112,17 @@ def golds() -> dict[str, list[dict]]:
     out["atc"] = [
         s.gold for lang in ("en", "zh") for s in generate_atc(AtcParams(lang=lang, needle_counts=(2, 8), repeats=3))
     ]
+    # v1 (``profile="v1"``): S-RT as above; M-RT with the 4k suite's 20 depths, as OpenCompass v1 asks them
+    out["srt_v1"] = [s.gold for lang in ("en", "zh") for s in generate_srt(_sparse(lang, profile="v1"))]
+    out["mrt_v1"] = [s.gold for lang in ("en", "zh") for s in generate_mrt(_v1_mrt(lang))]
     return out
+
+
+def _v1_mrt(lang: str) -> SparseParams:
+    from needlebench.suites import get_suite
+
+    depths = get_suite("4k", "v1").depths
+    return SparseParams(lang=lang, lengths=(4000,), depths=depths, repeats=3, buffer=1000, profile="v1")
 
 
 def _others_keywords(golds: list[dict]) -> list[str]:
@@ -225,7 +235,8 @@ def test_issue_examples_score_as_opencompass() -> None:
 
 def test_srt_v1_matches_levenshtein_origin_evaluator(golds: dict[str, list[dict]]) -> None:
     """OpenCompass's pure-Python edit distance is checked on 300 outputs; the rest use the same distance in C."""
-    srt = golds["srt"]
+    srt = golds["srt_v1"]
+    assert all(g["match"] == "exact" for g in srt)
     others = _others_keywords(srt)
     preds, refs, gs = [], [], []
     for i, seed in _spread(srt, PER_FAMILY):
@@ -247,18 +258,38 @@ def test_srt_v1_matches_levenshtein_origin_evaluator(golds: dict[str, list[dict]
     assert any(0 < r[3] < 20 for r in rows)  # partial credit happens
 
 
+def test_mrt_v1_golds_match_parallel_evaluator(golds: dict[str, list[dict]]) -> None:
+    """v1 M-RT golds (20 needles at the 4k suite's depths) in OpenCompass v1's answer form, keyword credit per depth."""
+    mrt = golds["mrt_v1"]
+    assert all(len(g["needles"]) == 20 for g in mrt)
+    others = _others_keywords(mrt)
+    evaluator = oc_v1_parallel.NeedleBenchParallelEvaluator()
+    rows = []
+    for i, seed in _spread(mrt, PER_FAMILY):
+        g = mrt[i]
+        keywords = [n["keywords"][0] for n in g["needles"]]
+        (pred,) = keyword_outputs(keywords, others, 1, 29 + seed * 1000 + i, long_every=0)
+        ref = "*".join(keywords) + "#" + "*".join(str(n["depth"]) for n in g["needles"])  # its answer column
+        with redirect_stdout(_Quiet()):
+            theirs = float(evaluator.score([pred], [ref])["average_score"])
+        rows.append((pred, g, grade_mrt(pred, g, REFERENCE).score, theirs))
+    assert _compare("M-RT v1 (v1 golds)", rows)["identical"] >= PER_FAMILY
+    assert len({r[3] for r in rows}) > 3  # partial recall happens
+
+
 def test_mrs_v1_matches_multi_evaluator(tmp_path: Path) -> None:
-    """The 2024 multi-hop form, from a stand-in ``multi_needle_reasoning_en.json``: per-word credit."""
-    answers = ["Jasmine Lane", "the Pothgon spyglass", "Ryker", "Mount Everest Base Camp", "北京"]
-    records = [
-        {"derivation_count": c, "derivations": [f"Fact {j} of {a}." for j in range(c)], "question": "Who?", "answer": a}
-        for a in answers
-        for c in (2, 3)
-    ]
-    path = tmp_path / "multi_needle_reasoning_en.json"
-    path.write_text(json.dumps(records), encoding="utf-8")
-    p = _sparse("en", repeats=8, needle_file=str(path), num_needles=(2, 3), profile="v1")
-    mrs = [s.gold for s in generate_mrs(p)]
+    """The 2024 multi-hop form, both languages, from stand-ins of ``multi_needle_reasoning_{en,zh}.json``."""
+    from bench.standin import multihop_records
+
+    mrs, answers = [], []
+    for lang in ("en", "zh"):
+        records = multihop_records(lang)
+        answers += [r["answer"] for r in records] + ["the Pothgon spyglass", "Mount Everest Base Camp"]
+        path = tmp_path / f"multi_needle_reasoning_{lang}.json"
+        path.write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
+        p = _sparse(lang, repeats=6, needle_file=str(path), num_needles=(2, 3, 5), profile="v1")
+        mrs += [s.gold for s in generate_mrs(p)]
+    answers += ["Jasmine Lane", "Ryker", "北京"]
     assert all(g["form"] == "multihop" and g["match"] == "exact" for g in mrs)
     preds, refs, gs = [], [], []
     for i, seed in _spread(mrs, PER_FAMILY):
@@ -280,8 +311,9 @@ def test_atc_mc_v1_matches_circular_evaluator() -> None:
     samples = [
         s
         for lang in ("en", "zh")
-        for s in generate_atc_mc(AtcMcParams(lang=lang, steps=(2, 5), repeats=2, style="direct", shots=1))
+        for s in generate_atc_mc(AtcMcParams(lang=lang, steps=(2, 5, 19), repeats=2, style="direct", shots=1))
     ]
+    assert {s.meta["options"]["chain_draw"] for s in samples} == {"opencompass"}  # the reference draw
     groups: dict[str, list] = {}
     for s in samples:
         groups.setdefault(s.meta["circular_group"], []).append(s)

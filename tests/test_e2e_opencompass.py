@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -14,10 +15,27 @@ from conftest import ROOT, bin_path, run_opencompass
 
 pytestmark = pytest.mark.e2e
 
+# The main job's config (scripts/main.sh): S-RT EN/ZH at 1k and 2k tokens and depths 0/50/100, one M-RT EN
+# sample, in two shards. The README shows an excerpt of its summary (test_readme_shows_what_the_main_job_writes).
+MAIN_JOB = "configs/eval_needlebench_tiny.py"
+SAMPLES = {"needlebench_srt_en_4k": 6, "needlebench_srt_zh_4k": 6, "needlebench_mrt_en_4k": 1}
+
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return run_opencompass("tests/configs/e2e_tiny.py", tmp_path_factory.mktemp("oc_e2e"))
+    return run_opencompass(MAIN_JOB, tmp_path_factory.mktemp("oc_e2e"))
+
+
+def test_readme_shows_what_the_main_job_writes(tiny_run: Path) -> None:
+    """The README's (and the first-run page's) excerpt of needlebench_summary.csv is this run's, line for line.
+
+    When generation, grading or the model's answers change, ``python -m tools.readme_excerpt`` rewrites it.
+    """
+    from tools.readme_excerpt import PAGES, excerpt, page_excerpt
+
+    ran = excerpt((tiny_run / "summary" / "needlebench_summary.csv").read_text(encoding="utf-8"))
+    for page in PAGES:
+        assert page_excerpt(page) == ran, f"{page.name}: run python -m tools.readme_excerpt"
 
 
 def test_summary_csv_matches_per_sample_results(tiny_run: Path) -> None:
@@ -25,7 +43,7 @@ def test_summary_csv_matches_per_sample_results(tiny_run: Path) -> None:
     rows = list(csv.DictReader(summary.open(encoding="utf-8")))
     model = "smollm2-135m-instruct"
     scores = {(r["dataset"], r["metric"]): r[model] for r in rows}
-    for abbr, n in (("needlebench_srt_en_4k", 2), ("needlebench_srt_zh_4k", 2), ("needlebench_mrt_en_4k", 1)):
+    for abbr, n in SAMPLES.items():
         samples = [
             json.loads(x) for x in (tiny_run / "results" / model / f"{abbr}.samples.jsonl").read_text().splitlines()
         ]
@@ -39,7 +57,7 @@ def test_summary_csv_matches_per_sample_results(tiny_run: Path) -> None:
         )
         assert sum(len(json.loads(f.read_text())) for f in files) == n  # whole, or the parts of a split dataset
         for s in samples:
-            assert s["prompt_tokens"] <= 1000 and s["length"] == 1000
+            assert s["prompt_tokens"] <= s["length"] and s["length"] in (1000, 2000)
     mrt = json.loads((tiny_run / "results" / model / "needlebench_mrt_en_4k.samples.jsonl").read_text().splitlines()[0])
     assert len(mrt["recalled"]) == 2
 
@@ -51,7 +69,7 @@ def test_split_dataset_was_sharded_and_merged(tiny_run: Path, tmp_path: Path) ->
     from needlebench.opencompass.partitioner import NeedleBenchPartitioner
 
     model = "smollm2-135m-instruct"
-    cfg = Config.fromfile("tests/configs/e2e_tiny.py")
+    cfg = Config.fromfile(MAIN_JOB)
     plan = NeedleBenchPartitioner(out_dir=str(tmp_path), num_shards=2).partition(
         [{"models": [dict(m) for m in cfg["models"]], "datasets": [dict(d) for d in cfg["datasets"]]}],
         work_dir=str(tmp_path),
@@ -59,7 +77,7 @@ def test_split_dataset_was_sharded_and_merged(tiny_run: Path, tmp_path: Path) ->
     )
     chunks = [c for task in plan for c in task["datasets"][0]]
     split = {c["abbr"].rsplit("_", 1)[0] for c in chunks if c["reader_cfg"].get("test_range")}
-    assert len(plan) == 2 and split  # 5 prompts in 3 datasets over 2 shards: one dataset is cut in two
+    assert len(plan) == 2 and split  # 13 prompts in 3 datasets over 2 shards: one dataset is cut in two
     folder = tiny_run / "predictions" / model
     assert sorted(p.name for p in folder.glob("*.json")) == sorted(f"{c['abbr']}.json" for c in chunks)
     for abbr in split:
@@ -75,14 +93,18 @@ def test_needlebench_summary_csv_and_report_from_real_run(tiny_run: Path) -> Non
         for r in csv.DictReader((tiny_run / "summary" / "needlebench_summary.csv").open(encoding="utf-8"))
     }
 
-    def sample_score(abbr: str) -> float:
+    def sample_score(abbr: str, length: int | None = None) -> float:
         rows = [
             json.loads(x) for x in (tiny_run / "results" / model / f"{abbr}.samples.jsonl").read_text().splitlines()
         ]
+        rows = [r for r in rows if length is None or r["length"] == length]
         return sum(r["score"] for r in rows) / len(rows)
 
     en, zh = sample_score("needlebench_srt_en_4k"), sample_score("needlebench_srt_zh_4k")
-    assert float(table[("S-RT", "EN", "1000")][model]) == pytest.approx(en, abs=0.01)
+    for length in (1000, 2000):
+        got = float(table[("S-RT", "EN", str(length))][model])
+        assert got == pytest.approx(sample_score("needlebench_srt_en_4k", length), abs=0.01)
+    assert float(table[("S-RT", "EN", "all")][model]) == pytest.approx(en, abs=0.01)
     assert float(table[("S-RT", "ZH", "all")][model]) == pytest.approx(zh, abs=0.01)
     assert float(table[("S-RT", "OVERALL", "all")][model]) == pytest.approx((en + zh) / 2, abs=0.01)
     assert float(table[("M-RT", "EN", "1000")][model]) == pytest.approx(sample_score("needlebench_mrt_en_4k"), abs=0.01)
@@ -94,9 +116,11 @@ def test_needlebench_summary_csv_and_report_from_real_run(tiny_run: Path) -> Non
     assert list((tiny_run / "summary" / "figures").glob("heatmap_srt_en_*.png"))
 
 
-def test_predictions_scored_outside_opencompass_give_the_same_tables(tiny_run: Path, tmp_path: Path) -> None:
-    """The run's own answers, exported as a predictions file and scored against a Parquet export of the same
-    config, give the same per-sample grades and the same summary table as OpenCompass did."""
+@pytest.fixture(scope="module")
+def scored_run(tiny_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny run's own answers, exported as a predictions file and scored with ``needlebench score`` against
+    a Parquet export of the same config: the run folder that command wrote."""
+    tmp_path = tmp_path_factory.mktemp("scored")
     model = "smollm2-135m-instruct"
     records = {
         r["id"]: r
@@ -119,7 +143,7 @@ def test_predictions_scored_outside_opencompass_give_the_same_tables(tiny_run: P
     export = tmp_path / "export"
     assert (
         subprocess.run(
-            [bin_path("needlebench"), "export", "tests/configs/e2e_tiny.py", "--format", "parquet", str(export), "-q"],
+            [bin_path("needlebench"), "export", MAIN_JOB, "--format", "parquet", str(export), "-q"],
             cwd=ROOT,
             timeout=600,
         ).returncode
@@ -144,9 +168,21 @@ def test_predictions_scored_outside_opencompass_give_the_same_tables(tiny_run: P
     )
     assert r.returncode == 0 and not r.stderr.strip(), r.stderr
     (run,) = (tmp_path / "scored").iterdir()
+    return run
+
+
+def test_predictions_scored_outside_opencompass_give_the_same_tables(tiny_run: Path, scored_run: Path) -> None:
+    """The run's own answers, exported as a predictions file and scored against a Parquet export of the same
+    config, give the same per-sample grades and the same summary table as OpenCompass did."""
+    model = "smollm2-135m-instruct"
+    records = {
+        r["id"]: r
+        for f in (tiny_run / "results" / model).glob("*.samples.jsonl")
+        for r in map(json.loads, f.read_text().splitlines())
+    }
     rescored = {
         x["id"]: x
-        for f in (run / "results" / model).glob("*.samples.jsonl")
+        for f in (scored_run / "results" / model).glob("*.samples.jsonl")
         for x in map(json.loads, f.read_text().splitlines())
     }
     assert set(rescored) == set(records)
@@ -157,7 +193,7 @@ def test_predictions_scored_outside_opencompass_give_the_same_tables(tiny_run: P
             records[i]["extracted"],
             records[i]["error"],
         ), i
-    ours = (run / "summary" / "needlebench_summary.csv").read_text()
+    ours = (scored_run / "summary" / "needlebench_summary.csv").read_text()
     assert ours == (tiny_run / "summary" / "needlebench_summary.csv").read_text()
 
 
@@ -432,3 +468,90 @@ def test_left_out_as_truncated_the_cut_off_outputs_move_no_score(scripted_run: P
         )
         moved += cut
     assert moved > 0
+
+
+def test_leaderboard_of_real_runs_beside_the_published_rows(
+    scripted_run: Path, tiny_run: Path, scored_run: Path, tmp_path: Path
+) -> None:
+    """The oracle and the garbage model (one opencompass run), SmolLM2 (an opencompass run, and the same answers
+    scored by `needlebench score`) and the papers' rows on one leaderboard; the runs' bundles verify."""
+    from needlebench.report.bundle import verify_bundle
+    from needlebench.report.published import load_published
+
+    out = tmp_path / "board"
+    runs = [str(scripted_run), str(tiny_run), str(scored_run)]
+    r = subprocess.run(
+        [bin_path("needlebench"), "leaderboard", *runs, "-o", str(out)], capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0 and not r.stderr.strip(), r.stdout + r.stderr
+    rows = list(csv.DictReader((out / "leaderboard.csv").open(encoding="utf-8")))
+    assert (out / "leaderboard.md").stat().st_size > 1000 and (out / "leaderboard.html").stat().st_size > 1000
+    measured = [x for x in rows if x["kind"] == "measured"]
+    boards = {x["board"]: [k for k in rows[0] if x.get(f"{k} complete")] for x in measured}
+    # oracle 100 and garbage 0 in every column (ENL-50 is a needle count: the largest N run, or 0)
+    for model, expected in (("oracle", 100.0), ("garbage", 0.0)):
+        mine = [x for x in measured if x["model"] == model]
+        assert {x["board"] for x in mine} == set(boards) and len(boards) == 5, boards
+        for x in mine:
+            numbers = {k: float(x[k]) for k in boards[x["board"]] if x[k]}
+            assert numbers, x["board"]
+            for key, value in numbers.items():
+                assert value == ((4.0 if expected else 0.0) if key == "enl50" else expected), (model, key)
+    # SmolLM2's row is its own summary CSV, from the opencompass run and from `needlebench score` alike
+    model = "smollm2-135m-instruct"
+    summary = {
+        (s["task"], s["lang"], s["length"]): s
+        for s in csv.DictReader((scored_run / "summary" / "needlebench_summary.csv").open(encoding="utf-8"))
+    }
+    smol = [x for x in measured if x["model"] == model]
+    assert {x["source"] for x in smol} == {tiny_run.name, scored_run.name}
+    for x in smol:
+        for key in ("S-RT/EN", "S-RT/ZH", "S-RT/mean", "M-RT/EN", "M-RT/mean"):
+            task, part = key.split("/")
+            cell = summary[(task, "OVERALL" if part == "mean" else part, "all")]
+            assert (x[key], x[f"{key} ci_low"], x[f"{key} ci_high"]) == (
+                cell[model],
+                cell[f"{model} ci_low"],
+                cell[f"{model} ci_high"],
+            ), key
+        assert x["M-RS/EN"] == "" and x["complete"] == "False"  # the tiny suite has no M-RS: not passed off whole
+        assert x["overall"] == "" and x["rank"] == ""  # no overall without M-RS: nothing to rank by
+    garbage = next(x for x in measured if x["model"] == "garbage" and x["board"].startswith("NeedleBench v2"))
+    assert (garbage["vs above"], garbage["significant"]) == ("-100.00", "yes")
+    # every measured row says why it may not sit beside a paper's row; the sparse ones: the packaged corpus
+    for x in measured:
+        assert x["comparable"].startswith("not comparable: "), x
+        if x["board"].startswith("NeedleBench v2"):
+            assert x["comparable"].startswith("not comparable: packaged corpus; "), x["comparable"]
+    # the published rows are the papers' tables, as printed, and never ranked
+    tables = {t.label: t for t in load_published()}
+    published = [x for x in rows if x["kind"] == "published"]
+    assert {x["source"].split(", ")[0] for x in published} == {
+        "needlebench-2025 Table 3",
+        "needlechain Table 1",
+        "needlebench-2024 Table 5",
+    }
+    for x in published:
+        table = tables[x["source"].split(", ")[0]]
+        (row,) = [p for p in table.rows if p.model == x["model"] and (p.group or "") == x["group"]]
+        assert all(x[c.key] == row.printed(c.key) for c in table.columns), x["model"]
+        assert x["rank"] == "" and x["comparable"] == "published"
+    assert len(published) == sum(len(tables[t].rows) for t in {x["source"].split(", ")[0] for x in published})
+    # each run's bundle verifies against it; a changed sample does not
+    for run in (scripted_run, tiny_run, scored_run):
+        found = verify_bundle(run / "summary" / "results.json", run)
+        assert found.ok, found.failures
+    changed = tmp_path / "changed"
+    shutil.copytree(scored_run, changed)
+    path = changed / "results" / model / "needlebench_srt_en_4k.samples.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    first["score"] = 100.0 - first["score"]
+    path.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n", encoding="utf-8")
+    r = subprocess.run(
+        [bin_path("needlebench"), "verify", str(changed / "summary" / "results.json"), str(changed)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 1 and f"1 sample(s) changed: {first['id']}" in r.stdout, r.stdout + r.stderr

@@ -123,7 +123,7 @@ def lmdeploy_problems(model: dict[str, Any], names: dict[str, set[str]]) -> list
 
 
 def test_the_signatures_come_from_the_releases_the_extras_install() -> None:
-    """The wheels read are the extras' picks (README table and tests/test_extras.py), and hold what we check."""
+    """The wheels read are the extras' picks (docs/guide/install.md's table and tests/test_extras.py), and hold what we check."""
     vllm, lmd = engine("vllm"), engine("lmdeploy")
     assert vllm["version"] == "0.14.0" and vllm["wheel"].startswith("vllm-")
     assert lmd["version"].startswith("0.18.") and lmd["wheel"].startswith("lmdeploy-")

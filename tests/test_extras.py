@@ -36,8 +36,8 @@ pytestmark = pytest.mark.resolver
 
 TIMEOUT = int(os.environ.get("NEEDLEBENCH_RESOLVER_TIMEOUT", "300"))
 
-# What the README's "Install on a GPU machine" promises each extra resolves to (Python 3.11, Linux x86_64).
-# A new engine release that fits moves these; the README table moves with them.
+# What docs/guide/install.md ("Install on a GPU machine") promises each extra resolves to (Python 3.11, Linux
+# x86_64). A new engine release that fits moves these; the table there moves with them.
 EXPECTED = {
     "vllm": {"vllm": "0.14.0", "torch": "2.9.1", "transformers": "4.57.", "numpy": "1.26."},
     "lmdeploy": {"lmdeploy": "0.18.", "torch": "2.12.", "transformers": "4.57.", "numpy": "1.26."},
@@ -113,9 +113,10 @@ def test_extra_resolves_to_a_current_engine(wheel: Path, extra: str) -> None:
     assert got["opencompass"] == "0.5.4"
     if extra == "vllm":  # OpenCompass 0.5.4's VLLMwithChatTemplate imports ray before it builds vllm.LLM
         assert "ray" in got
-    # the README's "Install on a GPU machine" table states exactly these versions
+    # docs/guide/install.md's "Install on a GPU machine" table states exactly these versions
     row = f"{extra} {got[extra]}, torch {got['torch']}, transformers {got['transformers']}, numpy {got['numpy']}"
-    assert row in (ROOT / "README.md").read_text(encoding="utf-8"), f"README does not say: {row}"
+    page = ROOT / "docs" / "guide" / "install.md"
+    assert row in page.read_text(encoding="utf-8"), f"{page.relative_to(ROOT)} does not say: {row}"
     # opencv-python-headless is where vLLM >= 0.14.1 breaks: its numpy-1 wheels end at 4.12
     assert Version(got["opencv-python-headless"]) < Version("4.13"), got["opencv-python-headless"]
 

@@ -1,4 +1,4 @@
-"""The package's layers, as the README's layout section draws them: every import points downwards.
+"""The package's layers, as docs/reference/layout.md draws them: every import points downwards.
 
 Each top-level module or folder of ``needlebench`` sits on one layer; a module may import from its own
 unit (its folder) and from units on lower layers, never from a unit on its own layer or above. Imports
@@ -12,7 +12,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "needlebench"
 
-# the README's layout section, bottom (1) to top (9)
+# docs/reference/layout.md's layer table, bottom (1) to top (9)
 LAYERS: dict[str, int] = {
     "record": 1,
     "errors": 1,
@@ -72,7 +72,7 @@ def _imports(path: Path, root: Path = PACKAGE) -> list[tuple[int, str]]:
 def test_every_unit_has_a_layer() -> None:
     units = {p.stem if p.is_file() else p.name for p in PACKAGE.iterdir() if p.suffix == ".py" or p.is_dir()}
     units -= {"__init__", "__pycache__", "data"}
-    assert units == set(LAYERS), f"add new modules to LAYERS and the README's layout: {units ^ set(LAYERS)}"
+    assert units == set(LAYERS), f"add new modules to LAYERS and docs/reference/layout.md: {units ^ set(LAYERS)}"
 
 
 def test_no_import_points_upwards_or_sideways() -> None:

@@ -293,6 +293,7 @@ def test_v1_on_opencompass_files_reads_its_multihop_records(tmp_path: Path, monk
     from needlebench.cache.arrow_rows import cache_key
 
     data = build_standin(tmp_path)
+    (data / "multi_needle_reasoning_en.json").unlink()  # the stand-in holds one: start without it
     monkeypatch.setenv("COMPASS_DATA_CACHE", str(tmp_path))
     base = dict(lang="en", lengths=(2000,), depths=(10,), repeats=1, buffer=200, num_needles=(2,))
     v1 = SparseParams(**base, profile="v1", corpus="opencompass")

@@ -114,3 +114,13 @@ def test_the_wheel_carries_its_data_and_runs_from_anywhere(fresh: Path, tmp_path
     (summary,) = (work / "out").glob("*/summary/needlebench_summary.csv")
     scores = [row["oracle"] for row in csv.DictReader(summary.open(encoding="utf-8")) if row.get("oracle")]
     assert scores and all(float(s) == 100.0 for s in scores), scores
+
+
+def test_the_wheel_states_its_licence_as_an_spdx_expression(wheel: Path) -> None:
+    """``license = "Apache-2.0"`` (PEP 639) reaches the metadata as ``License-Expression``, not a free-text field."""
+    with zipfile.ZipFile(wheel) as zf:
+        (name,) = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+        metadata = zf.read(name).decode("utf-8")
+    headers = metadata.split("\n\n", 1)[0].splitlines()
+    assert "License-Expression: Apache-2.0" in headers
+    assert not any(h.startswith("License:") for h in headers)

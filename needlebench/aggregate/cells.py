@@ -3,7 +3,9 @@ of outputs cut off at their budget and the note that says what was cut off."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -12,9 +14,51 @@ from ..record import unscored_reason
 from .records import is_truncated
 from .uncertainty import interval
 
-__all__ = ["put_interval", "format_failure_rate", "truncated_rate", "output_notes", "NAN"]
+__all__ = ["put_interval", "format_failure_rate", "truncated_rate", "output_notes", "NAN", "Estimate"]
 
 NAN = float("nan")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One number of a leaderboard: its value, its 95% interval and whether it holds everything its label says.
+
+    Attributes:
+        value: the score (NaN when nothing was scored).
+        low: the lower end of its 95% bootstrap interval (NaN without one: fewer than two samples).
+        high: the upper end.
+        complete: every sample, cell and part its label promises was scored (none shortened, skipped or failed).
+        note: what is missing when it is not complete ("1 of 3 shortened (excluded)").
+    """
+
+    value: float
+    low: float = NAN
+    high: float = NAN
+    complete: bool = True
+    note: str = ""
+
+    @property
+    def known(self) -> bool:
+        """Whether there is a value at all."""
+        return not math.isnan(self.value)
+
+    @property
+    def has_interval(self) -> bool:
+        """Whether the value has a 95% interval."""
+        return not (math.isnan(self.low) or math.isnan(self.high))
+
+    @classmethod
+    def of(cls, value: float, draws: np.ndarray | None, complete: bool = True, note: str = "") -> Estimate:
+        """An estimate with the interval of its bootstrap draws.
+
+        Args:
+            value: the score.
+            draws: its bootstrap draws (None: no interval).
+            complete: whether it holds everything its label says.
+            note: what it lacks.
+        """
+        lo, hi = interval(draws) if draws is not None else (NAN, NAN)
+        return cls(float(value), lo, hi, complete, note)
 
 
 def put_interval(row: dict[str, Any], column: str, draws: np.ndarray | None) -> None:

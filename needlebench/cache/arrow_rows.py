@@ -3,7 +3,7 @@
 The file is the Arrow IPC stream that ``datasets.Dataset.from_file`` memory-maps
 (features in the schema metadata), written one record batch at a time from
 per-column lists: no per-row dictionaries, no row-by-row writer. Building goes
-through :func:`store.cached_file`, so concurrent processes asking for the same
+through :func:`needlebench.files.cached_file`, so concurrent processes asking for the same
 config build it once and the others wait for the finished, verified file.
 
 :func:`materialize_many` builds several files at once on all cores, in fresh

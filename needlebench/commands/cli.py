@@ -1,4 +1,5 @@
-"""``needlebench`` command: plan a config's cost, export its prompts, score predictions made elsewhere, rebuild reports."""
+"""``needlebench`` command: plan a config's cost, export its prompts, score predictions made elsewhere, rebuild
+reports, put runs on a leaderboard beside the papers' rows, verify a run's result bundle."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from .export import iter_config_samples
 
-__all__ = ["main", "iter_config_samples"]
+__all__ = ["build_parser", "main", "iter_config_samples"]
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -57,41 +58,123 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the ``needlebench`` command line (``plan``, ``export``, ``score`` or ``report``).
+def _leaderboard(args: argparse.Namespace) -> int:
+    from .leaderboard import make_leaderboard, summary_lines
 
-    Args:
-        argv: the arguments without the program name; None reads ``sys.argv``.
+    lb, written = make_leaderboard([Path(p) for p in args.runs], Path(args.output), published=not args.no_published)
+    for warning in lb.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    for line in summary_lines(lb):
+        print(line)
+    print(f"leaderboard written to {', '.join(str(p) for p in written.values())}")
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from .leaderboard import verification_lines, verify
+
+    found = verify(Path(args.bundle), Path(args.run))
+    for line in verification_lines(found, Path(args.bundle), Path(args.run)):
+        print(line)
+    return 0 if found.ok else 1
+
+
+def _command(sub: argparse._SubParsersAction, name: str, text: str) -> argparse.ArgumentParser:
+    """A sub-command whose one-line summary is both its entry in ``needlebench --help`` and its own description."""
+    return sub.add_parser(name, help=text, description=text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``needlebench`` argument parser: one sub-command per job, every argument with its help text.
 
     Returns:
-        The exit status: 0 on success, 2 for a bad config or input (the message goes to stderr).
+        The parser; ``main`` parses with it, and the docs and tests read each command's ``--help`` from it.
     """
-    parser = argparse.ArgumentParser(prog="needlebench", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="needlebench",
+        description="plan a config's cost, export its prompts, score predictions made elsewhere, rebuild reports",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    pl = sub.add_parser("plan", help="per model: samples, tokens, cut cells, shards and prefix reuse of a config")
-    pl.add_argument("config")
+    pl = _command(sub, "plan", "per model: samples, tokens, cut cells, shards and prefix reuse of a config")
+    pl.add_argument(
+        "config", help="an OpenCompass eval config (.py); NEEDLEBENCH_MODELS is read as opencompass reads it"
+    )
     pl.add_argument("--json", action="store_true", help="print one JSON object")
     pl.add_argument("--shards", type=int, default=None, help="shards per model (default: the config's num_shards)")
     pl.set_defaults(func=_plan)
-    ex = sub.add_parser("export", help="write every sample of a config's needlebench datasets (JSON lines or Parquet)")
-    ex.add_argument("config")
-    ex.add_argument("out", nargs="?", help="output file (jsonl) or folder (parquet)")
+    ex = _command(sub, "export", "write every sample of a config's needlebench datasets (JSON lines or Parquet)")
+    ex.add_argument("config", help="an OpenCompass eval config (.py) whose needlebench datasets are written")
+    ex.add_argument("out", nargs="?", help="output file (jsonl) or folder (parquet); or give it as -o")
     ex.add_argument("-o", "--output", default=None, help="the same as OUT")
-    ex.add_argument("--format", choices=("jsonl", "parquet"), default="jsonl")
+    ex.add_argument(
+        "--format",
+        choices=("jsonl", "parquet"),
+        default="jsonl",
+        help="jsonl: one file of every sample; parquet: a file per dataset and a README.md dataset card",
+    )
     ex.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     ex.set_defaults(func=_export)
-    sc = sub.add_parser("score", help="grade predictions made elsewhere against a Parquet export")
-    sc.add_argument("predictions", help='JSON lines: {"id": ..., "prediction": ...}')
+    sc = _command(sub, "score", "grade predictions made elsewhere against a Parquet export")
+    sc.add_argument("predictions", help='the predictions to grade, JSON lines: {"id": ..., "prediction": ...}')
     sc.add_argument("--export", required=True, help="the folder `needlebench export --format parquet` wrote")
     sc.add_argument("-o", "--output", default="outputs/needlebench_score", help="runs go to OUTPUT/<timestamp>/")
     sc.add_argument("--model", default="external", help="the model's name in the results and tables")
     sc.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     sc.set_defaults(func=_score)
-    rp = sub.add_parser("report", help="rebuild tables, figures and report.html from OpenCompass work dirs")
-    rp.add_argument("work_dirs", nargs="+")
-    rp.add_argument("-o", "--output", default=None, help="output folder (default: WORK_DIR/needlebench_report)")
+    rp = _command(sub, "report", "rebuild tables, figures and report.html from OpenCompass work dirs")
+    rp.add_argument(
+        "work_dirs",
+        nargs="+",
+        help="OpenCompass work dirs (outputs/<name>/: its timestamped runs, a later run's results replacing "
+        "an earlier one's) or run folders (outputs/<name>/<time>/); two or more are compared model by model",
+    )
+    rp.add_argument(
+        "-o", "--output", default=None, help="output folder (default: the first WORK_DIR/needlebench_report)"
+    )
     rp.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     rp.set_defaults(func=_report)
+    lb = sub.add_parser(
+        "leaderboard",
+        help="rank models of several runs in the papers' table shapes, beside the papers' published rows",
+        description="Read each RUN, lay its models out on the papers' table shapes (the sparse suites' tables and each "
+        "task's own table) beside the papers' published rows, and write leaderboard.csv, leaderboard.md and "
+        "leaderboard.html into OUTPUT. Every number carries its 95% interval and completeness; each row says "
+        "whether it may be read beside a published row and, if not, what differs.",
+    )
+    lb.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="a run to read: an OpenCompass work dir (its latest results per dataset) or one of its timestamped "
+        "run folders, or a folder `needlebench score` wrote; give as many as you like",
+    )
+    lb.add_argument(
+        "-o", "--output", required=True, help="folder for leaderboard.csv, leaderboard.md, leaderboard.html"
+    )
+    lb.add_argument("--no-published", action="store_true", help="leave the papers' published rows out")
+    lb.set_defaults(func=_leaderboard)
+    vf = _command(
+        sub,
+        "verify",
+        "recompute a run's results.json from its graded samples and list what differs (exit 1 if anything)",
+    )
+    vf.add_argument("bundle", metavar="BUNDLE", help="the results.json to check (from a run's summary folder)")
+    vf.add_argument("run", metavar="RUN", help="the run folder or work dir the bundle claims to come from")
+    vf.set_defaults(func=_verify)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``needlebench`` command line (``plan``, ``export``, ``score``, ``report``, ``leaderboard``, ``verify``).
+
+    Args:
+        argv: the arguments without the program name; None reads ``sys.argv``.
+
+    Returns:
+        The exit status: 0 on success, 1 when ``verify`` finds a difference, 2 for a bad config or input
+        (the message goes to stderr).
+    """
+    parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if args.command == "export" and len(extra) == 1 and not args.out and not extra[0].startswith("-"):
         args.out = extra[0]  # `export CONFIG --format parquet OUT`: the output after the options

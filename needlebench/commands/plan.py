@@ -1,10 +1,11 @@
 """``needlebench plan``: what a run will cost, per model, before any GPU time.
 
 Reads a config as ``opencompass`` does (its ``models``, through ``$NEEDLEBENCH_MODELS``, its
-``datasets`` and its infer partitioner's settings) and asks the partitioner's own functions what it
-will do: each model's room and the cells it shortens or skips (:meth:`NeedleBenchPartitioner.decide`,
-:func:`overlength_cells`), the rows it sends (:func:`load_rows`) and the shards it cuts
-(:func:`token_shards`). Token counts come from the rows' metadata (cl100k, counted at generation);
+``datasets`` and its infer partitioner's settings) and asks the planning functions the partitioner
+calls what it will do: each model's room and the cells it shortens or skips
+(:meth:`needlebench.planning.limits.Limits.decide`, :func:`needlebench.planning.limits.overlength_cells`),
+the rows it sends (:func:`needlebench.cache.rows.load_rows`) and the shards it cuts
+(:func:`needlebench.planning.limits.token_shards`). Token counts come from the rows' metadata (cl100k, counted at generation);
 the model's own tokenizer is used only on a few sampled prompt slices, to estimate its count. No
 model weights are loaded.
 """

@@ -154,7 +154,7 @@ def score_predictions(
         for d in datasets:
             scored, missing = _score_dataset(run, d, usable, model, predictions, bar)
             run.scored, run.missing = run.scored + scored, run.missing + missing
-    _write_record(run, predictions, export, model)
+    _write_record(run, predictions, export, model, datasets)
     from ..report import build_report
 
     build_report([run.run_dir], run.run_dir / "summary")
@@ -188,7 +188,9 @@ def _score_dataset(
     return len(preds) - missing, missing
 
 
-def _write_record(run: ScoreRun, predictions: Path, export: Path, model: str) -> None:
+def _write_record(run: ScoreRun, predictions: Path, export: Path, model: str, datasets: list[ExportedDataset]) -> None:
+    """``needlebench_score.json``: what was graded against what, with each dataset's config as the export
+    recorded it (the run's config: its results bundle digests this file)."""
     record = {
         "predictions": str(predictions),
         "export": str(export),
@@ -196,6 +198,7 @@ def _write_record(run: ScoreRun, predictions: Path, export: Path, model: str) ->
         "scored": run.scored,
         "missing": run.missing,
         "problems": run.problems,
+        "datasets": [d.info for d in datasets],
     }
     with atomic_write(run.run_dir / "needlebench_score.json") as tmp:
         tmp.write_text(json.dumps(record, indent=1), encoding="utf-8")

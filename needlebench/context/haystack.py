@@ -15,7 +15,7 @@ their arguments (the first is also memoised per process), and a repeat's
 haystack is the same text for every length and depth, so cells differ only
 where the needles sit. Not pure: ``load_tokenized`` reads the corpus files
 and keeps the tokenized corpus in an npz cache file under
-``<cache>/corpora/`` (see ``store.cached_file``), written once and reused
+``<cache>/corpora/`` (see ``files.cached_file``), written once and reused
 by later processes.
 
 Token counts are exact without re-encoding the whole prompt: the haystack's
@@ -162,7 +162,7 @@ def load_tokenized(
     The key covers the corpus files' contents and the source of the modules
     that read, normalise and tokenize them, so an edited reader never serves
     stale text. One process builds the file while concurrent ones wait
-    (:func:`store.cached_file`); a truncated or corrupt file is rebuilt.
+    (:func:`needlebench.files.cached_file`); a truncated or corrupt file is rebuilt.
 
     Args:
         lang: ``"en"`` or ``"zh"``.

@@ -10,7 +10,7 @@ and the whole token list is decoded.
 
 We reproduce those bytes (``protocol="reference"``) with two fixes that
 remove measurement defects (``../shared/spec/needlebench.md`` section 8,
-README "Where we differ from OpenCompass's built-in NeedleBench"):
+docs/protocol/differences.md):
 
 * an insertion point that would split a word or a multi-byte character
   moves to the nearest token boundary that splits neither
@@ -29,10 +29,18 @@ from __future__ import annotations
 import functools
 import random
 import unicodedata
+from collections.abc import Sequence
 
 from .haystack import Haystack
 
-__all__ = ["document_order", "depth_index", "safe_boundary", "splits_text", "chain_positions"]
+__all__ = [
+    "document_order",
+    "depth_index",
+    "safe_boundary",
+    "splits_text",
+    "chain_positions",
+    "opencompass_chain_positions",
+]
 
 
 @functools.lru_cache(maxsize=64)
@@ -59,6 +67,31 @@ def depth_index(tokens: int, depth: float) -> int:
         depth: the depth in percent.
     """
     return int(tokens * (depth / 100))
+
+
+def opencompass_chain_positions(tokens: int, depth: float, needle_tokens: Sequence[int], diff: float) -> list[int]:
+    """M-RS insertion points in haystack tokens exactly as OpenCompass's ``multi.py`` places its needles.
+
+    Its point ``i`` is ``int(point[i-1] + len(needle[i-1]) + tokens * diff / 100)``, capped at the haystack
+    plus the needles before it, and every later point is then shifted by each inserted needle's length: in
+    the haystack's own tokens, needle ``i`` goes that point on, the previous needle's length counted twice.
+    A point past the haystack's end is its end (OpenCompass's slice appends the needle there, after the
+    ones already placed). Used for the 2024 multi-hop form, whose needles OpenCompass v1 places this way.
+
+    Args:
+        tokens: haystack tokens.
+        depth: the first needle's depth in percent.
+        needle_tokens: each needle's token count, in insertion order.
+        diff: percent of the haystack between consecutive needles.
+    """
+    points: list[int] = []
+    for i in range(len(needle_tokens)):
+        if i == 0:
+            point = depth_index(tokens, depth)
+        else:
+            point = int(points[-1] + needle_tokens[i - 1] + tokens * (diff / 100))
+        points.append(min(point, tokens + sum(needle_tokens[:i])))
+    return [min(point, tokens) for point in points]
 
 
 def _word_char(ch: str) -> bool:

@@ -144,7 +144,7 @@ def needlebench_datasets(
         profile: ``v2`` (2025 paper, OpenCompass ``needlebench_v2``) or ``v1`` (2024 paper: its lengths,
             depths and buffers, the recall-step guide and Levenshtein scoring).
         protocol: ``reference`` (the papers' and OpenCompass's prompts, budgets and scoring) or
-            ``clarified`` (ours; README "reference vs clarified").
+            ``clarified`` (ours; docs/protocol/reference-vs-clarified.md).
         seed: every random choice derives from it and the sample's coordinates.
         corpus: ``packaged``, ``opencompass`` or ``auto`` (haystack text source).
         question_position: ``end`` or ``start``.
@@ -236,8 +236,8 @@ def atc_datasets(
         strip_think: drop ``<think>`` blocks before grading; None (default): only under clarified scoring
             (OpenCompass's evaluators read the whole output).
         protocol: ``reference`` or ``clarified``.
-        profile: ``v2`` (this task) or ``v1`` (the multiple-choice ATC; only langs, repeats, seed,
-            max_out_len and truncated carry over).
+        profile: ``v2`` (this task) or ``v1`` (the multiple-choice ATC; langs, repeats, seed, max_out_len,
+            truncated, protocol and the options it knows, ``corpus`` and ``chain_draw``, carry over).
         truncated: ``"scored"`` or ``"unscored"`` for an output cut off at its budget (see
             ``needlebench_datasets``); default: by the protocol.
         **options: named protocol options (``prompt_style``, ``answer_match``).
@@ -248,7 +248,15 @@ def atc_datasets(
     from ..tasks.kinship import QUESTION_TYPES
 
     if profile == "v1":
-        return atc_mc_datasets(langs=langs, repeats=repeats, seed=seed, max_out_len=max_out_len, truncated=truncated)
+        return atc_mc_datasets(
+            langs=langs,
+            repeats=repeats,
+            seed=seed,
+            max_out_len=max_out_len,
+            truncated=truncated,
+            protocol=protocol,
+            **options,
+        )
     if profile not in PROFILES:
         raise ConfigError(f"profile: unknown profile {profile!r}; choose from {PROFILES}")
     qtypes = list(question_types or QUESTION_TYPES)
@@ -280,6 +288,9 @@ def atc_mc_datasets(
     seed: int = 0,
     max_out_len: int | None = None,
     truncated: str | None = None,
+    protocol: str = "reference",
+    corpus: str = "packaged",
+    **options: Any,
 ) -> list[dict[str, Any]]:
     """The 2024 paper's ATC: multiple choice, 4-shot, circular evaluation; one dataset per (language, style).
 
@@ -293,9 +304,12 @@ def atc_mc_datasets(
         styles: ``direct`` and/or ``reasoning`` (the 2024 paper's two prompt styles).
         steps: people in the chain (default 2..19, OpenCompass v1's).
         repeats: questions per step count.
-        seed: every random choice derives from it and the question's coordinates.
+        seed: every random choice derives from it and the question's coordinates (``chain_draw="seeded"``).
         max_out_len: an output budget; default: the model's.
         truncated: ``"scored"`` or ``"unscored"`` for an output cut off at its budget; default: scored.
+        protocol: ``reference`` (OpenCompass v1's draws from ``names.json``) or ``clarified`` (ours).
+        corpus: ``opencompass`` (or ``auto``) reads OpenCompass's ``names.json`` from the data folder.
+        **options: named protocol options (``chain_draw``).
     """
     from ..tasks.atc_mc import oc_template_rounds
 
@@ -304,7 +318,9 @@ def atc_mc_datasets(
         if lang not in LANGS:
             raise ConfigError(f"langs: unknown language {lang!r}; choose from {LANGS}")
         for style in styles:
-            params: dict[str, Any] = dict(lang=lang, style=style, repeats=repeats, seed=seed)
+            params: dict[str, Any] = dict(
+                lang=lang, style=style, repeats=repeats, seed=seed, protocol=protocol, corpus=corpus, **options
+            )
             if steps:
                 params["steps"] = list(steps)
             cfg = task_dataset(

@@ -92,8 +92,8 @@ class NeedleBenchEvaluator(BaseEvaluator):
                 ``prediction`` field under this name); None: ``predictions``.
 
         Returns:
-            :func:`summarise_details`'s numbers plus the task's own dataset metrics and a ``details`` list;
-            ``{"error": ...}`` when the counts of predictions and references differ.
+            :func:`needlebench.aggregate.metrics.summarise_details`'s numbers plus the task's own dataset
+            metrics and a ``details`` list; ``{"error": ...}`` when the counts of predictions and references differ.
         """
         if len(predictions) != len(references):
             return {"error": f"{len(predictions)} predictions for {len(references)} samples"}

@@ -311,7 +311,7 @@ def limited_dataset(dataset: dict, entry: dict, policy: str) -> dict:
 
     Args:
         dataset: the dataset config.
-        entry: the decision (:meth:`NeedleBenchPartitioner.decide` or the recorded one).
+        entry: the decision (:meth:`Limits.decide` or the one recorded in a run).
         policy: the overlength policy used where the decision records none.
     """
     out = copy.deepcopy(dataset)

@@ -306,7 +306,7 @@ def write_report(rep: Report, out: Path, sources: list[str]) -> Path:
 
 
 def build(paths: list[Path], out: Path | None = None, quiet: bool = True) -> tuple[Path, Report]:
-    """Rebuild everything from work dirs; the page written and what it holds.
+    """Rebuild everything from work dirs; the page written and what it holds (and, for one run, ``results.json``).
 
     Args:
         paths: work dirs; two or more are compared model by model (paired over matching sample ids).
@@ -319,7 +319,12 @@ def build(paths: list[Path], out: Path | None = None, quiet: bool = True) -> tup
     with Progress("heatmaps", quiet=quiet) as bar:
         rep = assemble(results, bar)
     target = out or (paths[0] / "needlebench_report")
-    return write_report(rep, target, results.sources), rep
+    page = write_report(rep, target, results.sources)
+    if len(paths) == 1 and results.records:  # one run: its result bundle beside its tables (not for comparisons)
+        from .bundle import write_bundle
+
+        write_bundle(paths[0], target)
+    return page, rep
 
 
 def build_report(paths: list[Path], out: Path | None = None) -> Path:

@@ -7,11 +7,18 @@ path"), scored with circular evaluation: a question counts only if it is
 answered right under every rotation of its options. Task score =
 sum(P_step * step) / sum(step).
 
-Under ``protocol="reference"`` the prompt wording is OpenCompass's v1 ATC,
-quirks included (English statements joined with no space, the stray "w" in
-one Chinese reasoning example, single quotes around the person in the
-generated question but double quotes in the Chinese examples). The names and
-the random choices are ours: every choice comes from ``seeding.rng``.
+The prompt wording is OpenCompass's v1 ATC, quirks included (English
+statements joined with no space, the stray "w" in one Chinese reasoning
+example, single quotes around the person in the generated question but
+double quotes in the Chinese examples). Under ``protocol="reference"``
+(``chain_draw="opencompass"``) the questions are drawn as its
+``atc_choice.py`` draws them, from its ``names.json`` with
+``corpus="opencompass"`` (else from the packaged flat name list):
+``Random(question)`` samples the people, picks a template then a term per
+link and shuffles the statements; the same files give its bytes
+(``tests/test_differential_prompts.py``). ``chain_draw="seeded"``
+(clarified): names built from our pools, every choice from ``seeding.rng``,
+the few-shot examples' names never reused.
 
 As in OpenCompass, "steps" is the number of people in the chain (steps - 1
 statements); the options are the first four people counted from the eldest
@@ -20,24 +27,28 @@ statements); the options are the first four people counted from the eldest
 
 from __future__ import annotations
 
+import random
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..context.corpora import opencompass_data_file
 from ..context.tokenizer import get_encoding
 from ..errors import ConfigError
 from ..grading.matching import prepare
+from ..protocol import Option, resolve_options
 from ..record import SampleScore, ScoreOptions
 from ..sample import DATASET_VERSION, Sample, sample_id
 from ..seeding import rng
-from ..taskspec import ReportParts, Skipped, TaskResults, TaskSpec
-from .kinship import NamePool, distinct_names, load_name_pool
+from ..taskspec import BoardRow, Conformance, ReportParts, Skipped, TaskResults, TaskSpec
+from .kinship import NamePool, distinct_names, load_name_list, load_name_pool
 from .reference_text import REFERENCE_TERMS
 
 __all__ = [
     "AtcMcParams",
+    "ATC_MC_OPTIONS",
     "DEFAULT_STEPS",
     "V1_TEMPLATES",
     "V1_TERMS",
@@ -55,6 +66,11 @@ __all__ = [
     "circular_scores",
     "atc_mc_table",
 ]
+
+# Where ``protocol="clarified"`` differs: opencompass: OpenCompass v1's draws (``Random(question)`` samples the
+# flat name list, a template then a term per link, a shuffle of the statements); seeded: ours, hash-seeded by
+# coordinates, names built from first names and surnames, the few-shot examples' names left out
+ATC_MC_OPTIONS: dict[str, Option] = {"chain_draw": Option("opencompass", "seeded")}
 
 # OpenCompass v1 (atc_choice_20.py): needle_num_list = range(2, 20); the paper's L = 19.
 DEFAULT_STEPS: tuple[int, ...] = tuple(range(2, 20))
@@ -472,9 +488,13 @@ class AtcMcParams:
         steps: people per chain (OpenCompass's ``num_needles``); the paper's 2..19 by default.
         style: "direct", "reasoning" (few-shot answers with a reasoning path) or "both".
         repeats: questions per step count (the paper's R = 10).
-        seed: varies every name and choice.
+        seed: varies every name and choice under ``chain_draw="seeded"`` (OpenCompass's draw, the reference
+            one, depends on the question's index alone, as its ``atc_choice.py`` seeds it).
         shots: few-shot examples, 1..4 (the last ones, as OpenCompass slices them); the paper used 4.
         encoding: tokenizer for ``prompt_tokens``.
+        corpus: ``"opencompass"`` (or ``"auto"`` with the files present): names from its ``names.json``.
+        protocol: ``"reference"`` or ``"clarified"``.
+        chain_draw: ``""`` (what the protocol says), ``"opencompass"`` or ``"seeded"`` (``ATC_MC_OPTIONS``).
     """
 
     lang: str
@@ -484,6 +504,13 @@ class AtcMcParams:
     seed: int = 0
     shots: int = 4
     encoding: str = "cl100k_base"
+    corpus: str = "packaged"
+    protocol: str = "reference"
+    chain_draw: str = ""
+
+    def options(self) -> dict[str, str]:
+        """The resolved protocol options (given values, else the protocol's)."""
+        return resolve_options(self.protocol, ATC_MC_OPTIONS, {k: getattr(self, k) for k in ATC_MC_OPTIONS})
 
     @property
     def styles(self) -> tuple[str, ...]:
@@ -507,6 +534,7 @@ def _validate(p: AtcMcParams) -> None:
         raise ConfigError(f"repeats: {p.repeats!r} must be at least 1")
     if not isinstance(p.shots, int) or not 1 <= p.shots <= 4:
         raise ConfigError(f"shots: {p.shots!r} must be 1..4 (OpenCompass has four examples)")
+    p.options()
 
 
 def few_shot_rounds(lang: str, style: str, shots: int = 4) -> list[dict[str, str]]:
@@ -593,6 +621,35 @@ def _make_question(pool: NamePool, steps: int, repeat: int, seed: int) -> _Quest
     return _Question(tuple(names), tuple(statements), tuple(links), tuple(options))
 
 
+def _reference_question(names: Sequence[str], steps: int, repeat: int, lang: str) -> _Question:
+    """Question ``repeat`` of a step count as OpenCompass v1's ``atc_choice.py`` draws it.
+
+    Its global ``seed(id)`` made private: ``sample(names, steps)``, then per link ``choice(templates)`` and
+    ``choice(terms)``; the statements, each ended by a ``*`` and split on it (an empty last fragment
+    included), are shuffled and joined; a chain of fewer than four people gets outsiders from ``sample``
+    over the other names. The same draw for both styles, as OpenCompass seeds each question by its index.
+
+    Raises:
+        ConfigError: the name list is too short for the chain and its options.
+    """
+    if max(steps, 4) > len(names):
+        raise ConfigError(f"names: {max(steps, 4)} names needed, the name list holds {len(names)}")
+    r = random.Random(repeat)
+    people = r.sample(list(names), steps)
+    templates, terms = V1_TEMPLATES[lang], V1_TERMS[lang]
+    links, fragments = [], []
+    for elder, younger in zip(people, people[1:]):
+        t = r.choice(range(len(templates)))  # the same draw as choice(templates)
+        k = r.choice(range(len(terms)))
+        links.append((t, k))
+        fragments.append(templates[t].format(A=elder, B=younger, relationship=terms[k]))
+    fragments.append("")  # "a*b*".split("*") ends with an empty fragment, shuffled with the rest
+    r.shuffle(fragments)
+    outsiders = r.sample([n for n in names if n not in people], 4 - steps) if steps < 4 else []
+    statements = tuple(f for f in fragments if f)
+    return _Question(tuple(people), statements, tuple(links), tuple([*people, *outsiders][:4]))
+
+
 def render_question(lang: str, statements: Sequence[str], last_person: str, options: Sequence[str]) -> str:
     """OpenCompass's v1 question text for one rotation: story, question line, lettered options.
 
@@ -618,6 +675,10 @@ def generate_atc_mc(p: AtcMcParams) -> Iterator[Sample]:
         p: the task parameters.
     """
     _validate(p)
+    opts = p.options()
+    drawn = opts["chain_draw"] == "opencompass"
+    names_file = opencompass_data_file(p.lang, p.corpus, "names.json") if drawn else ""
+    names = load_name_list(p.lang, names_file) if drawn else ()
     pool = load_name_pool(p.lang)
     enc = get_encoding(p.encoding)
     shot_tokens = {
@@ -627,7 +688,11 @@ def generate_atc_mc(p: AtcMcParams) -> Iterator[Sample]:
     for style in p.styles:
         for steps in p.steps:
             for repeat in range(p.repeats):
-                q = _make_question(pool, steps, repeat, p.seed)
+                q = (
+                    _reference_question(names, steps, repeat, p.lang)
+                    if drawn
+                    else _make_question(pool, steps, repeat, p.seed)
+                )
                 base = render_question(p.lang, q.statements, q.names[-1], q.options)
                 group = sample_id("atc_mc", p.lang, style, steps, repeat, prompt=base)
                 for rotation, pattern in enumerate(ROTATIONS):
@@ -643,7 +708,9 @@ def generate_atc_mc(p: AtcMcParams) -> Iterator[Sample]:
                         "rotation": rotation,
                         "circular_pattern": pattern,
                         "chain": list(q.names),
-                        "protocol": "reference",
+                        "protocol": p.protocol,
+                        "options": opts,
+                        "names": names_file or ("packaged name list" if drawn else "packaged name pool"),
                         "profile": "v1",
                         "prompt_tokens": shot_tokens[style] + len(enc.encode_ordinary(prompt)),
                         "seed": p.seed,
@@ -665,6 +732,37 @@ def generate_atc_mc(p: AtcMcParams) -> Iterator[Sample]:
 # ----------------------------------------------------------------------------------------------
 
 
+def circular_outcomes(
+    records: Iterable[Mapping[str, Any]],
+) -> tuple[dict[tuple[str, str, str], dict[int, dict[str, float]]], dict[tuple[str, str, str], list[str]]]:
+    """Each question's circular outcome: 100 when all four rotations are present and right, else 0.
+
+    Args:
+        records: per-sample dicts as for :func:`circular_scores`.
+
+    Returns:
+        ``({(model, lang, style): {step: {group id: 0 or 100}}}, {(model, lang, style): [incomplete group ids]})``.
+    """
+    groups: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    for rec in records:
+        key = (str(rec["model"]), str(rec["lang"]), str(rec.get("style") or ""), str(rec["circular_group"]))
+        g = groups.setdefault(key, {"step": int(rec["num_needles"]), "rotations": set(), "n": 0, "all": True})
+        if int(rec["num_needles"]) != g["step"]:
+            raise ConfigError(f"circular_group {key[3]!r} mixes step counts {g['step']} and {rec['num_needles']}")
+        g["n"] += 1
+        if rec.get("rotation") is not None:
+            g["rotations"].add(int(rec["rotation"]))
+        g["all"] = g["all"] and bool(rec["correct"])
+    outcomes: dict[tuple[str, str, str], dict[int, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
+    incomplete: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    for (model, lang, style, gid), g in sorted(groups.items()):
+        complete = g["rotations"] >= set(range(len(ROTATIONS))) if g["rotations"] else g["n"] >= len(ROTATIONS)
+        if not complete:
+            incomplete[(model, lang, style)].append(gid)
+        outcomes[(model, lang, style)][g["step"]][gid] = 100.0 * (complete and g["all"])
+    return {k: dict(v) for k, v in outcomes.items()}, dict(incomplete)
+
+
 def circular_scores(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], dict[str, Any]]:
     """Per (model, lang, style): circular accuracy per step count and the weighted task score.
 
@@ -681,32 +779,14 @@ def circular_scores(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str
         "weighted": sum(P*step)/sum(step), "incomplete": [group ids], "complete": bool}}``
         with P in percent.
     """
-    groups: dict[tuple[str, str, str, str], dict[str, Any]] = {}
-    for rec in records:
-        key = (str(rec["model"]), str(rec["lang"]), str(rec.get("style") or ""), str(rec["circular_group"]))
-        g = groups.setdefault(key, {"step": int(rec["num_needles"]), "rotations": set(), "n": 0, "all": True})
-        if int(rec["num_needles"]) != g["step"]:
-            raise ConfigError(f"circular_group {key[3]!r} mixes step counts {g['step']} and {rec['num_needles']}")
-        g["n"] += 1
-        if rec.get("rotation") is not None:
-            g["rotations"].add(int(rec["rotation"]))
-        g["all"] = g["all"] and bool(rec["correct"])
-    tally: dict[tuple[str, str, str], dict[int, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
-    incomplete: dict[tuple[str, str, str], list[str]] = defaultdict(list)
-    for (model, lang, style, gid), g in sorted(groups.items()):
-        complete = g["rotations"] >= set(range(len(ROTATIONS))) if g["rotations"] else g["n"] >= len(ROTATIONS)
-        if not complete:
-            incomplete[(model, lang, style)].append(gid)
-        cell = tally[(model, lang, style)][g["step"]]
-        cell[0] += int(complete and g["all"])
-        cell[1] += 1
+    outcomes, incomplete = circular_outcomes(records)
     out: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for key, steps in sorted(tally.items()):
-        per_step = {s: 100.0 * right / total for s, (right, total) in sorted(steps.items())}
+    for key, steps in sorted(outcomes.items()):
+        per_step = {s: sum(v.values()) / len(v) for s, v in sorted(steps.items())}
         weighted = sum(p * s for s, p in per_step.items()) / sum(per_step)
         out[key] = {
             "per_step": per_step,
-            "questions": {s: total for s, (_, total) in sorted(steps.items())},
+            "questions": {s: len(v) for s, v in sorted(steps.items())},
             "weighted": weighted,
             "incomplete": incomplete.get(key, []),
             "complete": not incomplete.get(key),
@@ -756,7 +836,106 @@ def _report(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: S
     return ReportParts(tables={"needlebench_atc_v1": table})
 
 
-RESULTS = TaskResults(report=_report)
+BOARD = "ATC (NeedleBench v1, multiple choice)"
+
+
+def atc_mc_board(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Skipped) -> list[BoardRow]:
+    """One leaderboard row per model in the 2024 paper's Table 5 shape: the task score per language and
+    style, and their mean (the paper's overall).
+
+    A task score's interval resamples its questions (circular groups) within each step count. A row without
+    all four (language, style) parts has its overall over the parts it has, marked incomplete.
+
+    Args:
+        records: the multiple-choice ATC records of every model.
+        models: the models, in order.
+        skipped: unused (these prompts are short).
+    """
+    from ..aggregate.cells import Estimate
+    from ..aggregate.records import is_excluded
+    from ..aggregate.uncertainty import resample_means
+
+    scored = [r for r in records if not is_excluded(r)]
+    if not scored:
+        return []
+    outcomes, incomplete = circular_outcomes(scored)
+    parts = [(lang, style) for style in STYLES for lang in ("zh", "en")]
+    columns = tuple((f"{lang.upper()}/{style}", f"{lang.upper()} {style}") for lang, style in parts) + (
+        ("overall", "overall"),
+    )
+    rows = []
+    for model in models:
+        cells: dict[str, Estimate] = {}
+        values, draws, basis = [], [], {}
+        for lang, style in parts:
+            steps = outcomes.get((model, lang, style))
+            key = f"{lang.upper()}/{style}"
+            if not steps:
+                cells[key] = Estimate(float("nan"), complete=False, note="not run")
+                continue
+            total = float(sum(steps))
+            value = sum(step * sum(v.values()) / len(v) for step, v in steps.items()) / total
+            d = sum(
+                step / total * resample_means(list(v.values()), "atc_mc", model, lang, style, step)
+                for step, v in steps.items()
+            )
+            gaps = incomplete.get((model, lang, style), [])
+            note = f"{len(gaps)} question(s) without all four rotations (counted wrong)" if gaps else ""
+            cells[key] = Estimate.of(value, d, not gaps, note)
+            values.append(value)
+            draws.append(d)
+            for step, v in steps.items():
+                basis[(lang, style, step)] = (step / total, {("", gid): score for gid, score in v.items()})
+        if not values:
+            continue
+        missing = [k for k, c in cells.items() if not c.complete]
+        share = 1.0 / len(values)
+        cells["overall"] = Estimate.of(
+            sum(values) * share,
+            sum(draws) * share,
+            not missing,
+            f"without {', '.join(missing)}" if missing else "",
+        )
+        mine = [r for r in records if r.get("model") == model]
+        rows.append(
+            BoardRow(
+                board=BOARD,
+                model=model,
+                columns=columns,
+                cells=cells,
+                rank_by="overall",
+                layouts=("atc-2024",),
+                planned=len(mine),
+                scored=sum(not is_excluded(r) for r in mine),
+                basis={leaf: (w * share, scores) for leaf, (w, scores) in basis.items()},
+            )
+        )
+    return rows
+
+
+def atc_mc_conformance(records: Sequence[Mapping[str, Any]], suite: str | None) -> Conformance:
+    """One model's records against the 2024 paper's ATC: steps 2..19, both styles, 10 repeats.
+
+    Args:
+        records: one model's multiple-choice ATC records.
+        suite: unused (the task has no suites).
+    """
+    from .conformance import conformance, count_coverage, coverage
+
+    if not records:
+        return Conformance()
+    parts = [
+        coverage("step counts", {r["num_needles"] for r in records}, DEFAULT_STEPS),
+        coverage("prompt styles", {r.get("style") for r in records}, STYLES),
+    ]
+    for lang in sorted({str(r.get("lang")) for r in records}):
+        repeats = {r.get("repeat") for r in records if r.get("lang") == lang}
+        parts.append(count_coverage("repeats", len(repeats), AtcMcParams.repeats))
+    merged = conformance(parts)
+    return Conformance(tuple(dict.fromkeys(merged.short)), merged.differs)
+
+
+RESULTS = TaskResults(report=_report, board=atc_mc_board, conformance=atc_mc_conformance)
 
 ATC_MC = TaskSpec(
     "atc_mc",

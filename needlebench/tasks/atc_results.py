@@ -28,13 +28,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..aggregate.cells import NAN, format_failure_rate, output_notes, put_interval, truncated_rate
+from ..aggregate.cells import NAN, Estimate, format_failure_rate, output_notes, put_interval, truncated_rate
 from ..aggregate.metrics import mean
 from ..aggregate.plots import percent_axes, plt, png
 from ..aggregate.records import is_answered, is_excluded, is_truncated
 from ..aggregate.uncertainty import interval, resample_means
-from ..taskspec import ReportParts, Skipped, TaskResults
-from .atc import DEFAULT_COUNTS
+from ..taskspec import BoardRow, Conformance, ReportParts, Skipped, TaskResults
+from .atc import ATC_OPTIONS, DEFAULT_COUNTS
+from .conformance import conformance, count_coverage, coverage, option_differences
+from .kinship import QUESTION_TYPES
 
 __all__ = [
     "RESULTS",
@@ -47,6 +49,8 @@ __all__ = [
     "ERROR_CLASSES",
     "error_class",
     "atc_error_table",
+    "atc_board",
+    "atc_conformance",
 ]
 
 SHORT_CONTEXT_NEEDLES = 64  # ATC prompts up to ~2K tokens
@@ -336,4 +340,95 @@ def report(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Sk
     )
 
 
-RESULTS = TaskResults(dataset_metrics=dataset_metrics, report=report)
+BOARD = "ATC (NeedleBench v2)"
+REPEATS = 10  # the 2025 paper's R and atc_datasets' default
+
+
+def _estimate(row: Mapping[str, Any], column: str, complete: bool, note: str = "") -> Estimate:
+    value = row.get(column)
+    value = NAN if value is None else float(value)
+    low, high = row.get(f"{column} ci_low", NAN), row.get(f"{column} ci_high", NAN)
+    return Estimate(value, float(low), float(high), complete and not math.isnan(value), note)
+
+
+def atc_board(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Skipped) -> list[BoardRow]:
+    """One leaderboard row per model and language in the 2025 paper's Table 3 shape.
+
+    Columns ``P/N`` per planned needle count, the short-context weighted score (N <= 64), the weighted score
+    and ENL-50, as :func:`atc_table` computes them (a planned N without results counts as 0 and is flagged).
+    The weighted score's basis gives each N the weight N / sum(N), scaled by the share of its planned samples
+    that were scored (skipped ones count as 0).
+
+    Args:
+        records: the ATC records of every model.
+        models: the models, in order.
+        skipped: over-length skips per (model, task, lang, N).
+    """
+    table = atc_table(records, models, skipped)
+    if table.empty:
+        return []
+    counts = sorted({int(c.removeprefix("N=")) for c in table.columns if str(c).startswith("N=") and " " not in c})
+    total = float(sum(counts))
+    columns = tuple((f"P/{n}", f"P {n}") for n in counts) + (
+        ("weighted_score_short", f"weighted N<={SHORT_CONTEXT_NEEDLES}"),
+        ("weighted_score", "weighted"),
+        ("enl50", "ENL-50"),
+    )
+    rows = []
+    for row in table.to_dict(orient="records"):
+        model, lang = row["model"], str(row["lang"]).lower()
+        mine = [r for r in records if r["model"] == model and r.get("lang") == lang and not is_excluded(r)]
+        cells = {}
+        basis: dict[Any, tuple[float, dict[tuple[str, str], float]]] = {}
+        for n in counts:
+            scores = {
+                (str(r.get("dataset", "")), str(r["id"])): float(r["score"]) for r in mine if r["num_needles"] == n
+            }
+            skip = int(skipped.get((model, "atc", lang, n), 0))
+            note = f"{skip} of {skip + len(scores)} skipped (over length)" if skip else ("" if scores else "not run")
+            cells[f"P/{n}"] = _estimate(row, f"N={n}", bool(scores) and not skip, note)
+            share = len(scores) / (len(scores) + skip) if scores else 0.0
+            basis[n] = (n / total * share, scores)
+        cells["weighted_score_short"] = _estimate(row, "weighted_short", bool(row["complete_short"]), row["note"])
+        cells["weighted_score"] = _estimate(row, "weighted", bool(row["complete"]), row["note"])
+        cells["enl50"] = _estimate(row, "ENL-50", bool(row["complete"]), row["note"])
+        rows.append(
+            BoardRow(
+                board=BOARD,
+                model=model,
+                columns=columns,
+                cells=cells,
+                rank_by="weighted_score",
+                layouts=("atc-2025",),
+                labels={"lang": lang.upper()},
+                planned=int(row["planned"]),
+                scored=int(row["scored"]),
+                basis=basis,
+            )
+        )
+    return rows
+
+
+def atc_conformance(records: Sequence[Mapping[str, Any]], suite: str | None) -> Conformance:
+    """One model's ATC records against the paper's: N = 2..512, four question types, 10 repeats, reference options.
+
+    Args:
+        records: one model's ATC records.
+        suite: unused (ATC has no suites).
+    """
+    if not records:
+        return Conformance()
+    parts = [
+        coverage("needle counts", {r["num_needles"] for r in records}, DEFAULT_COUNTS),
+        coverage("question types", {r.get("question_type") for r in records}, QUESTION_TYPES),
+    ]
+    for lang in sorted({str(r.get("lang")) for r in records}):
+        parts.append(
+            count_coverage("repeats", len({r.get("repeat") for r in records if r.get("lang") == lang}), REPEATS)
+        )
+    reference = {name: option.reference for name, option in ATC_OPTIONS.items()}
+    merged = conformance(parts, option_differences(records, reference))
+    return Conformance(tuple(dict.fromkeys(merged.short)), tuple(dict.fromkeys(merged.differs)))
+
+
+RESULTS = TaskResults(dataset_metrics=dataset_metrics, report=report, board=atc_board, conformance=atc_conformance)

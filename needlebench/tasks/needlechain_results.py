@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -10,15 +11,25 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..aggregate.cells import NAN, output_notes, put_interval, truncated_rate
+from ..aggregate.cells import NAN, Estimate, output_notes, put_interval, truncated_rate
 from ..aggregate.metrics import error_shares, mean
 from ..aggregate.plots import percent_axes, plt, png
 from ..aggregate.records import is_answered, is_excluded
 from ..aggregate.uncertainty import resample_means
-from ..taskspec import ReportParts, Skipped, TaskResults
-from .needlechain import ERROR_KINDS, VARIANTS
+from ..taskspec import BoardRow, Conformance, ReportParts, Skipped, TaskResults
+from .conformance import conformance, count_coverage, coverage, option_differences
+from .needlechain import ERROR_KINDS, QUESTIONS, VARIANTS, ChainParams, resolve_options
 
-__all__ = ["RESULTS", "chain_cells", "position_profile", "chain_table", "chain_k_png", "chain_positions_png"]
+__all__ = [
+    "RESULTS",
+    "chain_cells",
+    "position_profile",
+    "chain_table",
+    "chain_k_png",
+    "chain_positions_png",
+    "chain_board",
+    "chain_conformance",
+]
 
 
 def chain_cells(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
@@ -254,4 +265,113 @@ def report(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Sk
     return parts
 
 
-RESULTS = TaskResults(dataset_metrics=chain_cells, sidecars=sidecars, report=report)
+PAPER_ORDER = ("stack", "forward", "backward", "mixed")  # the paper's NS, F, B, M
+_LAYOUTS = {"single": ("chain-accuracy",)}  # the paper's Table 1 asks q_single
+
+
+def chain_board(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Skipped) -> list[BoardRow]:
+    """One leaderboard row per model and question in the paper's Table 1 shape: accuracy per k and variant.
+
+    Columns ``k<k>/<variant>`` (the graded accuracy of :func:`chain_table`, with its interval and completeness)
+    and ``mean``, the mean over the cells, which the board ranks by (the paper prints no overall; its rows
+    have no mean). Table 1 asks the single question, so only that board sits beside it.
+
+    Args:
+        records: the NeedleChain records of every model.
+        models: the models, in order.
+        skipped: over-length skips per (model, task, lang, k).
+    """
+    table = chain_table(records, models, skipped)
+    if table.empty:
+        return []
+    out = []
+    for question in sorted(set(table["question"]), key=lambda q: (QUESTIONS.index(q) if q in QUESTIONS else 9, q)):
+        part = table[table["question"] == question]
+        ks = sorted(set(int(k) for k in part["k"]))
+        variants = [v for v in PAPER_ORDER if v in set(part["variant"])] + sorted(
+            set(part["variant"]) - set(PAPER_ORDER)
+        )
+        keys = [(k, v) for k in ks for v in variants]
+        columns = tuple((f"k{k}/{v}", f"k{k} {v}") for k, v in keys) + (("mean", "mean"),)
+        for m in models:
+            by_cell = {(int(r["k"]), r["variant"]): r for r in part.to_dict(orient="records")}
+            cells: dict[str, Estimate] = {}
+            draws, values, basis = [], [], {}
+            mine = [r for r in records if r.get("model") == m and r.get("question") == question and not is_excluded(r)]
+            if not mine:
+                continue
+            for k, v in keys:
+                row = by_cell.get((k, v))
+                value = float(row[m]) if row is not None else NAN
+                done = bool(row is not None and row[f"{m} complete"])
+                note = str(row[f"{m} note"]) if row is not None else "not run"
+                cells[f"k{k}/{v}"] = Estimate(
+                    value,
+                    float(row[f"{m} ci_low"]) if row is not None else NAN,
+                    float(row[f"{m} ci_high"]) if row is not None else NAN,
+                    done and not np.isnan(value),
+                    note if not done else "",
+                )
+                scores = {
+                    (str(r.get("dataset", "")), str(r["id"])): float(r["score"])
+                    for r in mine
+                    if int(r["k"]) == k and r["variant"] == v
+                }
+                if scores:
+                    values.append(float(np.mean(list(scores.values()))))
+                    draws.append(resample_means(list(scores.values()), "chain", "graded", m, v, k, question))
+                    basis[(k, v)] = (1.0, scores)
+            total = len(basis)
+            basis = {leaf: (1.0 / total, scores) for leaf, (_, scores) in basis.items()}
+            whole = all(c.complete for c in cells.values()) and total == len(keys)
+            missing = [key for key, c in cells.items() if not c.complete]
+            cells["mean"] = Estimate.of(
+                float(np.mean(values)) if values else NAN,
+                np.mean(draws, axis=0) if draws else None,
+                whole,
+                f"without {', '.join(missing)}" if missing else "",
+            )
+            out.append(
+                BoardRow(
+                    board=f"NeedleChain ({question} question)",
+                    model=m,
+                    columns=columns,
+                    cells=cells,
+                    rank_by="mean",
+                    layouts=_LAYOUTS.get(question, ()),
+                    planned=sum(1 for r in records if r.get("model") == m and r.get("question") == question),
+                    scored=len(mine),
+                    basis=basis,
+                )
+            )
+    return out
+
+
+def chain_conformance(records: Sequence[Mapping[str, Any]], suite: str | None) -> Conformance:
+    """One model's NeedleChain records against the paper's: k = 5..200, 200 data points, every variant and
+    question, the reference options (the paper's prompt, roster, names, values and scoring).
+
+    Args:
+        records: one model's NeedleChain records.
+        suite: unused (NeedleChain has no suites).
+    """
+    if not records:
+        return Conformance()
+    paper = ChainParams()
+    parts = [
+        coverage("k values", {r["k"] for r in records}, paper.k_values),
+        coverage("variants", {r["variant"] for r in records}, paper.variants),
+        coverage("questions", {r["question"] for r in records}, paper.questions),
+        count_coverage("data points", len({r.get("point") for r in records}), paper.points),
+    ]
+    reference = {k: str(v) for k, v in dataclasses.asdict(resolve_options("reference")).items()}
+    return conformance(parts, option_differences(records, reference))
+
+
+RESULTS = TaskResults(
+    dataset_metrics=chain_cells,
+    sidecars=sidecars,
+    report=report,
+    board=chain_board,
+    conformance=chain_conformance,
+)

@@ -9,7 +9,10 @@ bug we do not copy. The clarified placement spreads the needles over the
 roomier side of the document.
 2024: records of OpenCompass's ``multi_needle_reasoning_{en,zh}.json``
 layout (``derivation_count``, ``derivations``, ``question``, ``answer``),
-scored by the answer's words (OpenCompass v1) or, clarified, the whole answer.
+under reference drawn, worded and placed as OpenCompass v1's ``multi.py``
+does it (its insertion points included: they count the previous needle's
+length twice, which moves later needles but not what is asked), scored by
+the answer's words (OpenCompass v1) or, clarified, the whole answer.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from pathlib import Path
 
 from ..context.corpora import opencompass_data_file
 from ..context.haystack import Haystack
-from ..context.reference import chain_positions
+from ..context.reference import chain_positions, opencompass_chain_positions
+from ..context.tokenizer import count_tokens
 from ..errors import ConfigError
 from ..grading.matching import prepare
 from ..record import SampleScore, ScoreOptions
@@ -41,6 +45,7 @@ from .kinship import (
 )
 from .prompts import PromptParts, sparse_prompt
 from .reference_text import MRS_REFERENCE_FRAMES, MRS_REFERENCE_QUESTION
+from .reference_v1 import v1_prompt, v1_question
 from .sparse import (
     SparseParams,
     cell_order,
@@ -180,15 +185,25 @@ def _sample(
     parts: PromptParts,
     texts: Sequence[str],
     gold: dict,
+    as_opencompass: bool = False,
     **meta: object,
 ) -> Iterator[Sample]:
-    """One M-RS sample of a cell, its needles spread from the cell's depth (none if it is skipped)."""
+    """One M-RS sample of a cell, its needles spread from the cell's depth (none if it is skipped).
+
+    ``as_opencompass``: under the reference placement, OpenCompass's own insertion points (the 2024
+    multi-hop form, as its v1 ``multi.py`` places them) instead of the kinship form's single-counted spacing.
+    """
     hay, length, depth, count, repeat = cell
     placement = p.options()["placement"]
     depths = needle_depths(depth, count, placement)
     needles = list(zip(depths, [needle_text(p, x) for x in texts]))
     positions = None
-    if placement == "reference":
+    if placement == "reference" and as_opencompass:
+        sizes = tuple(count_tokens(text, p.encoding) for _, text in needles)
+        positions = functools.partial(
+            opencompass_chain_positions, depth=depth, needle_tokens=sizes, diff=REFERENCE_DIFF
+        )
+    elif placement == "reference":
         # on OpenCompass's haystack: its diff spacing in tokens, without the double count
         positions = functools.partial(_chain_positions, depth=depth, count=count)
     sample = haystack_sample(
@@ -227,22 +242,39 @@ def multihop_file(p: SparseParams) -> str:
 
 
 def _multihop_samples(p: SparseParams, path: str) -> Iterator[Sample]:
+    """The 2024 form: OpenCompass v1's ``multi.py`` under reference (its record draw, prompt and placement).
+
+    ``needle_choice="per_repeat"`` draws the record as OpenCompass does, ``Random(repeat).choice`` over the
+    records with the cell's needle count (one record per repeat for every length and depth; its global
+    ``seed(counter)`` made private); ``per_length`` draws a record per (repeat, length, count), hash-seeded.
+    The reference prompt style is v1's frame and guide; the clarified one is our wording.
+    """
     records = _multihop_records(path)
     counts = p.num_needles or MRS_COUNTS
     for count in counts:
         if not any(r["count"] == count for r in records):
             raise ConfigError(f"needle_file: {path} has no records with derivation_count={count}")
+    opts = p.options()
     for hay, length, depth, count, repeat in _cells(p, counts):
         pool = [r for r in records if r["count"] == count]
-        record = rng("mrs-record", p.lang, length, count, repeat, p.seed).choice(pool)
-        parts = sparse_prompt(p.lang, [record["question"]], [""], p.question_position, p.recall_step)
+        if opts["needle_choice"] == "per_repeat":
+            record = random.Random(repeat).choice(pool)
+        else:
+            record = rng("mrs-record", p.lang, length, count, repeat, p.seed).choice(pool)
+        if opts["prompt_style"] == "reference":
+            question = v1_question(p.lang, record["question"], "multi", p.recall_step)
+            parts = v1_prompt(p.lang, question, "multi", p.question_position)
+        else:
+            parts = sparse_prompt(p.lang, [record["question"]], [""], p.question_position, p.recall_step)
         gold = {
             "form": "multihop",
             "keywords": [record["answer"]],
             "needle": record["answer"],
-            "match": p.options()["keyword_match"],
+            "match": opts["keyword_match"],
         }
-        yield from _sample(p, (hay, length, depth, count, repeat), parts, record["needles"], gold, num_needles=count)
+        cell = (hay, length, depth, count, repeat)
+        needles = record["needles"]
+        yield from _sample(p, cell, parts, needles, gold, as_opencompass=True, num_needles=count, statements=needles)
 
 
 def generate_mrs(p: SparseParams) -> Iterator[Sample]:

@@ -42,6 +42,7 @@ from .needles import (
     reference_needle_set,
 )
 from .prompts import QUESTION_POSITIONS, PromptParts, reference_prompt, reference_question, sparse_prompt
+from .reference_v1 import v1_prompt, v1_question
 
 __all__ = [
     "SparseParams",
@@ -66,16 +67,16 @@ __all__ = [
 LANGS = ("en", "zh")
 OVERLENGTH_POLICIES = ("shorten", "skip")
 
-# Where ``protocol="clarified"`` differs from the papers and OpenCompass v2 (README: "reference vs clarified").
+# Where ``protocol="clarified"`` differs from the papers and OpenCompass v2 (docs/protocol/reference-vs-clarified.md).
 SPARSE_OPTIONS: dict[str, Option] = {
-    # OpenCompass v2's instructions and question lines, or ours (quirks fixed)
+    # OpenCompass v2's instructions and question lines (v1's under profile="v1"), or ours (quirks fixed)
     "prompt_style": Option("reference", "clarified"),
     # reference: the document (haystack + needles) gets length - buffer tokens, the instructions come on top,
     # and a buffer shrinks only where the haystack would otherwise be empty; prompt: the whole prompt fits
     # in length - buffer, the buffer is capped at a quarter of the length and the haystack keeps min_fill
     "budget": Option("reference", "prompt"),
-    # M-RS: OpenCompass's intent (first needle at the depth, each next one 10% further, capped at the end)
-    # or spread over the roomier side of the document
+    # M-RS: OpenCompass's intent (first needle at the depth, each next one 10% further, capped at the end;
+    # the 2024 multi-hop form: OpenCompass v1's own insertion points) or spread over the roomier side
     "placement": Option("reference", "spread"),
     # S-RT, M-RT, 2024 M-RS: the keyword as a substring of the output as returned (OpenCompass and the 2025
     # paper's Eq. 1; 2024 M-RS: each answer word, lowercased); or ignoring case, width, whitespace and chat tokens
@@ -92,8 +93,8 @@ SPARSE_OPTIONS: dict[str, Option] = {
     # split a word or a character), or at the sentence start nearest its depth
     "needle_position": Option("token", "sentence"),
     # per_repeat: OpenCompass's draws (S-RT one needle per repeat for every length and depth, M-RT one
-    # fixed set shuffled per repeat, M-RS one chain per repeat and count); per_length: a fresh draw per
-    # (repeat, length) cell, so a suite uses more of the needle bank
+    # fixed set shuffled per repeat, M-RS one chain, or 2024 multi-hop record, per repeat and count);
+    # per_length: a fresh draw per (repeat, length) cell, so a suite uses more of the needle bank
     "needle_choice": Option("per_repeat", "per_length"),
 }
 
@@ -437,6 +438,10 @@ def question_parts(p: SparseParams, needles: tuple[Needle, ...], multi: bool = F
         multi: M-RT's wording (several needles in one question).
     """
     if p.options()["prompt_style"] == "reference":
+        if p.profile == "v1":  # OpenCompass v1's loaders: origin.py (S-RT), parallel.py (M-RT)
+            form = "parallel" if multi else "origin"
+            joined = reference_question(p.lang, [n.reference_question for n in needles], False, multi)
+            return v1_prompt(p.lang, v1_question(p.lang, joined, form, p.recall_step), form, p.question_position)
         question = reference_question(p.lang, [n.reference_question for n in needles], p.recall_step, multi)
         return reference_prompt(p.lang, question, p.question_position, multi=multi)
     return sparse_prompt(

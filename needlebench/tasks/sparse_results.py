@@ -6,8 +6,9 @@ tasks join it through their ``suite_weights``.
 
 from __future__ import annotations
 
+import importlib
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from matplotlib.ticker import MaxNLocator
@@ -15,7 +16,10 @@ from matplotlib.ticker import MaxNLocator
 from ..aggregate.metrics import mean
 from ..aggregate.plots import percent_axes, plt, png
 from ..aggregate.records import is_excluded
-from ..taskspec import ReportParts, Skipped, TaskResults
+from ..errors import ConfigError
+from ..suites import Suite, get_suite
+from ..taskspec import Conformance, ReportParts, Skipped, TaskResults
+from .conformance import conformance, count_coverage, coverage, option_differences
 
 __all__ = [
     "SINGLE",
@@ -26,6 +30,7 @@ __all__ = [
     "needle_depths",
     "mrt_position_figure",
     "mrt_position_png",
+    "sparse_conformance",
 ]
 
 
@@ -101,8 +106,83 @@ def kinship_names(gold: Mapping[str, Any]) -> list[str]:
     return list(gold.get("chain_names") or ()) or single_needle(gold)
 
 
-SINGLE = TaskResults(heatmap_points=depth_points, needle_texts=single_needle, needle_depths=needle_depths)
-MULTI = TaskResults(
-    heatmap_points=needle_points, report=_mrt_report, needle_texts=many_needles, needle_depths=needle_depths
+def _asked_depths(record: Mapping[str, Any]) -> list[Any]:
+    """The depths a record's cell was asked for: its depth, or (M-RT) every needle's depth."""
+    return [record["depth"]] if record.get("depth") is not None else list(record.get("depths") or ())
+
+
+def sparse_conformance(
+    spec: str,
+    counts: Callable[[Suite], Sequence[int]] | None = None,
+) -> Callable[[Sequence[Mapping[str, Any]], str | None], Conformance]:
+    """A sparse task's ``conformance``: its records against the suite's lengths, depths and repeats.
+
+    The reference is the suite as OpenCompass's configs (and ``needlebench_datasets``) build it for the
+    records' profile: its lengths and depths (``needlebench.suites``), the task's repeats in that suite
+    (``suite_defaults``), its needle counts, and the reference value of every protocol option.
+
+    Args:
+        spec: ``"module:attribute"`` of the task's ``TaskSpec`` in this package (imported when a check runs:
+            the spec names these results the same way, so neither imports the other at load time).
+        counts: the needle counts a suite plans for the task (M-RT: one needle per depth; M-RS: 2 to 5);
+            None for a single-needle task.
+    """
+    from .sparse import SPARSE_OPTIONS
+
+    reference = {name: option.reference for name, option in SPARSE_OPTIONS.items()}
+
+    def check(records: Sequence[Mapping[str, Any]], suite: str | None) -> Conformance:
+        if not records:
+            return Conformance()
+        options = option_differences(records, reference)
+        if suite is None:
+            return Conformance(differs=tuple(options))
+        profile = str(records[0].get("profile") or "v2")
+        try:
+            planned = get_suite(suite, profile)
+        except ConfigError as exc:
+            return Conformance(differs=(str(exc), *options))
+        module, attribute = spec.split(":")
+        task = getattr(importlib.import_module(f".{module}", __package__), attribute)
+        parts = [
+            coverage("lengths", {r.get("length") for r in records}, planned.lengths),
+            coverage("depths", {d for r in records for d in _asked_depths(r)}, planned.depths),
+        ]
+        if counts is not None:
+            found = {r["num_needles"] for r in records if r.get("num_needles") is not None}
+            parts.append(coverage("needle counts", found, counts(planned)))
+        for lang in sorted({str(r.get("lang")) for r in records}):
+            repeats = {r.get("repeat") for r in records if r.get("lang") == lang}
+            want = task.suite_defaults(suite, lang, profile)["repeats"] if task.suite_defaults else len(repeats)
+            parts.append(count_coverage("repeats", len(repeats), int(want)))
+        merged = conformance(parts, options)
+        return Conformance(tuple(dict.fromkeys(merged.short)), tuple(dict.fromkeys(merged.differs)))
+
+    return check
+
+
+def _mrs_counts(suite: Suite) -> Sequence[int]:
+    from .reasoning import MRS_COUNTS
+
+    return MRS_COUNTS
+
+
+SINGLE = TaskResults(
+    heatmap_points=depth_points,
+    needle_texts=single_needle,
+    needle_depths=needle_depths,
+    conformance=sparse_conformance("sparse:SRT"),
 )
-REASONING = TaskResults(heatmap_points=depth_points, needle_texts=kinship_names, needle_depths=needle_depths)
+MULTI = TaskResults(
+    heatmap_points=needle_points,
+    report=_mrt_report,
+    needle_texts=many_needles,
+    needle_depths=needle_depths,
+    conformance=sparse_conformance("sparse:MRT", lambda suite: (len(suite.depths),)),
+)
+REASONING = TaskResults(
+    heatmap_points=depth_points,
+    needle_texts=kinship_names,
+    needle_depths=needle_depths,
+    conformance=sparse_conformance("reasoning:MRS", _mrs_counts),
+)

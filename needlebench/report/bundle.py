@@ -1,0 +1,351 @@
+"""A run's result bundle, ``results.json``: what made its numbers, the numbers, and digests of its samples.
+
+Written into a run's summary folder beside the tables (by the summarizer, ``needlebench score`` and
+``needlebench report`` of one run), so whoever posts a leaderboard row can hand over one file that says
+where it came from: the package and OpenCompass versions, the dataset version, protocol, profile and
+options the samples were made with, the haystack corpora (with digests of the files on the machine that
+wrote it), a digest of the run's config, every table's numbers per model and cell with counts and
+intervals, the run's leaderboard rows, and a digest of every graded sample.
+
+``needlebench verify BUNDLE RUN`` (:func:`verify_bundle`) recomputes the bundle from the run's graded samples
+and lists exactly what differs: a sample changed, added or missing, a number, a count, a version, the config.
+Facts of the machine rather than of the samples (package versions, the corpus files found here) are
+reported beside the result, never as a failure: another machine may hold other files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import platform
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..context.corpora import corpus_digest
+from ..errors import ConfigError
+from ..files import atomic_write
+from ..tasks import all_tasks
+from .comparability import REFERENCE_CORPUS
+from .leaderboard import PUBLISHED, build_boards
+from .results import RunResults, load_results, run_dirs
+from .tables import summary_table
+
+__all__ = [
+    "BUNDLE",
+    "SCHEMA",
+    "make_bundle",
+    "write_bundle",
+    "verify_bundle",
+    "report_tables",
+    "Verification",
+]
+
+BUNDLE = "results.json"
+SCHEMA = 1
+_TOLERANCE = 1e-6  # numbers are recomputed, not copied: the same code gives the same floats, but not bit-exact JSON
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _plain(value: Any) -> Any:
+    """A table value as JSON: numpy scalars as Python ones, NaN as null."""
+    if isinstance(value, (np.bool_, bool)):
+        return bool(value)
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return None if math.isnan(float(value)) else float(value)
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def report_tables(results: RunResults) -> dict[str, pd.DataFrame]:
+    """The report's tables of numbers (the summary and every task's own), as ``needlebench report`` writes them.
+
+    Args:
+        results: the records of the run.
+    """
+    out: dict[str, pd.DataFrame] = {}
+    skipped = results.skipped()
+    summary = summary_table(results.records, results.models, skipped)
+    if not summary.empty:
+        out["needlebench_summary"] = summary
+    for spec in all_tasks():
+        report = spec.aggregation().report
+        mine = [r for r in results.records if r.get("task") == spec.name]
+        if report and mine:
+            out.update(report(mine, results.models, skipped).tables)
+    return out
+
+
+def _samples(results: RunResults) -> dict[str, Any]:
+    """Digests of the graded samples: per (model, dataset) one per sample id, one for the dataset, one for all."""
+    per: dict[str, dict[str, str]] = defaultdict(dict)
+    for r in results.records:
+        text = json.dumps(r, sort_keys=True, ensure_ascii=False, default=str)
+        per[f"{r['model']}/{r['dataset']}"][str(r.get("id"))] = _digest(text.encode("utf-8"))[:16]
+    datasets = {}
+    whole = hashlib.sha256()
+    for name in sorted(per):
+        ids = dict(sorted(per[name].items()))
+        joined = "".join(f"{i}:{d}\n" for i, d in ids.items()).encode("utf-8")
+        datasets[name] = {"count": len(ids), "digest": _digest(joined), "ids": ids}
+        whole.update(f"{name}\n".encode() + joined)
+    return {"count": sum(len(v) for v in per.values()), "digest": whole.hexdigest(), "datasets": datasets}
+
+
+def _config(runs: Sequence[Path]) -> dict[str, Any]:
+    """Digests of what configured the run: OpenCompass's dump of the config (``configs/*.py``) or the record
+    ``needlebench score`` keeps of the export it graded (``needlebench_score.json``)."""
+    files = {}
+    for run in runs:
+        for path in sorted(run.glob("configs/*.py")) + [run / "needlebench_score.json"]:
+            if path.is_file():
+                files[f"{run.name}/{path.relative_to(run).as_posix()}"] = _digest(path.read_bytes())
+    joined = "".join(f"{k}:{v}\n" for k, v in sorted(files.items())).encode("utf-8")
+    return {"files": files, "digest": _digest(joined) if files else None}
+
+
+def _corpora(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Each haystack corpus the samples name, with its sample count and a digest of its files on this machine."""
+    found: dict[tuple[str, str], int] = defaultdict(int)
+    for r in records:
+        if r.get("corpus"):
+            found[(str(r["corpus"]), str(r.get("lang")))] += 1
+    out = {}
+    for (name, lang), n in sorted(found.items()):
+        choice = "opencompass" if name.startswith(REFERENCE_CORPUS) else ("packaged" if "@" in name else None)
+        try:
+            digest = corpus_digest(lang, choice) if choice else "not checked (a file given by path)"
+        except ConfigError as exc:
+            digest = f"unavailable here ({exc})"
+        out[f"{name} ({lang})"] = {"samples": n, "files_here": digest}
+    return out
+
+
+def _counts(records: Sequence[Mapping[str, Any]], key: str) -> dict[str, int]:
+    out: dict[str, int] = defaultdict(int)
+    for r in records:
+        value = r.get(key)
+        out[json.dumps(value, sort_keys=True) if isinstance(value, Mapping) else str(value)] += 1
+    return dict(sorted(out.items()))
+
+
+def _options(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    per: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in records:
+        per[str(r.get("task"))].append(r)
+    return {task: _counts(rows, "options") for task, rows in sorted(per.items())}
+
+
+def _board_rows(results: RunResults, source: str) -> list[dict[str, Any]]:
+    out = []
+    for board in build_boards(results, source, published=False):
+        for r in board.rows:
+            if r.kind == PUBLISHED:
+                continue
+            out.append(
+                {
+                    "board": board.title,
+                    "model": r.model,
+                    "labels": dict(r.labels),
+                    "comparable": r.comparability.text if r.comparability else "",
+                    "complete": r.complete,
+                    "planned": r.planned,
+                    "scored": r.scored,
+                    "cells": {
+                        k: {"value": c.value, "low": c.low, "high": c.high, "complete": c.complete}
+                        for k, c in sorted(r.cells.items())
+                    },
+                }
+            )
+    return _plain(out)
+
+
+def make_bundle(results: RunResults, runs: Sequence[Path]) -> dict[str, Any]:
+    """The bundle of one run (or one work dir), from its records.
+
+    Args:
+        results: the records read from it (:func:`~needlebench.report.results.load_results` of that one path).
+        runs: its run folders (``configs/`` and ``needlebench_score.json`` are read there).
+    """
+    records = results.records
+    tables = report_tables(results)
+    return {
+        "schema": SCHEMA,
+        "what": "needlebench results bundle: check it with `needlebench verify results.json RUN`",
+        "made_with": {
+            "needlebench": _version("needlebench"),
+            "opencompass": _version("opencompass"),
+            "python": platform.python_version(),
+        },
+        "runs": [r.name for r in runs],
+        "models": results.models,
+        "dataset_version": _counts(records, "version"),
+        "protocol": _counts(records, "protocol"),
+        "profile": _counts(records, "profile"),
+        "options": _options(records),
+        "corpora": _corpora(records),
+        "config": _config(runs),
+        "samples": _samples(results),
+        "tables": {name: _plain(df.to_dict(orient="records")) for name, df in sorted(tables.items())},
+        "leaderboard": _board_rows(results, runs[0].name if len(runs) == 1 else "work dir"),
+    }
+
+
+def write_bundle(path: Path, out: Path) -> Path:
+    """Compute the bundle of one run or work dir and write it as ``out/results.json`` (atomically).
+
+    Args:
+        path: the run folder or work dir (as given to ``needlebench report``).
+        out: the summary folder.
+
+    Returns:
+        The file written.
+    """
+    results = load_results([path])
+    bundle = make_bundle(results, run_dirs(path) or [path])
+    target = out / BUNDLE
+    with atomic_write(target) as tmp:
+        tmp.write_text(json.dumps(bundle, indent=1, ensure_ascii=False, sort_keys=False), encoding="utf-8")
+    return target
+
+
+@dataclass
+class Verification:
+    """What ``needlebench verify`` found.
+
+    Attributes:
+        failures: every difference between the bundle and the run's samples (any one fails the check).
+        notes: differences of the machine, not of the samples (versions, corpus files found here).
+        samples: samples checked.
+        numbers: numbers compared.
+    """
+
+    failures: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    samples: int = 0
+    numbers: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """Nothing differs."""
+        return not self.failures
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return math.isclose(float(a), float(b), rel_tol=0, abs_tol=_TOLERANCE)
+    return a == b
+
+
+def _row_label(row: Mapping[str, Any], index: int) -> str:
+    keys = [f"{v}" for v in list(row.values())[:3] if isinstance(v, (str, int)) and not isinstance(v, bool)]
+    return f"row {index + 1} ({' '.join(keys)})" if keys else f"row {index + 1}"
+
+
+def _compare_rows(
+    name: str, posted: Sequence[Mapping[str, Any]], found: Sequence[Mapping[str, Any]], v: Verification
+) -> None:
+    if len(posted) != len(found):
+        v.failures.append(f"{name}: {len(posted)} rows in the bundle, {len(found)} from the samples")
+    for i, (a, b) in enumerate(zip(posted, found)):
+        for column in dict.fromkeys([*a, *b]):
+            x, y = a.get(column), b.get(column)
+            if isinstance(x, Mapping) and isinstance(y, Mapping):
+                _compare_rows(f"{name} {_row_label(a, i)} {column}", [x], [y], v)
+                continue
+            v.numbers += isinstance(x, (int, float)) and not isinstance(x, bool)
+            if not _same(x, y):
+                v.failures.append(f"{name} {_row_label(a, i)}: {column} is {x!r} in the bundle, {y!r} from the samples")
+
+
+def _compare_samples(posted: Mapping[str, Any], found: Mapping[str, Any], v: Verification) -> None:
+    mine, theirs = posted.get("datasets", {}), found.get("datasets", {})
+    for name in sorted(set(mine) | set(theirs)):
+        a, b = mine.get(name), theirs.get(name)
+        if a is None:
+            v.failures.append(f"samples: {name} ({b['count']} samples) is in the run, not in the bundle")
+            continue
+        if b is None:
+            v.failures.append(f"samples: {name} ({a['count']} samples) is in the bundle, not in the run")
+            continue
+        if a.get("digest") == b.get("digest"):
+            continue
+        ids_a, ids_b = a.get("ids", {}), b.get("ids", {})
+        changed = sorted(i for i in set(ids_a) & set(ids_b) if ids_a[i] != ids_b[i])
+        gone, new = sorted(set(ids_a) - set(ids_b)), sorted(set(ids_b) - set(ids_a))
+        for what, ids in (("changed", changed), ("missing from the run", gone), ("not in the bundle", new)):
+            if ids:
+                shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
+                v.failures.append(f"samples: {name}: {len(ids)} sample(s) {what}: {shown}")
+    if posted.get("digest") != found.get("digest") and not any(f.startswith("samples:") for f in v.failures):
+        v.failures.append("samples: the digest of all samples differs")
+
+
+def verify_bundle(bundle: Path, run: Path) -> Verification:
+    """Recompute a bundle from a run's graded samples and list what differs.
+
+    Args:
+        bundle: the ``results.json`` to check.
+        run: the run folder or work dir it claims to come from.
+
+    Raises:
+        ConfigError: the bundle is missing, not JSON or not a results bundle, or the run does not exist.
+    """
+    try:
+        posted = json.loads(bundle.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"verify: cannot read {bundle} ({exc})") from None
+    except ValueError as exc:
+        raise ConfigError(f"verify: {bundle} is not JSON ({exc})") from None
+    if not isinstance(posted, dict) or posted.get("schema") != SCHEMA or "samples" not in posted:
+        raise ConfigError(f"verify: {bundle} is not a needlebench results bundle (schema {SCHEMA})")
+    if not run.exists():
+        raise ConfigError(f"verify: run {run} does not exist")
+    results = load_results([run])
+    found = make_bundle(results, run_dirs(run) or [run])
+    v = Verification(samples=found["samples"]["count"])
+    _compare_samples(posted["samples"], found["samples"], v)
+    for key in ("models", "dataset_version", "protocol", "profile", "options"):
+        if posted.get(key) != found[key]:
+            v.failures.append(f"{key}: {posted.get(key)!r} in the bundle, {found[key]!r} from the samples")
+    if posted.get("config", {}).get("files") != found["config"]["files"]:
+        v.failures.append(
+            f"config: {posted.get('config', {}).get('files')!r} in the bundle, {found['config']['files']!r} in the run"
+        )
+    names = (set(posted.get("corpora", {})), set(found["corpora"]))
+    if names[0] != names[1]:
+        v.failures.append(f"corpora: {sorted(names[0])} in the bundle, {sorted(names[1])} from the samples")
+    for name in sorted(set(posted.get("tables", {})) | set(found["tables"])):
+        _compare_rows(f"table {name}", posted.get("tables", {}).get(name, []), found["tables"].get(name, []), v)
+    _compare_rows("leaderboard", posted.get("leaderboard", []), found["leaderboard"], v)
+    for dist, version in (posted.get("made_with") or {}).items():
+        here = found["made_with"].get(dist)
+        if version != here:
+            v.notes.append(f"made with {dist} {version}; checked with {here}")
+    for name, info in (posted.get("corpora") or {}).items():
+        here = found["corpora"].get(name, {}).get("files_here")
+        if info.get("files_here") != here:
+            v.notes.append(f"corpus {name}: files digest {info.get('files_here')} where it was made, {here} here")
+    return v
