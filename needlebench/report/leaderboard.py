@@ -214,11 +214,10 @@ def _cell(row: Mapping[str, Any], model: str) -> Estimate:
 
 def _sample_key(record: Mapping[str, Any]) -> tuple[str, str]:
     """A sample's identity for pooling: its dataset and id (a record written without an id, e.g. by hand,
-    by its cell coordinates)."""
+    by all it holds)."""
     if "id" in record:
         return str(record.get("dataset", "")), str(record["id"])
-    cell = ("task", "lang", "length", "depth", "depths", "num_needles", "repeat")
-    return str(record.get("dataset", "")), repr([record.get(key) for key in cell])
+    return str(record.get("dataset", "")), repr(sorted((key, repr(value)) for key, value in record.items()))
 
 
 def _summary_basis(records: Sequence[Mapping[str, Any]], profile: str) -> dict[Any, tuple[float, dict]]:
