@@ -2,11 +2,12 @@
 
 2025: 2-5 kinship statements in the haystack, asked with the ATC question
 types, answered in ``\\boxed{}``. Reference placement is OpenCompass v2's
-intent (``multi.py`` with ``diff=10``): the first needle at the requested
-depth, each next one 10% of the haystack further, capped at the end; its
-double counting of needle lengths when shifting later insertion points is a
-bug we do not copy. The clarified placement spreads the needles over the
-roomier side of the document.
+(``multi.py`` with ``diff=10``): the first needle at the requested depth,
+each next one 10% of the haystack plus the previous needle's length twice
+further (its double count), capped at the end; the needles' realised depths
+are recorded and are what the tables label. ``placement="spaced"`` counts
+that length once (the spacing OpenCompass intends); the clarified placement
+spreads the needles over the roomier side of the document.
 2024: records of OpenCompass's ``multi_needle_reasoning_{en,zh}.json``
 layout (``derivation_count``, ``derivations``, ``question``, ``answer``),
 scored by the answer's words (OpenCompass v1) or, clarified, the whole answer.
@@ -22,7 +23,8 @@ from pathlib import Path
 
 from ..context.corpora import opencompass_data_file
 from ..context.haystack import Haystack
-from ..context.reference import chain_positions
+from ..context.reference import chain_positions, opencompass_chain_positions
+from ..context.tokenizer import count_tokens
 from ..errors import ConfigError
 from ..grading.matching import prepare
 from ..record import SampleScore, ScoreOptions
@@ -75,11 +77,12 @@ def needle_depths(depth: float, count: int, placement: str = "reference") -> tup
     Args:
         depth: the sample's depth (0..100).
         count: number of needles.
-        placement: ``"reference"``: depth, depth + 10, depth + 20, ... capped at 100, in chain
-            presentation order (OpenCompass v2's intent); ``"spread"``: distinct depths spread toward
-            the roomier end, spacing (room / count) computed once.
+        placement: ``"reference"`` and ``"spaced"``: depth, depth + 10, depth + 20, ... capped at 100, in
+            chain presentation order (OpenCompass v2's nominal depths; on its haystack ``reference`` puts
+            the needles where its ``multi.py`` does, further on, and records where they went);
+            ``"spread"``: distinct depths spread toward the roomier end, spacing (room / count) computed once.
     """
-    if placement == "reference":
+    if placement in ("reference", "spaced"):
         return tuple(min(100.0, round(float(depth) + i * REFERENCE_DIFF, 3)) for i in range(count))
     if count == 1:
         return (float(depth),)
@@ -189,8 +192,13 @@ def _sample(
     needles = list(zip(depths, [needle_text(p, x) for x in texts]))
     positions = None
     if placement == "reference":
-        # on OpenCompass's haystack: its diff spacing in tokens, without the double count
-        positions = functools.partial(_chain_positions, depth=depth, count=count)
+        # on OpenCompass's haystack: its multi.py's insertion points, which depend on the needles' token counts
+        sizes = tuple(count_tokens(text, p.encoding) for _, text in needles)
+        positions = functools.partial(
+            opencompass_chain_positions, depth=depth, needle_tokens=sizes, diff=REFERENCE_DIFF
+        )
+    elif placement == "spaced":
+        positions = functools.partial(chain_positions, depth=depth, count=count, diff=REFERENCE_DIFF)
     sample = haystack_sample(
         p,
         hay,
@@ -200,6 +208,7 @@ def _sample(
         needles,
         gold,
         positions=positions,
+        realised_as_depths=True,
         depth=depth,
         depths=list(depths),
         repeat=repeat,
@@ -207,10 +216,6 @@ def _sample(
     )
     if sample is not None:
         yield sample
-
-
-def _chain_positions(tokens: int, depth: float, count: int) -> list[int]:
-    return chain_positions(tokens, depth, count, REFERENCE_DIFF)
 
 
 def multihop_file(p: SparseParams) -> str:
