@@ -3,11 +3,12 @@
 2025: 2-5 kinship statements in the haystack, asked with the ATC question
 types, answered in ``\\boxed{}``. Reference placement is OpenCompass v2's
 (``multi.py`` with ``diff=10``): the first needle at the requested depth,
-each next one 10% of the haystack plus the previous needle's length twice
-further (its double count), capped at the end; the needles' realised depths
-are recorded and are what the tables label. ``placement="spaced"`` counts
-that length once (the spacing OpenCompass intends); the clarified placement
-spreads the needles over the roomier side of the document.
+each next one starting 10% of the haystack plus twice the previous needle's
+length after the previous one (it counts that length twice), capped at the
+end; the needles' realised depths are recorded and are what the tables
+label. ``placement="spaced"`` counts the length once (the spacing OpenCompass
+intends); the clarified placement spreads the needles over the roomier side
+of the document.
 2024: records of OpenCompass's ``multi_needle_reasoning_{en,zh}.json``
 layout (``derivation_count``, ``derivations``, ``question``, ``answer``),
 scored by the answer's words (OpenCompass v1) or, clarified, the whole answer.

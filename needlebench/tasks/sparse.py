@@ -74,9 +74,9 @@ SPARSE_OPTIONS: dict[str, Option] = {
     # and a buffer shrinks only where the haystack would otherwise be empty; prompt: the whole prompt fits
     # in length - buffer, the buffer is capped at a quarter of the length and the haystack keeps min_fill
     "budget": Option("reference", "prompt"),
-    # M-RS: OpenCompass's (first needle at the depth, each next one 10% of the haystack plus the previous
-    # needle's length twice further, capped at the end), or spread over the roomier side of the document;
-    # "spaced": each next one 10% further, the needle's length counted once (the spacing OpenCompass intends)
+    # M-RS: OpenCompass's (first needle at the depth, each next one starting 10% of the haystack plus twice the
+    # previous needle's length after the previous one, capped at the end), or spread over the roomier side of
+    # the document; "spaced": the length counted once (the spacing OpenCompass intends)
     "placement": Option("reference", "spread", extra=("spaced",)),
     # S-RT, M-RT, 2024 M-RS: the keyword as a substring of the output as returned (OpenCompass and the 2025
     # paper's Eq. 1; 2024 M-RS: each answer word, lowercased); or ignoring case, width, whitespace and chat tokens
