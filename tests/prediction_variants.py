@@ -269,6 +269,9 @@ _NUMBER_FORMS: tuple[Callable[[Fraction], str], ...] = (
     lambda v: f"{_decimal(v)}%",
     lambda v: f"-{_decimal(v)}",
     lambda v: "9" * 5000,  # past Python's int() digit limit
+    lambda v: _decimal(v) + ("" if "." in _decimal(v) else ".") + "0" * 70,  # trailing zeros past 64 characters
+    lambda v: "0" * 70 + _decimal(v),  # leading zeros past 64 characters
+    lambda v: f"{int(v)}." + "3" * 70,  # decimals past 64 characters that int() drops
 )
 _ANSWER_FORMS = (
     "## Answer: {n}",

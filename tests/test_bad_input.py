@@ -45,7 +45,8 @@ def test_bad_values_name_the_field(kwargs: dict, words: list[str]) -> None:
 def test_length_at_most_buffer_shrinks_the_buffer_and_records_it(protocol: str, buffer: int) -> None:
     """Not an error by itself (OpenCompass's 128k suite has English 1k cells with a 3000 buffer).
 
-    Reference: the buffer shrinks to half the length, where the haystack would otherwise be empty;
+    Reference: where the haystack would otherwise be empty, the buffer shrinks to OpenCompass's short-suite
+    buffer (English 500, test_differential_prompts), or for a length shorter than that to half the length;
     clarified: to a quarter of the length.
     """
     p = SparseParams(lang="en", lengths=(200,), depths=(50,), repeats=1, buffer=200, protocol=protocol)

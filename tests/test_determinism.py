@@ -25,11 +25,11 @@ ROOT = Path(__file__).resolve().parents[1]
 NEEDLEBENCH = str(Path(sys.executable).parent / "needlebench")
 
 # sha256 of `needlebench export CONFIG` for DATASET_VERSION below
-DATASET_VERSION = "3.0"
+DATASET_VERSION = "4.0"
 GOLDEN = {
-    "tests/configs/golden_atc.py": "6c7233769ab64cf650974a386ae4c1fd51d7b9d11a4331ea89ff0c73a1855bfb",
-    "tests/configs/golden_chain.py": "8fe9e7c7326c15d3544fad08b86141e995a5fcff075aca143cb726a68edcd868",
-    "tests/configs/golden_sparse.py": "0a309c43861b6afad465ed0081f2327f186882f3017513a9c192a90b03e09012",
+    "tests/configs/golden_atc.py": "ac84545cf5c924ee77e9c3bac8c06d7e11ff837f372ef1fa6754ee1116591dce",
+    "tests/configs/golden_chain.py": "6be6aa780731833a995b809c03cc8c3d494d540804fbead432ea89e9efd5eb52",
+    "tests/configs/golden_sparse.py": "1fb5a8b2b0ae3a82b5c88b243c0549901421bc09368a2a244a9783fa6b9394fb",
 }
 
 

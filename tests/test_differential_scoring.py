@@ -355,16 +355,25 @@ def released_correct(generated: str, target: str) -> bool:
         return False
 
 
-def _truncation_fix(pred: str, gold: dict) -> bool:
-    """The listed fix: the released scorer truncates the gold and the stated value to integers, we do not.
-
-    True when the gold is fractional or the integer the released scorer reads has decimals right after
-    it (``$20,000.5`` states 20000.5; the released scorer compares 20000).
-    """
-    hyp = pred.split("## Answer:")[-1].replace("\n", "").replace(" ", "")
+def released_exact(generated: str, target: str) -> bool:
+    """The released scorer's verdict without its ``int()``: the same integer, read at the same place, with the
+    decimals written right after it, compared exactly with the exact gold (``$20,000.5`` states 20000.5)."""
+    hyp = generated.split("## Answer:")[-1].replace("\n", "").replace(" ", "")
     first = _RELEASED_INTEGERS.search(hyp)
-    decimals = first is not None and re.match(r"\.\d", hyp[first.end() :]) is not None
-    return Fraction(gold["value"]).denominator > 1 or decimals
+    if first is None:
+        return False
+    decimals = re.match(r"\.(\d+)", hyp[first.end() :])
+    digits = first.group().replace(",", "") + "." + (decimals.group(1) if decimals else "0")
+    try:
+        return Fraction(digits) == Fraction(target)
+    except ValueError:  # past the int() digit limit, as the released scorer fails too
+        return False
+
+
+def _truncation_fix(pred: str, gold: dict) -> bool:
+    """The listed fix: only an output whose verdict the released scorer's ``int()`` changes (it truncates the
+    gold and the stated value; we compare them exactly)."""
+    return released_correct(pred, gold["value"]) != released_exact(pred, gold["value"])
 
 
 def _digit_limit(pred: str, gold: dict) -> bool:
@@ -441,6 +450,58 @@ def test_needlechain_issue_examples() -> None:
     assert grade_needlechain("## Answer: $12.50", fractional, REFERENCE).correct
     late = "## Answer: 3200 (ref: " + "9" * 5000 + ")"
     assert not released_correct(late, "3200") and grade_needlechain(late, released, REFERENCE).correct
+
+
+RELEASED_FILE_HEAD = 100  # evaluate.py: ``result = read_jsonl(os.path.join(results_dir, item))[:100]``
+
+
+def released_file_accuracy(verdicts: list[bool]) -> float:
+    """The number the released ``evaluate.py`` prints for one results file (one model, variant, k and question,
+    its responses in data order): ``np.mean`` of the verdicts of the file's first 100 responses only."""
+    head = verdicts[:RELEASED_FILE_HEAD]
+    return 100.0 * sum(head) / len(head)
+
+
+def test_needlechain_released_scorer_averages_only_a_files_first_100_responses() -> None:
+    """Listed difference: the released scorer averages the first 100 responses of each results file, though its
+    data files hold 200 points per k (the paper's count); ours averages every point asked for. ``points=100``
+    makes the first 100 of the same points, so its accuracy is the number the released scorer prints."""
+    from needlebench.tasks.needlechain_results import chain_cells
+
+    cell = dict(k_values=(5,), variants=("forward",), questions=("single",))
+    full = sorted(generate_needlechain(ChainParams(points=200, **cell)), key=lambda s: s.meta["point"])
+    head = sorted(generate_needlechain(ChainParams(points=RELEASED_FILE_HEAD, **cell)), key=lambda s: s.meta["point"])
+    assert [(s.id, s.prompt) for s in head] == [(s.id, s.prompt) for s in full[:RELEASED_FILE_HEAD]]
+    # right on every third point of the first 100 and on every point after them
+    answers = [
+        f"## Answer: {s.gold['value'] if s.meta['point'] % 3 == 0 or s.meta['point'] >= 100 else '1'}" for s in full
+    ]
+
+    def ours(samples: list) -> float:
+        details = [
+            {**s.meta, "score": grade_needlechain(a, s.gold, REFERENCE).score}
+            for s, a in zip(samples, answers, strict=False)
+        ]
+        return chain_cells(details)["acc_forward_k5_single"]
+
+    released = released_file_accuracy([released_correct(a, s.gold["value"]) for s, a in zip(full, answers)])
+    assert released == ours(head) == pytest.approx(34.0)
+    assert ours(full) == pytest.approx(67.0) != released
+
+
+def test_needlechain_trailing_zeros_are_read_as_the_released_scorer_reads_them() -> None:
+    """``## Answer: 3200.`` and seventy zeros states 3200 (the released scorer: right); so do seventy leading zeros;
+    seventy decimals that are not zeros state another value (the released scorer's int() drops them: listed)."""
+    gold = {"value": "3200", "names": ["Ann"], "variant": "forward", "question": "single", "asked": "Ann"}
+    gold["scoring"] = "released"
+    for pred in ("## Answer: 3200." + "0" * 70, "## Answer: " + "0" * 70 + "3200", "## Answer: $3,200.00" + "0" * 70):
+        assert grade_needlechain(pred, gold, REFERENCE).correct and released_correct(pred, "3200"), pred
+        assert not _truncation_fix(pred, gold)
+    for other in ("## Answer: 3200." + "3" * 70, "## Answer: $3,200.50" + "0" * 70):
+        assert released_correct(other, "3200") and not grade_needlechain(other, gold, REFERENCE).correct
+        assert _truncation_fix(other, gold)
+    # a decimal that is no binary fraction is a value too (its grading once raised ValueError)
+    assert grade_needlechain("## Answer: 1600.3", gold, REFERENCE).extracted == "1600.3"
 
 
 def test_v1_suites_score_each_task_as_opencompass_v1_configs_do() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -214,15 +215,27 @@ def test_atc_run_reports_per_n_accuracy_weighted_score_and_enl(dense_run: Path) 
     assert result["needles_2"] == by_n[2] and result["needles_4"] == by_n[4]
     assert result["weighted_score"] == pytest.approx((2 * by_n[2] + 4 * by_n[4]) / 6)
     assert result["enl50"] == max([n for n, v in by_n.items() if v >= 50], default=0)
-    for s in samples:
-        assert s["correct"] or s["error"] in {
-            "no_boxed_answer",
-            "repetition",
-            "stopped_early",
-            "wrong_chain_name",
-            "hallucination",
-            "wrong_distance",
-        }
+    predictions = json.loads((dense_run / "predictions" / model / "needlebench_atc_en.json").read_text())
+    assert len(predictions) == len(samples)
+    for s, pred in zip(samples, (predictions[k] for k in sorted(predictions, key=int)), strict=True):
+        assert s["error"] == _atc_error(pred["prediction"], json.loads(pred["gold"])), (s, pred["prediction"])
+
+
+def _atc_error(output: str, gold: dict) -> str | None:
+    """The error class an eldest-ancestor answer of a few dozen tokens earns, read off the output and the chain:
+    none when its last box holds the answer; no box at all (too short to loop); a chain name before the answer
+    (between the asked person and it: stopped early) or another chain name; a name not in the chain."""
+    boxes = re.findall(r"\\boxed\{([^{}]*)\}", output)
+    if not boxes:
+        return "no_boxed_answer"
+    named = boxes[-1].strip()
+    if named == gold["answer"]:
+        return None
+    chain = gold["chain_names"]
+    if named not in chain:
+        return "hallucination"
+    asked, answer, at = chain.index(gold["subject"]), chain.index(gold["answer"]), chain.index(named)
+    return "stopped_early" if min(asked, answer) < at < max(asked, answer) else "wrong_chain_name"
 
 
 def test_needlechain_run_reports_cells_and_error_shares(dense_run: Path) -> None:

@@ -45,7 +45,12 @@ def _linear(fn: Callable[[str], object], make: Callable[[int], str], n: int, lab
 
 @pytest.fixture(scope="module")
 def cases() -> list:
-    return grading_cases()
+    """Every grader path of ``bench.hostile``: at least one per registered task."""
+    from needlebench.tasks import task_names
+
+    out = grading_cases()
+    assert {task for _, task, _, _ in out} == set(task_names()), out
+    return out
 
 
 @pytest.mark.parametrize("name", sorted(OUTPUTS))
@@ -158,9 +163,9 @@ def test_number_readers_survive_a_megabyte_of_digits() -> None:
 
 def test_other_passes_stay_linear_on_megabyte_inputs() -> None:
     names = ["Ann Lee", "Bo", "Cy Moss"]
-    for name, text in OUTPUTS.items():
-        if len(text) <= 10_000:
-            continue
+    large = {name: text for name, text in OUTPUTS.items() if len(text) > 10_000}
+    assert len(large) >= 6, sorted(large)  # the megabyte outputs the module docstring lists
+    for name, text in large.items():
         small = SMALL[name]
         for fn, cut in (
             (clean_prediction, None),
@@ -203,6 +208,7 @@ def loaded() -> list[dict]:
     configs = [task_dataset(f"oracle_{task}", task, params, None) for task, params in ORACLE_DATASETS]
     for cfg in configs:
         cfg["rows"] = list(NeedleBenchDataset.load(cfg["task"], **config_params(cfg)))
+        assert cfg["rows"], cfg["abbr"]  # every test below loops over them: none may pass on an empty dataset
     return configs
 
 

@@ -8,16 +8,15 @@ no separator until they reach the target; the haystack is cut at exactly the
 target token count; the needles' tokens go in at ``int(len * depth / 100)``
 and the whole token list is decoded.
 
-We reproduce those bytes (``protocol="reference"``) with two fixes that
-remove measurement defects (``../shared/spec/needlebench.md`` section 8,
-docs/protocol/differences.md):
-
-* an insertion point that would split a word or a multi-byte character
-  moves to the nearest token boundary that splits neither
-  (:func:`safe_boundary`), not to a sentence start;
-* M-RS's next needle goes ``diff`` percent of the haystack after the
-  previous one (:func:`chain_positions`), without OpenCompass's second count
-  of the previous needle's length.
+We reproduce those bytes (``protocol="reference"``) with one fix that
+removes a measurement defect (``../shared/spec/needlebench.md`` section 8,
+docs/protocol/differences.md): an
+insertion point that would split a word or a multi-byte character moves to
+the nearest token boundary that splits neither (:func:`safe_boundary`), not
+to a sentence start. M-RS needles go where OpenCompass puts them
+(:func:`opencompass_chain_positions`, its double-counted spacing included: it
+moves a needle, not what is asked); the spacing it intended is the
+``placement="spaced"`` option (:func:`chain_positions`).
 
 The draws that decide the bytes use a private ``random.Random(counter)``,
 the same sequence as OpenCompass's global ``seed(counter)``, never
@@ -67,31 +66,6 @@ def depth_index(tokens: int, depth: float) -> int:
         depth: the depth in percent.
     """
     return int(tokens * (depth / 100))
-
-
-def opencompass_chain_positions(tokens: int, depth: float, needle_tokens: Sequence[int], diff: float) -> list[int]:
-    """M-RS insertion points in haystack tokens exactly as OpenCompass's ``multi.py`` places its needles.
-
-    Its point ``i`` is ``int(point[i-1] + len(needle[i-1]) + tokens * diff / 100)``, capped at the haystack
-    plus the needles before it, and every later point is then shifted by each inserted needle's length: in
-    the haystack's own tokens, needle ``i`` goes that point on, the previous needle's length counted twice.
-    A point past the haystack's end is its end (OpenCompass's slice appends the needle there, after the
-    ones already placed). Used for the 2024 multi-hop form, whose needles OpenCompass v1 places this way.
-
-    Args:
-        tokens: haystack tokens.
-        depth: the first needle's depth in percent.
-        needle_tokens: each needle's token count, in insertion order.
-        diff: percent of the haystack between consecutive needles.
-    """
-    points: list[int] = []
-    for i in range(len(needle_tokens)):
-        if i == 0:
-            point = depth_index(tokens, depth)
-        else:
-            point = int(points[-1] + needle_tokens[i - 1] + tokens * (diff / 100))
-        points.append(min(point, tokens + sum(needle_tokens[:i])))
-    return [min(point, tokens) for point in points]
 
 
 def _word_char(ch: str) -> bool:
@@ -147,12 +121,42 @@ def safe_boundary(hay: Haystack, k: int, cut: int) -> int:
     return k  # pragma: no cover - 0 and cut never split
 
 
+def opencompass_chain_positions(tokens: int, depth: float, needle_tokens: Sequence[int], diff: float) -> list[int]:
+    """M-RS insertion points in haystack tokens, as OpenCompass's ``multi.py`` computes them (v2's kinship
+    form and v1's multi-hop form place their needles the same way).
+
+    It puts the first needle at ``int(tokens * depth / 100)`` and each next one at
+    ``int(previous + len(previous needle) + tokens * diff / 100)``, capped at ``tokens`` plus the needles
+    before it, then inserts the needles in turn, shifting every later point by each inserted needle's
+    length. Counted in haystack tokens, a needle therefore sits the previous needle's length further than
+    ``diff`` percent (the length is counted once in the sum and once by the shift), and a point past the
+    haystack's end appends the needle there (Python slicing), in chain order.
+
+    Args:
+        tokens: haystack tokens.
+        depth: the first needle's depth in percent.
+        needle_tokens: each needle's token count, in insertion order.
+        diff: percent of the haystack OpenCompass puts between consecutive needles (its ``diff``).
+    """
+    points: list[int] = []
+    before = 0  # tokens of the needles inserted before this one
+    for i, size in enumerate(needle_tokens):
+        if i == 0:
+            point = depth_index(tokens, depth)
+        else:
+            point = int(points[-1] + needle_tokens[i - 1] + tokens * (diff / 100))
+        points.append(min(point, tokens + before))
+        before += size
+    return [min(point, tokens) for point in points]
+
+
 def chain_positions(tokens: int, depth: float, count: int, diff: float) -> list[int]:
     """M-RS insertion points in haystack tokens: the first at the depth, each next ``diff`` percent further.
 
-    OpenCompass's ``multi.py`` computes ``int(previous + len(previous needle) + tokens * diff / 100)`` and
-    then shifts every later point by the previous needle's length again, so the gap holds the needle's
-    length once too often. We drop that first count; the cap (the end of the haystack) stays.
+    The spacing OpenCompass's ``multi.py`` intends (``placement="spaced"``): it computes
+    ``int(previous + len(previous needle) + tokens * diff / 100)`` and then shifts every later point by the
+    previous needle's length again (:func:`opencompass_chain_positions`), so the gap holds the needle's
+    length once too often. Here that first count is dropped; the cap (the end of the haystack) stays.
 
     Args:
         tokens: haystack tokens.

@@ -43,13 +43,23 @@ def suite_tasks() -> tuple[str, ...]:
     return tuple(spec.name for spec in all_tasks() if spec.suite_defaults)
 
 
-def _infer_cfg(max_out_len: int | None, system: bool = False) -> dict[str, Any]:
+# The answer turn of OpenCompass v2's S-RT, M-RT and M-RS templates. A chat model's template parser starts
+# generating at the BOT turn, so it adds nothing there; a model without a meta template (a base model) gets the
+# turns joined by newlines, and the answer emptied: the prompt then ends with "\n\n", as OpenCompass sends it.
+ANSWER_TURN = dict(role="BOT", prompt="{answer}\n")
+
+
+def _infer_cfg(max_out_len: int | None, system: bool = False, answer_turn: bool = False) -> dict[str, Any]:
     """OpenCompass's generation settings. Without ``max_out_len`` the model's own budget applies.
 
     OpenCompass's infer task gives the inferencer the model's ``max_out_len`` only when the
     dataset sets none, so a dataset default would silently cut a reasoning model's output.
+    ``answer_turn`` ends the template with OpenCompass's answer turn (``ANSWER_TURN``), where its own
+    template has one, so every kind of model gets the input OpenCompass gives it.
     """
     template: dict[str, Any] = {"round": [dict(role="HUMAN", prompt="{prompt}")]}
+    if answer_turn:
+        template["round"].append(dict(ANSWER_TURN))
     if system:
         template["begin"] = [dict(role="SYSTEM", fallback_role="HUMAN", prompt="{system}")]
     inferencer: dict[str, Any] = dict(type=GEN_INFERENCER)
@@ -69,6 +79,7 @@ def task_dataset(
     max_out_len: int | None = None,
     evaluator: dict[str, Any] | None = None,
     system: bool = False,
+    answer_turn: bool = False,
 ) -> dict[str, Any]:
     """One OpenCompass dataset entry for a needlebench task, its parameters checked now.
 
@@ -79,6 +90,8 @@ def task_dataset(
         max_out_len: an output budget for this dataset; ``None`` leaves it to the model config.
         evaluator: extra evaluator settings.
         system: the task has a system prompt column.
+        answer_turn: the template ends with OpenCompass's answer turn (``ANSWER_TURN``), as its v2 S-RT,
+            M-RT and M-RS templates do (a base model's input then ends as OpenCompass's does).
     """
     checked = make_params(task, **params)
     if hasattr(checked, "options"):  # protocol options are checked where the config is written
@@ -90,7 +103,7 @@ def task_dataset(
         task=task,
         **params,
         reader_cfg=dict(input_columns=columns, output_column="answer"),
-        infer_cfg=_infer_cfg(max_out_len, system),
+        infer_cfg=_infer_cfg(max_out_len, system, answer_turn),
         eval_cfg=dict(evaluator=dict(type=EVALUATOR, **(evaluator or {}))),
     )
 
@@ -203,7 +216,8 @@ def needlebench_datasets(
             evaluator = {k: v for k, v in {"metric": chosen}.items() if k in task_spec.score_options}
             evaluator.update(_truncated(truncated))
             out_len = _per_task(max_out_len, task, None)
-            out.append(task_dataset(f"needlebench_{task}_{lang}_{suite}", task, params, out_len, evaluator))
+            abbr = f"needlebench_{task}_{lang}_{suite}"
+            out.append(task_dataset(abbr, task, params, out_len, evaluator, answer_turn=True))
     return out
 
 

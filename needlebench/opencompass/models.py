@@ -43,6 +43,12 @@ KEEP_UNANSWERED = "needlebench.opencompass.api.keep_unanswered"  # by dotted nam
 # OpenCompass's think strip, which its reasoning-model configs attach (a plain config cannot dump a function)
 EXTRACT_NON_REASONING = "opencompass.utils.text_postprocessors.extract_non_reasoning_content"
 OC_API = "opencompass.models.OpenAISDK"
+# The meta template API models get: a dataset's turns as chat messages, generation starting at the BOT turn,
+# instead of every turn joined into one text as for a base model (where an answer turn adds "\n\n"). A system
+# turn falls back to HUMAN and joins the prompt with a newline, as the one text did: the bytes stay as before.
+CHAT_META_TEMPLATE = dict(
+    round=[dict(role="HUMAN", api_role="HUMAN"), dict(role="BOT", api_role="BOT", generate=True)],
+)
 BACKENDS = {"hf": HF, "vllm": VLLM, "lmdeploy": LMDEPLOY, "api": API}
 
 
@@ -267,8 +273,9 @@ def api_model(
         temperature: the sampling temperature (0: greedy).
         timeout: seconds per request.
         kwargs: further arguments of ``OpenAISDK`` or OpenCompass's model config (checked); ``retry``
-            defaults to 2 and ``query_per_second`` to 8. A ``pred_postprocessor`` is wrapped so that it
-            never sees a failed request's prediction (``api.keep_unanswered``).
+            defaults to 2, ``query_per_second`` to 8 and ``meta_template`` to ``CHAT_META_TEMPLATE`` (the
+            model gets a dataset's turns as chat messages). A ``pred_postprocessor`` is
+            wrapped so that it never sees a failed request's prediction (``api.keep_unanswered``).
 
     Raises:
         ConfigError: an argument the model class does not take.
@@ -290,6 +297,7 @@ def api_model(
         retry=kwargs.pop("retry", 2),
         timeout=timeout,
         run_cfg=dict(num_gpus=0),
+        meta_template=kwargs.pop("meta_template", CHAT_META_TEMPLATE),
         **kwargs,
     )
     if tokenizer_path:

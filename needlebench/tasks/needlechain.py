@@ -233,17 +233,26 @@ def _float_text(value: Fraction) -> str:
 
 
 def format_value(value: Fraction) -> str:
-    """Exact decimal text: salaries are v * 2**e, so every value has a finite decimal form."""
+    """Exact decimal text of a value with a finite decimal form (a denominator of 2s and 5s only): salaries are
+    v * 2**e, and an answer states a decimal such as ``1600.3``.
+
+    Raises:
+        ValueError: the value has no finite decimal form (``1/3``).
+    """
     if value.denominator == 1:
         return str(value.numerator)
-    den = value.denominator
-    if den & (den - 1):
+    den, twos, fives = value.denominator, 0, 0
+    while den % 2 == 0:
+        den, twos = den // 2, twos + 1
+    while den % 5 == 0:
+        den, fives = den // 5, fives + 1
+    if den != 1:
         raise ValueError(f"{value} has no finite decimal form")
-    digits = den.bit_length() - 1
-    scaled = value * 10**digits
-    text = f"{scaled.numerator // scaled.denominator:0{digits + 1}d}"
-    out = f"{text[:-digits]}.{text[-digits:]}".rstrip("0").rstrip(".")
-    return out
+    digits = max(twos, fives)
+    scaled = abs(value) * 10**digits  # an integer
+    text = f"{scaled.numerator:0{digits + 1}d}"
+    sign = "-" if value < 0 else ""
+    return sign + f"{text[:-digits]}.{text[-digits:]}".rstrip("0").rstrip(".")
 
 
 def _full_names(r: Random, k: int) -> list[str]:
@@ -542,8 +551,9 @@ def released_value(text: str) -> tuple[Fraction | None, str | None]:
         text: the response as read for scoring.
 
     Returns:
-        ``(value, None)``, or ``(None, "no_number")`` when no integer is found (or it is longer than
-        ``MAX_NUMBER_CHARS``).
+        ``(value, None)``, or ``(None, "no_number")`` when no integer is found (or its significant digits,
+        leading zeros of the integer and trailing zeros of the decimals aside, are more than
+        ``MAX_NUMBER_CHARS``: no salary or total is that long).
     """
     at = text.rfind(RELEASED_MARKER)
     tail = text[at + len(RELEASED_MARKER) :] if at >= 0 else text
@@ -551,13 +561,16 @@ def released_value(text: str) -> tuple[Fraction | None, str | None]:
     m = _RELEASED_INTEGER.search(tail)
     if m is None:
         return None, "no_number"
-    digits = m.group().replace(",", "")
+    # leading zeros of the integer and trailing zeros of the decimals change no value: "3200." followed by
+    # seventy zeros states 3200, as the released scorer reads it, however long the written number is
+    digits = m.group().replace(",", "").lstrip("0") or "0"
     decimals = _DECIMALS.match(tail, m.end())
-    if len(digits) + (len(decimals.group(1)) if decimals else 0) > MAX_NUMBER_CHARS:
+    fraction = decimals.group(1).rstrip("0") if decimals else ""
+    if len(digits) + len(fraction) > MAX_NUMBER_CHARS:
         return None, "no_number"
     value = Fraction(int(digits))
-    if decimals:
-        value += Fraction(int(decimals.group(1)), 10 ** len(decimals.group(1)))
+    if fraction:
+        value += Fraction(int(fraction), 10 ** len(fraction))
     return value, None
 
 

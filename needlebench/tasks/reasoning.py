@@ -2,11 +2,13 @@
 
 2025: 2-5 kinship statements in the haystack, asked with the ATC question
 types, answered in ``\\boxed{}``. Reference placement is OpenCompass v2's
-intent (``multi.py`` with ``diff=10``): the first needle at the requested
-depth, each next one 10% of the haystack further, capped at the end; its
-double counting of needle lengths when shifting later insertion points is a
-bug we do not copy. The clarified placement spreads the needles over the
-roomier side of the document.
+(``multi.py`` with ``diff=10``): the first needle at the requested depth,
+each next one starting 10% of the haystack plus twice the previous needle's
+length after the previous one (it counts that length twice), capped at the
+end; the needles' realised depths are recorded and are what the tables
+label. ``placement="spaced"`` counts the length once (the spacing OpenCompass
+intends); the clarified placement spreads the needles over the roomier side
+of the document.
 2024: records of OpenCompass's ``multi_needle_reasoning_{en,zh}.json``
 layout (``derivation_count``, ``derivations``, ``question``, ``answer``),
 under reference drawn, worded and placed as OpenCompass v1's ``multi.py``
@@ -80,11 +82,12 @@ def needle_depths(depth: float, count: int, placement: str = "reference") -> tup
     Args:
         depth: the sample's depth (0..100).
         count: number of needles.
-        placement: ``"reference"``: depth, depth + 10, depth + 20, ... capped at 100, in chain
-            presentation order (OpenCompass v2's intent); ``"spread"``: distinct depths spread toward
-            the roomier end, spacing (room / count) computed once.
+        placement: ``"reference"`` and ``"spaced"``: depth, depth + 10, depth + 20, ... capped at 100, in
+            chain presentation order (OpenCompass v2's nominal depths; on its haystack ``reference`` puts
+            the needles where its ``multi.py`` does, further on, and records where they went);
+            ``"spread"``: distinct depths spread toward the roomier end, spacing (room / count) computed once.
     """
-    if placement == "reference":
+    if placement in ("reference", "spaced"):
         return tuple(min(100.0, round(float(depth) + i * REFERENCE_DIFF, 3)) for i in range(count))
     if count == 1:
         return (float(depth),)
@@ -185,27 +188,22 @@ def _sample(
     parts: PromptParts,
     texts: Sequence[str],
     gold: dict,
-    as_opencompass: bool = False,
     **meta: object,
 ) -> Iterator[Sample]:
-    """One M-RS sample of a cell, its needles spread from the cell's depth (none if it is skipped).
-
-    ``as_opencompass``: under the reference placement, OpenCompass's own insertion points (the 2024
-    multi-hop form, as its v1 ``multi.py`` places them) instead of the kinship form's single-counted spacing.
-    """
+    """One M-RS sample of a cell, its needles spread from the cell's depth (none if it is skipped)."""
     hay, length, depth, count, repeat = cell
     placement = p.options()["placement"]
     depths = needle_depths(depth, count, placement)
     needles = list(zip(depths, [needle_text(p, x) for x in texts]))
     positions = None
-    if placement == "reference" and as_opencompass:
+    if placement == "reference":
+        # on OpenCompass's haystack: its multi.py's insertion points, which depend on the needles' token counts
         sizes = tuple(count_tokens(text, p.encoding) for _, text in needles)
         positions = functools.partial(
             opencompass_chain_positions, depth=depth, needle_tokens=sizes, diff=REFERENCE_DIFF
         )
-    elif placement == "reference":
-        # on OpenCompass's haystack: its diff spacing in tokens, without the double count
-        positions = functools.partial(_chain_positions, depth=depth, count=count)
+    elif placement == "spaced":
+        positions = functools.partial(chain_positions, depth=depth, count=count, diff=REFERENCE_DIFF)
     sample = haystack_sample(
         p,
         hay,
@@ -215,6 +213,7 @@ def _sample(
         needles,
         gold,
         positions=positions,
+        realised_as_depths=True,
         depth=depth,
         depths=list(depths),
         repeat=repeat,
@@ -222,10 +221,6 @@ def _sample(
     )
     if sample is not None:
         yield sample
-
-
-def _chain_positions(tokens: int, depth: float, count: int) -> list[int]:
-    return chain_positions(tokens, depth, count, REFERENCE_DIFF)
 
 
 def multihop_file(p: SparseParams) -> str:
@@ -274,7 +269,7 @@ def _multihop_samples(p: SparseParams, path: str) -> Iterator[Sample]:
         }
         cell = (hay, length, depth, count, repeat)
         needles = record["needles"]
-        yield from _sample(p, cell, parts, needles, gold, as_opencompass=True, num_needles=count, statements=needles)
+        yield from _sample(p, cell, parts, needles, gold, num_needles=count, statements=needles)
 
 
 def generate_mrs(p: SparseParams) -> Iterator[Sample]:

@@ -75,9 +75,10 @@ SPARSE_OPTIONS: dict[str, Option] = {
     # and a buffer shrinks only where the haystack would otherwise be empty; prompt: the whole prompt fits
     # in length - buffer, the buffer is capped at a quarter of the length and the haystack keeps min_fill
     "budget": Option("reference", "prompt"),
-    # M-RS: OpenCompass's intent (first needle at the depth, each next one 10% further, capped at the end;
-    # the 2024 multi-hop form: OpenCompass v1's own insertion points) or spread over the roomier side
-    "placement": Option("reference", "spread"),
+    # M-RS (both forms): OpenCompass's (first needle at the depth, each next one starting 10% of the haystack
+    # plus twice the previous needle's length after the previous one, capped at the end), or spread over the roomier side of
+    # the document; "spaced": the length counted once (the spacing OpenCompass intends)
+    "placement": Option("reference", "spread", extra=("spaced",)),
     # S-RT, M-RT, 2024 M-RS: the keyword as a substring of the output as returned (OpenCompass and the 2025
     # paper's Eq. 1; 2024 M-RS: each answer word, lowercased); or ignoring case, width, whitespace and chat tokens
     "keyword_match": Option("exact", "normalised"),
@@ -252,9 +253,14 @@ def _buffer(p: SparseParams, length: int, needle_tokens: int, text: int, rule: s
     if rule == "reference":
         if length - requested - needle_tokens > 0:
             return requested
-        # OpenCompass's English 1k/2k cells: a 3000-token buffer leaves no haystack at all
-        buffer = min(requested, length // 2)
-        return buffer if length - buffer - needle_tokens >= min_hay else max(0, length - needle_tokens - min_hay)
+        # OpenCompass's English 1k/2k cells of its 32k+ suites: a 3000-token buffer leaves no haystack at all.
+        # Its own short suites build the same cells with their buffer (English 500), so we take theirs: the
+        # shrunk cell is then byte for byte the cell OpenCompass's 4k suite builds (test_differential_prompts)
+        # (a length shorter than that buffer: half the length, else what leaves min_fill of haystack)
+        for buffer in (min(requested, SHORT_SUITE_BUFFERS[p.lang]), min(requested, length // 2)):
+            if length - buffer - needle_tokens >= min_hay:
+                return buffer
+        return max(0, length - needle_tokens - min_hay)
     buffer = min(requested, length // 4, length - text - min_hay)
     if buffer < 0 and length - text >= math.ceil(0.1 * length):
         # many needles at a short length (M-RT, 11 needles at 1k): give the filler all that is left
@@ -389,6 +395,7 @@ def haystack_sample(
     gold: dict,
     single_needle: bool = False,
     positions: Callable[[int], list[int]] | None = None,
+    realised_as_depths: bool = False,
     **meta: object,
 ) -> Sample | None:
     """One sparse-task sample: needles placed in the haystack, or None where the model's room skips it.
@@ -407,6 +414,8 @@ def haystack_sample(
         single_needle: record the one needle's realised depth as ``realised_depth`` (S-RT's field)
             instead of the list ``realised_depths``.
         positions: on OpenCompass's haystack, the needles' token indices for a haystack size (M-RS).
+        realised_as_depths: record the realised depths as ``depths`` too (M-RS, whose later needles sit
+            where the placement puts them, not at a nominal depth: tables label where they are).
         meta: the task's own metadata, added to what ``fill`` records.
     """
     try:
@@ -419,6 +428,8 @@ def haystack_sample(
         m["realised_depth"] = realised[0]
     else:
         m["realised_depths"] = realised
+    if realised_as_depths:
+        m["depths"] = realised
     return Sample.from_utf8(  # decoded when read: the cache stores the bytes
         id=sample_id(task, p.lang, *coords, digest=fitted.digest),
         task=task,
@@ -579,6 +590,11 @@ _BUFFERS: dict[str, dict[str, dict[str, int]]] = {
         "1000k": {"srt": 600, "mrt": 3000, "mrs": 600, "zh": 200},
     },
 }
+
+
+# The buffers of OpenCompass v2's short suites (4k, 8k), by language: what a reference buffer shrinks to where
+# a longer suite's buffer would leave a cell no haystack (``_buffer``).
+SHORT_SUITE_BUFFERS: dict[str, int] = dict(_BUFFERS["v2"]["4k"])
 
 
 def suite_buffer(suite: str, task: str, lang: str, profile: str = "v2") -> int:

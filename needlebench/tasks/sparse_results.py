@@ -87,7 +87,13 @@ def _mrt_report(records: Sequence[dict[str, Any]], models: Sequence[str], skippe
 
 
 def needle_depths(record: Mapping[str, Any]) -> list[float]:
-    """Where a sample's needles were asked to sit: each needle's depth, or the one depth."""
+    """Where a sample's needles sit, as the drill-down labels them: each needle's realised depth (percent of
+    the haystack before it) where the record has it, else the depth(s) asked for."""
+    realised = record.get("realised_depths") or (
+        [record["realised_depth"]] if record.get("realised_depth") is not None else []
+    )
+    if realised:
+        return [round(float(d), 2) for d in realised]
     return list(record.get("depths") or ([record["depth"]] if record.get("depth") is not None else []))
 
 
