@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 import pytest
 from conftest import ROOT, assert_linear
 
-from needlebench.opencompass.predictions import PredictionLog, iter_prediction_file, looks_whole
+from needlebench.opencompass.predictions import PredictionFile, PredictionLog, iter_prediction_file, looks_whole
 
 STOCK_INFERENCER = "opencompass.openicl.icl_inferencer.GenInferencer"
 OURS_INFERENCER = "needlebench.opencompass.inferencer.BatchGenInferencer"
@@ -160,6 +160,7 @@ def test_resume_from_each_others_tmp_file(tmp_path: Path, first: str, second: st
         infer(first, tmp_path / "resumed", _stops_after(PromptScriptedModel(), 3))
     tmp = tmp_path / "resumed" / "tmp_srt.jsonl"
     assert len(tmp.read_text(encoding="utf-8").splitlines()) == 12  # 3 batches of 4 written before the kill
+    assert sorted(p.name for p in tmp.parent.iterdir()) == ["tmp_srt.jsonl"]  # ours drops its unfinished file
     model = PromptScriptedModel()
     asked: list[int] = []
     generate = model.generate
@@ -200,6 +201,11 @@ def test_prediction_log_is_a_dict_on_disk(tmp_path: Path) -> None:
     assert (tmp_path / "x.json").read_text(encoding="utf-8") == json.dumps(expected, indent=4, ensure_ascii=False)
     PredictionLog(tmp_path / "none.jsonl").write_json(tmp_path / "empty.json")
     assert (tmp_path / "empty.json").read_text() == json.dumps({}, indent=4)
+    twice = PredictionFile(tmp_path / "twice.json")  # written as the samples come: a key twice is not a dict
+    twice.extend([("0", {"prediction": "a"}), ("0", {"prediction": "b"})])
+    assert not twice.whole
+    twice.discard()
+    assert not (tmp_path / ".twice.json.part").exists() and not (tmp_path / "twice.json").exists()
 
 
 def test_prediction_file_reader_is_linear_and_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,8 +3,9 @@
 OpenCompass's inferencer renders every prompt of its task into one list before the first request,
 and its output handler keeps every prompt again until the task ends: an infer task's memory grows
 with its shard (measured at 1 repeat of the 1000k suite: 0.6 GB plus about 11 times the bytes of the
-predictions it wrote). Ours renders and sends one batch, appends it to ``tmp_<abbr>.jsonl`` and lets
-it go, then writes ``<abbr>.json`` from that file a sample at a time (``predictions.py``). The files
+predictions it wrote). Ours renders and sends one batch, appends it to ``tmp_<abbr>.jsonl`` (for a
+resume) and to the prediction file being written, and lets it go; the file is renamed into place when
+the task ends (``predictions.py``). The files
 are OpenCompass's, byte for byte: the same keys, ``origin_prompt`` and order, the same ``tmp_`` file,
 and a resume goes on from the samples it holds, as OpenCompass's does. The batches are OpenCompass's
 too (the model's ``batch_size``, counted from the first sample not yet predicted), so a model that
@@ -17,7 +18,7 @@ Options it does not take over (``multiround``, ``dump_only_message_path``, ``dum
 from __future__ import annotations
 
 import inspect
-import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from opencompass.openicl.icl_inferencer import GenInferencer
 from opencompass.openicl.icl_inferencer.icl_base_inferencer import GenInferencerOutputHandler
 from opencompass.utils import batched, get_logger
 
-from .predictions import PredictionLog
+from .predictions import PredictionFile, PredictionLog
 
 __all__ = ["BatchGenInferencer"]
 
@@ -79,7 +80,46 @@ class BatchGenInferencer(GenInferencer):
         filename = output_json_filename or self.output_json_filename
         saved = PredictionLog(folder / Path("tmp_" + filename).with_suffix(".jsonl").name)
         index = saved.restore()
+        if not self.is_main_process:
+            self._answer(retriever, ice_template, prompt_template, index, lambda entries: None)
+            return []
+        out = PredictionFile(folder / filename)
+        try:
+            out.extend(saved.samples())  # a resumed task's samples first, as OpenCompass's dict holds them
 
+            def keep(entries: list[tuple[str, dict[str, Any]]]) -> None:
+                saved.append(entries)
+                out.extend(entries)
+
+            self._answer(retriever, ice_template, prompt_template, index, keep)
+        except BaseException:
+            out.discard()  # the tmp_ file holds what was answered; a resume writes the file again from it
+            raise
+        if out.whole:
+            predictions = out.finish()
+        else:  # a tmp_ file with a key twice: the dict's order and values come from the log
+            out.discard()
+            predictions = saved.write_json(folder / filename)
+        saved.path.unlink(missing_ok=True)
+        return predictions
+
+    def _answer(
+        self,
+        retriever: Any,
+        ice_template: Any,
+        prompt_template: Any,
+        index: int,
+        keep: Callable[[list[tuple[str, dict[str, Any]]]], None],
+    ) -> None:
+        """Render, send and hand to ``keep`` the rows from ``index`` on, one batch at a time.
+
+        Args:
+            retriever: OpenCompass's retriever over the task's dataset.
+            ice_template: in-context example template, if any.
+            prompt_template: the prompt template.
+            index: the first row not predicted yet.
+            keep: takes each batch's ``(key, sample dict)`` pairs, as OpenCompass's output handler makes them.
+        """
         ice_idx_list = retriever.retrieve()  # one (empty, for ZeroRetriever) list per row: no prompt yet
         reader = retriever.dataset_reader
         golds = reader.dataset["test"][reader.output_column] if reader.output_column else None
@@ -110,13 +150,6 @@ class BatchGenInferencer(GenInferencer):
             for offset, (prompt, prediction) in enumerate(zip(parsed, batched(generated, returns), strict=False)):
                 gold = golds[start + offset] if golds is not None else None
                 handler.save_results(prompt, prediction[0] if returns == 1 else prediction, start + offset, gold=gold)
-            if self.is_main_process:
-                saved.append(list(handler.results_dict.items()))
+            keep(list(handler.results_dict.items()))
             if (end - index) // batch % 100 == 0 or end == len(ice_idx_list):
                 logger.info(f"{end} of {len(ice_idx_list)} prompts answered")
-        if not self.is_main_process:
-            return []
-        os.makedirs(folder, exist_ok=True)
-        predictions = saved.write_json(folder / filename)
-        saved.path.unlink(missing_ok=True)
-        return predictions

@@ -9,8 +9,9 @@ whole prompt, so both tasks' memory grows with their shard: gigabytes for a 1000
 These helpers produce and read the same files with one sample in memory at a time:
 
 * :class:`PredictionLog` restores and appends the ``tmp_`` file as OpenCompass's output handler does,
-  keeping only where each sample's line starts, and writes ``<abbr>.json`` from it, byte for byte what
-  ``json.dump`` of the dict writes (``tests/test_inferencer.py``);
+  keeping only where each sample's line starts;
+* :class:`PredictionFile` writes ``<abbr>.json`` as the samples come, byte for byte what ``json.dump`` of
+  the dict writes (``tests/test_inferencer.py``), and renames it into place when the task ends;
 * :func:`iter_prediction_file` reads a prediction file (any JSON object) one top-level entry at a time,
   in time linear in its size;
 * :func:`looks_whole` tells a finished prediction file from one a kill or a full disk cut short without
@@ -21,15 +22,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from ..files import atomic_write
-
-__all__ = ["PredictionLog", "iter_prediction_file", "looks_whole", "entry_text"]
+__all__ = ["PredictionLog", "PredictionFile", "iter_prediction_file", "looks_whole", "entry_text"]
 
 log = logging.getLogger(__name__)
 
@@ -126,10 +126,7 @@ class PredictionLog:
                 yield key, value
 
     def write_json(self, target: Path | str) -> list[Any]:
-        """Write ``<abbr>.json``: the bytes ``json.dump(results, fh, indent=4, ensure_ascii=False)`` writes.
-
-        Written to a temporary file and renamed (``files.atomic_write``), so a kill or a full disk never
-        leaves a file that looks finished.
+        """Write ``<abbr>.json`` from this file alone (re-reading every sample), atomically.
 
         Args:
             target: the prediction file.
@@ -137,14 +134,71 @@ class PredictionLog:
         Returns:
             Every sample's prediction, in order (what OpenCompass's ``inference`` returns).
         """
-        predictions = []
-        with atomic_write(target) as tmp, tmp.open("w", encoding="utf-8") as out:
-            out.write("{")
-            for n, (key, value) in enumerate(self.samples()):
-                out.write((",\n" if n else "\n") + entry_text(key, value))
-                predictions.append(value.get("prediction"))
-            out.write("\n}" if predictions else "}")
-        return predictions
+        out = PredictionFile(target)
+        out.extend(self.samples())
+        return out.finish()
+
+
+class PredictionFile:
+    """``<abbr>.json`` written as the samples come: the bytes ``json.dump(results, indent=4, ensure_ascii=False)``
+    writes at the end of OpenCompass's task.
+
+    The entries go to ``.<abbr>.json.part`` beside it, which :meth:`finish` closes and renames into place
+    (never a file that looks finished before it is); a resumed task starts that file again. Each sample is
+    encoded once, as OpenCompass encodes it at the end, and never read back. A key written twice (possible
+    only in a ``tmp_`` file written by hand) makes the entries no longer the dict's: :attr:`whole` turns false
+    and the caller writes the file from the log (:meth:`PredictionLog.write_json`) instead.
+
+    Args:
+        target: the prediction file.
+    """
+
+    def __init__(self, target: Path | str) -> None:
+        self.target = Path(target)
+        self.part = self.target.with_name(f".{self.target.name}.part")
+        self.part.parent.mkdir(parents=True, exist_ok=True)
+        self._out: IO[str] | None = self.part.open("w", encoding="utf-8")
+        self._keys: set[Any] = set()
+        self.predictions: list[Any] = []
+        self.whole = True
+
+    def extend(self, samples: Iterable[tuple[Any, dict[str, Any]]]) -> None:
+        """Write these samples' entries.
+
+        Args:
+            samples: ``(key, sample dict)`` pairs in order.
+        """
+        assert self._out is not None, "finished"
+        for key, value in samples:
+            if key in self._keys:
+                self.whole = False
+            self._keys.add(key)
+            self._out.write((",\n" if self.predictions else "{\n") + entry_text(key, value))
+            self.predictions.append(value.get("prediction"))
+
+    def finish(self) -> list[Any]:
+        """Close the object, make the file durable and rename it into place.
+
+        Returns:
+            Every sample's prediction, in order (what OpenCompass's ``inference`` returns).
+        """
+        assert self._out is not None, "finished twice"
+        out, self._out = self._out, None
+        try:
+            out.write("\n}" if self.predictions else "{}")
+            out.flush()
+            os.fsync(out.fileno())
+        finally:
+            out.close()
+        os.replace(self.part, self.target)
+        return self.predictions
+
+    def discard(self) -> None:
+        """Close and remove the partial file (the caller writes the prediction file another way)."""
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+        self.part.unlink(missing_ok=True)
 
 
 class _Reader:

@@ -10,7 +10,9 @@ either write, a resume goes wrong in two ways:
   so every prediction in it is computed again.
 
 Before the infer stage hands out its shards, :func:`repair_predictions` removes the first and cuts
-the second back to its last complete line, so a resume redoes only what was lost.
+the second back to its last complete line, so a resume redoes only what was lost. It also removes the
+``.<abbr>.json.part`` file our inferencer was writing when its task died (``predictions.py``): the task
+writes it again, from its ``tmp_`` file, when it runs again.
 """
 
 from __future__ import annotations
@@ -65,6 +67,9 @@ def repair_predictions(folder: Path | str) -> list[str]:
         if not looks_whole(path):  # judged from its last bytes (the summary asks this of every file)
             path.unlink()
             notes.append(f"{path}: not whole JSON (cut short by a full disk or a kill); removed, its task runs again")
+    for path in sorted(folder.glob(".*.json.part")):  # a killed task's prediction file (inferencer.py)
+        path.unlink()
+        notes.append(f"{path}: a prediction file its task did not finish; removed, its task writes it again")
     for path in sorted(folder.glob("tmp_*.jsonl")):
         size = path.stat().st_size
         keep, kept = _complete_prefix(path)
