@@ -10,6 +10,7 @@ than 20% when its shard's prompt bytes grow 8x, where OpenCompass's grows with t
 
 from __future__ import annotations
 
+import copy
 import filecmp
 import json
 import os
@@ -242,6 +243,29 @@ def test_prediction_file_reader_is_linear_and_exact(tmp_path: Path, monkeypatch:
     )
 
 
+@pytest.mark.parametrize("n", [1, 3])
+def test_evaluator_groups_as_opencompass_without_holding_the_rows(n: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``NeedleBenchEvaluator.group`` reads two columns where ``BaseEvaluator.group`` keeps whole rows (prompts
+    included); ``evaluate`` gives the same result either way, with OpenCompass's repeated sampling too."""
+    from opencompass.openicl.icl_evaluator import BaseEvaluator
+    from opencompass.utils import build_dataset_from_cfg
+    from prompt_scripted import scripted_answer
+
+    from needlebench.opencompass.configs import needlebench_datasets
+    from needlebench.opencompass.evaluator import NeedleBenchEvaluator
+
+    (cfg,) = needlebench_datasets(suite="4k", tasks=["srt"], langs=["en"], lengths=[1000, 2000], repeats=2)
+    test = build_dataset_from_cfg({**cfg, "n": n, "k": n}).test
+    predictions = [scripted_answer(p) for p in test["prompt"]]
+    kwargs = dict(predictions=predictions, references=test["answer"], test_set=test)
+    ours = NeedleBenchEvaluator().evaluate(n, n, copy.deepcopy(test), **kwargs)
+    monkeypatch.setattr(NeedleBenchEvaluator, "group", BaseEvaluator.group)
+    assert ours == NeedleBenchEvaluator().evaluate(n, n, copy.deepcopy(test), **kwargs)
+    score = next(v for key, v in ours.items() if key.startswith("score"))  # "score (3 runs average)" for n=3
+    assert len(ours["details"]) == len(test) // n and 0 < score < 100
+    assert any("G-Pass" in key for key in ours) == (n > 1)  # the groups feed OpenCompass's G-Pass@k
+
+
 # -- memory ------------------------------------------------------------------------------------------------------
 
 
@@ -273,9 +297,10 @@ def _peak_anon(cmd: list[str], env: dict[str, str]) -> int:
     return peak[0]
 
 
-def test_infer_task_memory_does_not_grow_with_its_shard(tmp_path: Path) -> None:
-    """One infer task, one dataset of 128k-token prompts: 8x the prompt bytes (40 vs 320 prompts, about 20 and
-    160 MB) grow our task's peak memory by less than 20%; OpenCompass's inferencer, on the larger shard, by more."""
+def test_infer_and_eval_task_memory_does_not_grow_with_the_shard(tmp_path: Path) -> None:
+    """One dataset of 128k-token prompts: 8x the prompt bytes (40 vs 320 prompts, about 20 and 160 MB) grow the
+    peak memory of our infer task, and of our eval task on its predictions, by less than 20%; OpenCompass's
+    inferencer, on the larger shard, grows by more."""
     from mmengine.config import Config
 
     from needlebench.cache.rows import load_rows
@@ -286,27 +311,36 @@ def test_infer_task_memory_does_not_grow_with_its_shard(tmp_path: Path) -> None:
     model = dict(type="garbage_model.GarbageModel", abbr="garbage", size=2000, max_seq_len=2_000_000, max_out_len=8,
                  batch_size=4, run_cfg=dict(num_gpus=0))  # fmt: skip
 
-    def task(repeats: int, inferencer: str) -> tuple[int, int]:
+    def run(repeats: int, inferencer: str, evaluate: bool) -> tuple[int, int, int]:
+        """(prompt bytes, the infer task's peak, the eval task's peak or 0)."""
         (d,) = needlebench_datasets(suite="128k", tasks=["srt"], langs=["en"], lengths=[128000],
                                     depths=[0, 25, 50, 75, 100], repeats=repeats)  # fmt: skip
         d["infer_cfg"]["inferencer"]["type"] = inferencer
-        rows = load_rows(d["task"], **config_params(d))  # built here, so the task only reads the cache
+        rows = load_rows(d["task"], **config_params(d))  # built here, so the tasks only read the cache
         prompt_bytes = pc.sum(pc.binary_length(rows.with_format("arrow")[:]["prompt"])).as_py()
         work = tmp_path / f"{inferencer.rsplit('.', 1)[-1]}_{repeats}"
         config = tmp_path / f"{work.name}.py"
-        Config(dict(models=[model], datasets=[[d]], work_dir=str(work))).dump(str(config))
-        peak = _peak_anon([sys.executable, "-m", "opencompass.tasks.openicl_infer", str(config)], env)
+        task = dict(
+            models=[model], datasets=[[d]], work_dir=str(work), eval=dict(runner=dict(task=dict(dump_details=True)))
+        )
+        Config(task).dump(str(config))
+        infer = _peak_anon([sys.executable, "-m", "opencompass.tasks.openicl_infer", str(config)], env)
         (prediction,) = (work / "predictions" / "garbage").glob("*.json")
         assert len(dict(iter_prediction_file(prediction))) == len(rows)
-        return prompt_bytes, peak
+        if not evaluate:
+            return prompt_bytes, infer, 0
+        scored = _peak_anon([sys.executable, "-m", "needlebench.opencompass.eval_task", str(config)], env)
+        result = json.loads((work / "results" / "garbage" / prediction.name).read_text(encoding="utf-8"))
+        assert result["num_scored"] == len(rows) and result["score"] == 0  # every hostile answer graded
+        return prompt_bytes, infer, scored
 
-    small_bytes, small = task(8, OURS_INFERENCER)
-    large_bytes, large = task(64, OURS_INFERENCER)
+    small_bytes, small, small_eval = run(8, OURS_INFERENCER, evaluate=True)
+    large_bytes, large, large_eval = run(64, OURS_INFERENCER, evaluate=True)
     assert large_bytes >= 7.9 * small_bytes
-    _, stock = task(64, STOCK_INFERENCER)
-    print(f"peak anonymous memory: {small_bytes / 1e6:.0f} MB of prompts {small / 1e6:.0f} MB, "
-          f"{large_bytes / 1e6:.0f} MB {large / 1e6:.0f} MB; OpenCompass's inferencer {stock / 1e6:.0f} MB")  # fmt: skip
-    assert large < 1.2 * small, (
-        f"{small / 1e6:.0f} MB -> {large / 1e6:.0f} MB for {large_bytes / 1e6:.0f} MB of prompts"
-    )
+    _, stock, _ = run(64, STOCK_INFERENCER, evaluate=False)
+    print(f"peak anonymous memory, {small_bytes / 1e6:.0f} -> {large_bytes / 1e6:.0f} MB of prompts: infer "
+          f"{small / 1e6:.0f} -> {large / 1e6:.0f} MB (OpenCompass's inferencer {stock / 1e6:.0f} MB), eval "
+          f"{small_eval / 1e6:.0f} -> {large_eval / 1e6:.0f} MB")  # fmt: skip
+    assert large < 1.2 * small, f"infer: {small / 1e6:.0f} MB -> {large / 1e6:.0f} MB"
+    assert large_eval < 1.2 * small_eval, f"eval: {small_eval / 1e6:.0f} MB -> {large_eval / 1e6:.0f} MB"
     assert stock > 1.2 * small, f"OpenCompass's inferencer: {stock / 1e6:.0f} MB (ours {large / 1e6:.0f} MB)"
