@@ -68,8 +68,9 @@ def test_prediction_files_cut_short_are_not_trusted_on_resume(tmp_path: Path) ->
     lines = [json.dumps({"idx": i, "prediction": f"p{i}"}) for i in range(3)]
     (folder / "tmp_part.jsonl").write_text("\n".join(lines) + '\n{"idx": 3, "predic')
     (folder / "tmp_whole.jsonl").write_text("\n".join(lines) + "\n")
+    (folder / ".part.json.part").write_text('{\n    "0": {')  # the file a killed task of ours was writing
     notes = repair_predictions(folder)
-    assert len(notes) == 2
+    assert len(notes) == 3 and not (folder / ".part.json.part").exists()
     assert not (folder / "cut.json").exists() and json.loads((folder / "done.json").read_text()) == whole
     assert (folder / "tmp_part.jsonl").read_text() == "\n".join(lines) + "\n"  # the 3 whole predictions kept
     assert (folder / "tmp_whole.jsonl").read_text() == "\n".join(lines) + "\n"

@@ -31,7 +31,9 @@ __all__ = [
 
 PROMPT_TEMPLATE = "opencompass.openicl.icl_prompt_template.PromptTemplate"
 ZERO_RETRIEVER = "opencompass.openicl.icl_retriever.ZeroRetriever"
-GEN_INFERENCER = "opencompass.openicl.icl_inferencer.GenInferencer"
+# OpenCompass's GenInferencer and eval task with one batch (one sample) in memory, writing the same files
+GEN_INFERENCER = "needlebench.opencompass.inferencer.BatchGenInferencer"
+EVAL_TASK = "needlebench.opencompass.eval_task.NeedleBenchEvalTask"
 DATASET = "needlebench.opencompass.dataset.NeedleBenchDataset"
 PARTITIONER = "needlebench.opencompass.partitioner.NeedleBenchPartitioner"
 SUMMARIZER = "needlebench.opencompass.summarizer.NeedleBenchSummarizer"
@@ -431,7 +433,7 @@ def runtime(
     )
     evaluation = dict(
         partitioner=dict(type=PARTITIONER, stage="eval", overlength=overlength, eval_tasks=eval_workers),
-        runner=dict(type=runner, max_num_workers=eval_workers, task=dict(type="OpenICLEvalTask"), **runner_options),
+        runner=dict(type=runner, max_num_workers=eval_workers, task=dict(type=EVAL_TASK), **runner_options),
     )
     return infer, evaluation
 

@@ -107,6 +107,22 @@ class NeedleBenchEvaluator(BaseEvaluator):
         metrics = write_results(out, records, task) if out else dataset_results(records, task)[0]
         return {**metrics, "details": [r.to_json(prediction=False) for r in records]}
 
+    def group(self, n: int, details: list[dict[str, Any]], test_set: Any) -> dict[str, list[dict[str, Any]]]:
+        """OpenCompass's grouping of the details by sample (``<subdivision>_<idx>``), reading two columns.
+
+        ``BaseEvaluator.group`` keeps every row it groups, prompt included: a whole dataset's prompts in
+        memory in the eval task (2.2 GB at 1 repeat of the 1000k suite). Its caller reads only each
+        example's ``detail``; the groups and their order are the same (``tests/test_inferencer.py``).
+
+        Args:
+            n: samples per example (OpenCompass's repeated sampling).
+            details: the evaluator's per-sample details, in row order.
+            test_set: the dataset rows.
+        """
+        if hasattr(test_set, "select_columns"):
+            test_set = test_set.select_columns(["subdivision", "idx"])
+        return super().group(n, details, test_set)
+
     def pred_postprocess(self, predictions: list[Any]) -> list[Any]:
         """OpenCompass's prediction postprocessor on the answers; a failed request passes through as it is,
         and an answer a server cut off is postprocessed as its text."""

@@ -10,7 +10,9 @@ either write, a resume goes wrong in two ways:
   so every prediction in it is computed again.
 
 Before the infer stage hands out its shards, :func:`repair_predictions` removes the first and cuts
-the second back to its last complete line, so a resume redoes only what was lost.
+the second back to its last complete line, so a resume redoes only what was lost. It also removes the
+``.<abbr>.json.part`` file our inferencer was writing when its task died (``predictions.py``): the task
+writes it again, from its ``tmp_`` file, when it runs again.
 """
 
 from __future__ import annotations
@@ -20,23 +22,32 @@ import logging
 import os
 from pathlib import Path
 
+from .predictions import looks_whole
+
 __all__ = ["repair_predictions"]
 
 log = logging.getLogger(__name__)
 
 
-def _complete_prefix(data: bytes) -> int:
-    """Bytes of ``data`` up to the end of its last line that is whole JSON (a line after a bad one is dropped)."""
-    end = 0
-    for line in data.splitlines(keepends=True):
-        if not line.endswith(b"\n"):
-            break
-        try:
-            json.loads(line)
-        except ValueError:
-            break
-        end += len(line)
-    return end
+def _complete_prefix(path: Path) -> tuple[int, int]:
+    """(bytes, lines) of the file up to the end of its last line that is whole JSON (a line after a bad one
+    is dropped).
+
+    Read a line at a time: a killed task's ``tmp_`` file holds every prompt it answered (gigabytes in a
+    1000k shard), and this runs in the ``opencompass`` process itself.
+    """
+    end = lines = 0
+    with path.open("rb") as fh:
+        for line in fh:
+            if not line.endswith(b"\n"):
+                break
+            try:
+                json.loads(line)
+            except ValueError:
+                break
+            end += len(line)
+            lines += 1
+    return end, lines
 
 
 def repair_predictions(folder: Path | str) -> list[str]:
@@ -53,21 +64,20 @@ def repair_predictions(folder: Path | str) -> list[str]:
         return []
     notes = []
     for path in sorted(folder.glob("*.json")):
-        try:
-            with path.open(encoding="utf-8") as fh:
-                json.load(fh)
-        except (ValueError, UnicodeDecodeError):
+        if not looks_whole(path):  # judged from its last bytes (the summary asks this of every file)
             path.unlink()
             notes.append(f"{path}: not whole JSON (cut short by a full disk or a kill); removed, its task runs again")
+    for path in sorted(folder.glob(".*.json.part")):  # a killed task's prediction file (inferencer.py)
+        path.unlink()
+        notes.append(f"{path}: a prediction file its task did not finish; removed, its task writes it again")
     for path in sorted(folder.glob("tmp_*.jsonl")):
-        data = path.read_bytes()
-        keep = _complete_prefix(data)
-        if keep < len(data):
+        size = path.stat().st_size
+        keep, kept = _complete_prefix(path)
+        if keep < size:
             # cut in place: a copy would need room on the very disk that may be full (truncating to a
             # prefix frees space and leaves the old length or the new one, never a mix)
             os.truncate(path, keep)
-            kept = data[:keep].count(b"\n")
-            notes.append(f"{path}: cut back to its {kept} complete predictions ({len(data) - keep:,} bytes dropped)")
+            notes.append(f"{path}: cut back to its {kept} complete predictions ({size - keep:,} bytes dropped)")
     for note in notes:
         log.warning(note)
     return notes

@@ -8,17 +8,19 @@ text lives with the tests (``tests/garbage_model.py``), beside the hostile-outpu
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from opencompass.models.base import BaseModel
 from opencompass.models.base_api import APITemplateParser
 
-from ..cache.rows import load_rows
+from ..cache.rows import load_rows, selected_rows
 from ..tasks import config_params, get_task, is_needlebench
 
 __all__ = ["ScriptedModel", "OracleModel", "API_META_TEMPLATE", "last_human_message"]
@@ -120,8 +122,10 @@ class OracleModel(ScriptedModel):
     are read back from the cache, one dataset at a time until the prompt is found. A prompt found nowhere, or in two
     rows with different golds, is an error naming its first 80 characters: never a wrong answer.
 
-    The index holds a 16-byte digest of each prompt, not the prompt, and reads the rows a batch at a
-    time: a 1000k dataset holds gigabytes of prompts, which the memory-mapped file keeps on disk.
+    The index holds each row's prompt length in UTF-8 bytes, read from the Arrow offsets without touching
+    a prompt; a prompt is looked up by its length and compared byte for byte with the few rows of that
+    length. A 1000k dataset holds gigabytes of prompts: reading (or hashing) them all in every infer task
+    was most of an oracle run's infer time (issue 35), and the memory-mapped file keeps them on disk.
 
     Args:
         path: a label.
@@ -141,27 +145,43 @@ class OracleModel(ScriptedModel):
     ) -> None:
         super().__init__(path=path, **kwargs)
         self.datasets = [dict(d) for d in datasets if is_needlebench(d)]
-        self._golds: dict[bytes, tuple[str, str]] = {}
-        self._ambiguous: set[bytes] = set()
+        self._tables: list[pa.Table] = []  # the rows of the datasets indexed so far (memory-mapped)
+        self._by_length: dict[int, list[tuple[int, int]]] = defaultdict(list)  # bytes -> (table, row)
         self._unread = list(self.datasets)  # indexed one at a time, when a prompt is not found yet
         self.kv_bytes_per_token = kv_bytes_per_token
         self._kv: list[bytearray] = []
 
-    def _find(self, key: bytes) -> tuple[str, str] | None:
-        """The (task, gold) of a prompt digest, reading further datasets only while it is not found.
+    def _matches(self, data: bytes) -> list[tuple[str, str]]:
+        """The (task, gold) of every indexed row whose prompt is ``data``."""
+        found = []
+        wanted = pa.py_buffer(data)
+        for table, row in self._by_length.get(len(data), ()):
+            prompts = self._tables[table].column("prompt")
+            if prompts[row].as_buffer().equals(wanted):
+                found.append(
+                    (self._tables[table].column("task")[row].as_py(), self._tables[table].column("answer")[row].as_py())
+                )
+        return found
 
-        An infer task answers one shard, usually a few datasets of the run; reading only until each
-        prompt is found keeps a 1000k shard from hashing every prompt of the suite.
+    def _find(self, text: str) -> list[tuple[str, str]]:
+        """The (task, gold) of the rows holding a prompt, indexing further datasets only while it is not found.
+
+        An infer task answers one shard, usually a few datasets of the run; indexing only until each
+        prompt is found keeps a 1000k shard from reading every dataset of the suite.
         """
-        while key not in self._golds and self._unread:
+        data = text.encode("utf-8", "surrogatepass")
+        found = self._matches(data)
+        while not found and self._unread:
             cfg = self._unread.pop(0)
-            rows = load_rows(cfg["task"], **config_params(cfg))
-            for batch in rows.select_columns(["prompt", "task", "answer"]).iter(batch_size=256):
-                for prompt, task, gold in zip(batch["prompt"], batch["task"], batch["answer"], strict=True):
-                    digest = _digest(prompt)
-                    if self._golds.setdefault(digest, (task, gold)) != (task, gold):
-                        self._ambiguous.add(digest)
-        return self._golds.get(key)
+            table = selected_rows(load_rows(cfg["task"], **config_params(cfg))).data.table
+            number, row = len(self._tables), 0
+            self._tables.append(table)
+            for chunk in table.column("prompt").chunks:
+                for offset, size in enumerate(pc.binary_length(chunk).to_pylist()):
+                    self._by_length[size].append((number, row + offset))
+                row += len(chunk)
+            found = self._matches(data)
+        return found
 
     def generate(self, inputs: list[Any], max_out_len: int, **kwargs: Any) -> list[str]:
         """The oracle's answers; with ``kv_bytes_per_token``, first take (and write) that memory per prompt token.
@@ -186,22 +206,16 @@ class OracleModel(ScriptedModel):
             LookupError: none of the model's datasets holds the prompt, or two hold it with different golds.
         """
         text = last_human_message(prompt)
-        key = _digest(text)
-        found = self._find(key)
-        if found is None:
+        found = self._find(text)
+        if not found:
             raise LookupError(
                 f"oracle: none of its {len(self.datasets)} datasets (datasets= in the model config) holds "
                 f"the prompt {text[:80]!r}"
             )
-        if key in self._ambiguous:
+        if len(set(found)) > 1:
             raise LookupError(f"oracle: rows with different golds share the prompt {text[:80]!r}")
-        task, gold = found
+        task, gold = found[0]
         oracle = get_task(task).oracle
         if oracle is None:
             raise LookupError(f"oracle: task {task!r} has no oracle (prompt {text[:80]!r})")
         return oracle(json.loads(gold))
-
-
-def _digest(text: str) -> bytes:
-    """A prompt's key in the oracle's index: 16 bytes of BLAKE2b (a collision would need 2**64 prompts)."""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()

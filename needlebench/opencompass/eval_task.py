@@ -1,0 +1,107 @@
+"""OpenCompass's eval task, reading prediction files one sample at a time and without their prompts.
+
+OpenCompass's ``OpenICLEvalTask`` loads each prediction file whole (``mmengine.load``), prompts
+included (``origin_prompt``: every prompt of the dataset), and keeps a second copy of the samples:
+at 1 repeat of the 1000k suite an eval task peaked at 5.3 GB. Our evaluator reads only the
+predictions (``NeedleBenchEvaluator.score`` takes predictions, references and the dataset rows), so
+this task reads the files with :func:`~needlebench.opencompass.predictions.iter_prediction_file`
+and drops ``origin_prompt`` as it goes; everything else (parts ``<abbr>_0.json``, ``<abbr>_1.json``,
+... merged in order, the evaluation, the result file) is OpenCompass's. Datasets scored by another
+evaluator, or by one whose ``score`` asks for ``origin_prompt``, are read by OpenCompass's own code.
+One difference: where our evaluator returns an error instead of details (fewer predictions than
+samples), OpenCompass would copy every prompt into the result file's ``details``; this task cannot, and
+logs that it skipped them.
+
+``runtime()`` names it as the eval stage's task; ``tests/test_inferencer.py`` checks that the result
+files equal OpenCompass's eval task's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import os.path as osp
+import sys
+import time
+from typing import Any
+
+from mmengine.config import Config
+from opencompass.registry import ICL_EVALUATORS
+from opencompass.tasks import OpenICLEvalTask
+from opencompass.utils import get_infer_output_path, get_logger
+
+from .predictions import iter_prediction_file
+
+__all__ = ["NeedleBenchEvalTask"]
+
+PROMPT = "origin_prompt"
+MODULE = "needlebench.opencompass.eval_task"
+
+
+class NeedleBenchEvalTask(OpenICLEvalTask):
+    """``OpenICLEvalTask`` whose memory is the predictions, not the prompts (see the module)."""
+
+    def get_command(self, cfg_path: str, template: str) -> str:
+        """OpenCompass's command line with this module in place of its script (which would run its own task).
+
+        ``-m`` works both for ``python`` and for ``torch.distributed.run`` (OpenCompass's multi-GPU form).
+
+        Args:
+            cfg_path: the task's config file.
+            template: the runner's command template (``{task_cmd}``).
+        """
+        command = super().get_command(cfg_path, template)
+        return command.replace(inspect.getfile(OpenICLEvalTask), f"-m {MODULE}")
+
+    def _prompts_unused(self) -> bool:
+        """Whether this dataset's evaluator is ours and does not ask for the prompts."""
+        evaluator = (self.eval_cfg or {}).get("evaluator", {}).get("type")
+        cls = ICL_EVALUATORS.get(evaluator) if isinstance(evaluator, str) else evaluator
+        if cls is None or not getattr(cls, "__module__", "").startswith("needlebench."):
+            return False
+        return PROMPT not in inspect.signature(cls.score).parameters
+
+    def _load_predictions(self) -> tuple[list[dict[str, Any]], list[Any] | None]:
+        """The dataset's samples (``origin_prompt`` left out) and predictions, as OpenCompass's returns them."""
+        if not self._prompts_unused():
+            return super()._load_predictions()
+        filename = get_infer_output_path(self.model_cfg, self.dataset_cfg, osp.join(self.work_dir, "predictions"))
+        root, ext = osp.splitext(filename)
+        if osp.exists(osp.realpath(filename)):
+            files = [filename]
+        else:  # a dataset predicted in parts: _0, _1, ... while they exist
+            files = []
+            while osp.exists(osp.realpath(f"{root}_{len(files)}{ext}")):
+                files.append(f"{root}_{len(files)}{ext}")
+            if not files:
+                return super()._load_predictions()  # OpenCompass's error for a missing file
+        samples: list[dict[str, Any]] = []
+        for path in files:
+            try:
+                part = {key: _without_prompt(value) for key, value in iter_prediction_file(path)}
+                samples.extend(part[str(i)] for i in range(len(part)))
+            except (ValueError, KeyError) as exc:  # as OpenCompass: the parts before a broken one are used
+                if len(files) == 1:
+                    raise
+                self.logger.error(f"Error loading prediction file {path}: {exc}")
+                break
+        if not samples:
+            return super()._load_predictions()  # OpenCompass's error for a file without samples
+        columns = {key: [sample.get(key) for sample in samples] for key in samples[0]}
+        return samples, columns.pop("prediction", None)
+
+
+def _without_prompt(value: Any) -> Any:
+    if isinstance(value, dict):
+        value.pop(PROMPT, None)
+    return value
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="Score Calculator")
+    parser.add_argument("config", help="Config file path")
+    args = parser.parse_args()
+    start = time.time()
+    NeedleBenchEvalTask(Config.fromfile(args.config)).run()
+    get_logger().info(f"time elapsed: {time.time() - start: .2f}s")
+    sys.exit(0)

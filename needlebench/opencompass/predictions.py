@@ -1,0 +1,306 @@
+"""OpenCompass's prediction files, written and read a sample at a time.
+
+OpenCompass's ``GenInferencer`` keeps every sample of its task in one dict, appends each batch to
+``tmp_<abbr>.jsonl`` (one ``{"idx": "0", "origin_prompt": ..., "prediction": ..., "gold": ...}`` line
+per sample, for a resume) and at the end writes ``<abbr>.json`` with one ``json.dump(..., indent=4,
+ensure_ascii=False)`` of the dict; its eval task ``json.load``s that file whole. Every sample holds its
+whole prompt, so both tasks' memory grows with their shard: gigabytes for a 1000k shard.
+
+These helpers produce and read the same files with one sample in memory at a time:
+
+* :class:`PredictionLog` restores and appends the ``tmp_`` file as OpenCompass's output handler does,
+  keeping only where each sample's line starts;
+* :class:`PredictionFile` writes ``<abbr>.json`` as the samples come, byte for byte what ``json.dump`` of
+  the dict writes (``tests/test_inferencer.py``), and renames it into place when the task ends;
+* :func:`iter_prediction_file` reads a prediction file (any JSON object) one top-level entry at a time,
+  in time linear in its size;
+* :func:`looks_whole` tells a finished prediction file from one a kill or a full disk cut short without
+  reading it (the indent-4 layout ends with a line holding only ``}``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = ["PredictionLog", "PredictionFile", "iter_prediction_file", "looks_whole", "entry_text"]
+
+log = logging.getLogger(__name__)
+
+_DECODER = json.JSONDecoder()
+_SPACE = re.compile(r"[ \t\n\r]*")
+_CHUNK = 1 << 22  # characters read at a time
+
+
+def entry_text(key: Any, value: Any) -> str:
+    """One ``"key": value`` entry as ``json.dump(dict, indent=4, ensure_ascii=False)`` writes it inside the dict.
+
+    ``json.dumps`` of a one-entry dict with the same settings, less its opening ``{\\n`` and closing ``\\n}``:
+    the encoder indents an entry by its depth only, so the text is the same wherever the entry stands.
+
+    Args:
+        key: the entry's key (OpenCompass's sample index as a string).
+        value: the sample's dict.
+    """
+    return json.dumps({key: value}, indent=4, ensure_ascii=False)[2:-2]
+
+
+class PredictionLog:
+    """``tmp_<abbr>.jsonl``: the samples predicted so far, restored and appended a line at a time.
+
+    Holds each sample's key and the offset of its line (the last line wins, at the place of the first,
+    as a dict restored from the file has it), never a prompt.
+
+    Args:
+        path: the ``tmp_<abbr>.jsonl`` file (it need not exist).
+    """
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self.offsets: dict[Any, int] = {}
+
+    def restore(self) -> int:
+        """Read the file left by an earlier run of the task, as OpenCompass's ``restore_from_jsonl`` does.
+
+        A file with a line that is not JSON is moved aside to ``<name>.bak`` and nothing is restored,
+        as OpenCompass does (``resume.py`` cuts such a file back to its whole lines before a resume).
+        Unlike OpenCompass's, lines are split at ``\\n`` only: a prompt or answer holding U+2028 or another
+        character ``str.splitlines`` breaks at does not make the whole file unreadable.
+
+        Returns:
+            The number of samples restored: the task goes on from the next one.
+        """
+        self.offsets = {}
+        if not self.path.exists():
+            return 0
+        offsets: dict[Any, int] = {}
+        try:
+            with self.path.open("rb") as fh:
+                at = 0
+                for line in fh:
+                    if line.strip():
+                        offsets[json.loads(line)["idx"]] = at
+                    at += len(line)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            backup = self.path.with_name(self.path.name + ".bak")
+            shutil.move(self.path, backup)
+            log.warning(f"Failed to load {self.path}, move to {backup} to avoid error.")
+            return 0
+        self.offsets = offsets
+        return len(offsets)
+
+    def append(self, entries: list[tuple[str, dict[str, Any]]]) -> None:
+        """Append one batch's samples, one line each, in one write (as OpenCompass's ``write_to_jsonl``).
+
+        Args:
+            entries: ``(key, sample dict)`` pairs in order.
+        """
+        lines = [
+            (key, (json.dumps({"idx": key, **value}, ensure_ascii=False) + "\n").encode("utf-8"))
+            for key, value in entries
+        ]
+        if not lines:
+            return
+        with self.path.open("ab") as fh:
+            at = fh.tell()
+            for key, line in lines:
+                self.offsets[key] = at  # a key seen before keeps its place (a dict's update)
+                at += len(line)
+            fh.write(b"".join(line for _, line in lines))
+
+    def samples(self) -> Iterator[tuple[Any, dict[str, Any]]]:
+        """Each sample's ``(key, dict)`` in the order of the dict OpenCompass would hold, read back one at a time."""
+        if not self.offsets:
+            return
+        with self.path.open("rb") as fh:
+            for key, at in self.offsets.items():
+                fh.seek(at)
+                value = json.loads(fh.readline())
+                value.pop("idx")
+                yield key, value
+
+    def write_json(self, target: Path | str) -> list[Any]:
+        """Write ``<abbr>.json`` from this file alone (re-reading every sample), atomically.
+
+        Args:
+            target: the prediction file.
+
+        Returns:
+            Every sample's prediction, in order (what OpenCompass's ``inference`` returns).
+        """
+        out = PredictionFile(target)
+        out.extend(self.samples())
+        return out.finish()
+
+
+class PredictionFile:
+    """``<abbr>.json`` written as the samples come: the bytes ``json.dump(results, indent=4, ensure_ascii=False)``
+    writes at the end of OpenCompass's task.
+
+    The entries go to ``.<abbr>.json.part`` beside it, which :meth:`finish` closes and renames into place
+    (never a file that looks finished before it is); a resumed task starts that file again. Each sample is
+    encoded once, as OpenCompass encodes it at the end, and never read back. A key written twice (possible
+    only in a ``tmp_`` file written by hand) makes the entries no longer the dict's: :attr:`whole` turns false
+    and the caller writes the file from the log (:meth:`PredictionLog.write_json`) instead.
+
+    Args:
+        target: the prediction file.
+    """
+
+    def __init__(self, target: Path | str) -> None:
+        self.target = Path(target)
+        self.part = self.target.with_name(f".{self.target.name}.part")
+        self.part.parent.mkdir(parents=True, exist_ok=True)
+        self._out: IO[str] | None = self.part.open("w", encoding="utf-8")
+        self._keys: set[Any] = set()
+        self.predictions: list[Any] = []
+        self.whole = True
+
+    def extend(self, samples: Iterable[tuple[Any, dict[str, Any]]]) -> None:
+        """Write these samples' entries.
+
+        Args:
+            samples: ``(key, sample dict)`` pairs in order.
+        """
+        assert self._out is not None, "finished"
+        for key, value in samples:
+            if key in self._keys:
+                self.whole = False
+            self._keys.add(key)
+            self._out.write((",\n" if self.predictions else "{\n") + entry_text(key, value))
+            self.predictions.append(value.get("prediction"))
+
+    def finish(self) -> list[Any]:
+        """Close the object, make the file durable and rename it into place.
+
+        Returns:
+            Every sample's prediction, in order (what OpenCompass's ``inference`` returns).
+        """
+        assert self._out is not None, "finished twice"
+        out, self._out = self._out, None
+        try:
+            out.write("\n}" if self.predictions else "{}")
+            out.flush()
+            os.fsync(out.fileno())
+        finally:
+            out.close()
+        os.replace(self.part, self.target)
+        return self.predictions
+
+    def discard(self) -> None:
+        """Close and remove the partial file (the caller writes the prediction file another way)."""
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+        self.part.unlink(missing_ok=True)
+
+
+class _Reader:
+    """JSON values read one after another from a text file: only what one value needs is held."""
+
+    def __init__(self, fh: IO[str]) -> None:
+        self.fh = fh
+        self.buf = ""
+        self.pos = 0
+        self.eof = False
+
+    def _more(self, at_least: int) -> None:
+        """Drop what was parsed and read at least ``at_least`` more characters (or to the end)."""
+        self.buf = self.buf[self.pos :]
+        self.pos = 0
+        data = self.fh.read(max(_CHUNK, at_least))
+        self.eof = not data
+        self.buf += data
+
+    def peek(self) -> str:
+        """The next character that is not white space; ``""`` at the end of the file."""
+        while True:
+            self.pos = _SPACE.match(self.buf, self.pos).end()  # type: ignore[union-attr]
+            if self.pos < len(self.buf) or self.eof:
+                return self.buf[self.pos : self.pos + 1]
+            self._more(0)
+
+    def expect(self, char: str) -> None:
+        if self.peek() != char:
+            raise ValueError(f"expected {char!r} at character {self.pos} of this chunk, found {self.peek()!r}")
+        self.pos += 1
+
+    def value(self) -> Any:
+        """The next JSON value. Where the text read so far ends inside it, the unparsed part is read again
+        with at least as much more text: each value is parsed O(1) times over, so reading stays linear."""
+        self.peek()
+        while True:
+            try:
+                value, end = _DECODER.raw_decode(self.buf, self.pos)
+                if end < len(self.buf) or self.eof:  # a number may go on in the next chunk
+                    self.pos = end
+                    return value
+            except json.JSONDecodeError as exc:
+                cut = exc.pos >= len(self.buf) - 8 or exc.msg.startswith("Unterminated string")
+                if self.eof or not cut:
+                    raise
+            self._more(len(self.buf) - self.pos)
+
+
+def iter_prediction_file(path: Path | str) -> Iterator[tuple[str, Any]]:
+    """The ``(key, value)`` entries of a JSON object file, read one at a time (a prediction file's samples).
+
+    Args:
+        path: the file.
+
+    Raises:
+        ValueError: the file is not one whole JSON object (a ``json.JSONDecodeError`` where its JSON breaks).
+    """
+    with Path(path).open(encoding="utf-8") as fh:
+        reader = _Reader(fh)
+        reader.expect("{")
+        if reader.peek() == "}":
+            reader.pos += 1
+        else:
+            while True:
+                key = reader.value()
+                if not isinstance(key, str):
+                    raise ValueError(f"{path}: a key that is not a string: {key!r}")
+                reader.expect(":")
+                yield key, reader.value()
+                if reader.peek() == ",":
+                    reader.pos += 1
+                    continue
+                reader.expect("}")
+                break
+        if reader.peek():
+            raise ValueError(f"{path}: text after the JSON object")
+
+
+def looks_whole(path: Path | str) -> bool:
+    """Whether a prediction file is whole, judged from its last bytes, or by reading it where they do not say.
+
+    ``json.dump(..., indent=4)`` ends the file with a ``}`` at the start of a line, where every other ``}`` is
+    indented and a line break never stands inside a JSON string, so a file cut short anywhere ends otherwise. Files written another way
+    (no indent) are read through (:func:`iter_prediction_file`, one entry in memory at a time).
+
+    Args:
+        path: the prediction file.
+    """
+    path = Path(path)
+    with path.open("rb") as fh:
+        fh.seek(0, 2)
+        size = fh.tell()
+        fh.seek(max(0, size - 2))
+        tail = fh.read()
+        fh.seek(0)
+        head = fh.read(7)
+    if (tail == b"\n}" and head == b'{\n    "') or (head == b"{}" and size == 2):
+        return True
+    try:
+        for _ in iter_prediction_file(path):
+            pass
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return True

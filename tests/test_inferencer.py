@@ -1,0 +1,346 @@
+"""The batch-bounded inferencer and eval task (issue 35): OpenCompass's files byte for byte, memory bounded by a batch.
+
+``BatchGenInferencer`` and ``NeedleBenchEvalTask`` replace OpenCompass's ``GenInferencer`` and
+``OpenICLEvalTask`` in our configs. They must write the same prediction and result files from the same
+config (the main job's tiny suite plus ATC, NeedleChain and the 2024 ATC, split over shards into parts,
+with the oracle, the hostile-text model and a model that echoes prompts back), resume from each other's
+``tmp_*.jsonl``, and hold one batch of prompts, not the shard: an infer task's peak memory must grow by less
+than 20% when its shard's prompt bytes grow 8x, where OpenCompass's grows with them.
+"""
+
+from __future__ import annotations
+
+import copy
+import filecmp
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pyarrow.compute as pc
+import pytest
+from conftest import ROOT, assert_linear
+
+from needlebench.opencompass.predictions import PredictionFile, PredictionLog, iter_prediction_file, looks_whole
+
+STOCK_INFERENCER = "opencompass.openicl.icl_inferencer.GenInferencer"
+OURS_INFERENCER = "needlebench.opencompass.inferencer.BatchGenInferencer"
+
+
+def _config() -> Any:
+    """The main job's tiny suite (configs/eval_needlebench_tiny.py's datasets) and a dataset of every other
+    prompt shape, with three scripted models, batch size 3, cut into 3 shards."""
+    from mmengine.config import Config
+
+    from needlebench.opencompass.configs import atc_datasets, atc_mc_datasets, needlechain_datasets
+
+    datasets = list(Config.fromfile(str(ROOT / "configs" / "eval_needlebench_tiny.py"))["datasets"])
+    datasets += atc_datasets(langs=["en"], needle_counts=[2, 4], repeats=1)
+    datasets += needlechain_datasets(k_values=[5], points=2)  # a system prompt
+    datasets += atc_mc_datasets(langs=["zh"], styles=["direct"], steps=[2, 3], repeats=1)  # few-shot chat rounds
+    scripted = dict(max_seq_len=2_000_000, max_out_len=64, batch_size=3, run_cfg=dict(num_gpus=0))
+    models = [
+        dict(type="needlebench.opencompass.scripted.OracleModel", abbr="oracle", datasets=datasets, **scripted),
+        dict(type="garbage_model.GarbageModel", abbr="garbage", size=20_000, **scripted),
+        dict(type="prompt_scripted.PromptScriptedModel", abbr="echo", **scripted),  # whole prompts answered back
+    ]
+    return Config(
+        dict(models=models, datasets=datasets, eval=dict(runner=dict(task=dict(dump_details=True))))  # the CLI's
+    )
+
+
+def _pipeline(work: Path, stock: bool) -> Path:
+    """OpenCompass's infer and eval tasks, in this process, on the partitioner's plan of :func:`_config`."""
+    from opencompass.tasks import OpenICLEvalTask, OpenICLInferTask
+
+    from needlebench.opencompass.eval_task import NeedleBenchEvalTask
+    from needlebench.opencompass.partitioner import NeedleBenchPartitioner
+
+    cfg = _config()
+    cfg["work_dir"] = str(work)
+    for d in cfg["datasets"]:
+        d["infer_cfg"]["inferencer"]["type"] = STOCK_INFERENCER if stock else OURS_INFERENCER
+    for task in NeedleBenchPartitioner(out_dir=str(work / "predictions"), num_shards=3)(cfg):
+        OpenICLInferTask(task).run()
+    eval_task = OpenICLEvalTask if stock else NeedleBenchEvalTask
+    for task in NeedleBenchPartitioner(out_dir=str(work / "results"), stage="eval", eval_tasks=2)(cfg):
+        eval_task(task).run()
+    return work
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    base = tmp_path_factory.mktemp("inferencer")
+    return _pipeline(base / "stock", stock=True), _pipeline(base / "ours", stock=False)
+
+
+def _files(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+
+
+def test_predictions_and_results_are_opencompass_bytes(runs: tuple[Path, Path]) -> None:
+    """Every prediction and result file of the batch-bounded path equals the stock path's, byte for byte."""
+    stock, ours = runs
+    for sub in ("predictions", "results"):
+        names = _files(stock / sub)
+        assert names == _files(ours / sub)
+        mismatched = [n for n in names if not filecmp.cmp(stock / sub / n, ours / sub / n, shallow=False)]
+        assert mismatched == []
+    names = _files(stock / "predictions")
+    assert not [n for n in names if "tmp_" in n]  # finished tasks leave no tmp_*.jsonl, in either path
+    parts = [n for n in names if n.rsplit(".", 1)[0].rsplit("_", 1)[-1].isdigit() and "_4k_" in n]
+    assert parts, "the plan was meant to cut a dataset into parts (test_range)"
+    prompts = [
+        v["origin_prompt"]
+        for n in names
+        for _, v in iter_prediction_file(stock / "predictions" / n)
+        if n.endswith(".json")
+    ]
+    assert {type(p).__name__ for p in prompts} == {"list"} and any(len(p) > 2 for p in prompts)  # chat rounds too
+    results = _files(stock / "results")
+    assert len([n for n in results if n.endswith(".samples.jsonl")]) == 3 * len(_config()["datasets"])
+    oracle = json.loads((ours / "results" / "oracle" / "needlebench_srt_en_4k.json").read_text(encoding="utf-8"))
+    assert oracle["score"] == 100 and oracle["details"]  # OpenCompass's dump_details default keeps our details
+
+
+def _retriever(cfg: dict[str, Any]) -> tuple[Any, Any]:
+    """A dataset config's retriever and prompt template, built as OpenCompass's infer task builds them."""
+    from opencompass.openicl.icl_prompt_template import PromptTemplate
+    from opencompass.openicl.icl_retriever import ZeroRetriever
+    from opencompass.utils import build_dataset_from_cfg
+
+    template = dict(cfg["infer_cfg"]["prompt_template"])
+    template.pop("type")
+    return ZeroRetriever(build_dataset_from_cfg(cfg)), PromptTemplate(**template)
+
+
+class _Killed(RuntimeError):
+    pass
+
+
+def _stops_after(model: Any, calls: int) -> Any:
+    """``model`` whose ``generate`` raises on call ``calls + 1``: a task killed mid-shard."""
+    done = [0]
+    generate = model.generate
+
+    def limited(*args: Any, **kwargs: Any) -> Any:
+        if done[0] == calls:
+            raise _Killed
+        done[0] += 1
+        return generate(*args, **kwargs)
+
+    model.generate = limited
+    return model
+
+
+@pytest.mark.parametrize("first,second", [("stock", "ours"), ("ours", "stock"), ("ours", "ours")])
+def test_resume_from_each_others_tmp_file(tmp_path: Path, first: str, second: str) -> None:
+    """A task killed after some batches leaves ``tmp_<abbr>.jsonl``; the other inferencer resumes from it, asks
+    only for the rest, and the file it ends with is the uninterrupted stock task's, byte for byte."""
+    from opencompass.openicl.icl_inferencer import GenInferencer
+    from prompt_scripted import PromptScriptedModel
+
+    from needlebench.opencompass.configs import needlebench_datasets
+    from needlebench.opencompass.inferencer import BatchGenInferencer
+
+    (cfg,) = needlebench_datasets(suite="4k", tasks=["srt"], langs=["zh"], lengths=[1000, 2000], repeats=2)
+    retriever, template = _retriever(cfg)
+    kinds = {"stock": GenInferencer, "ours": BatchGenInferencer}
+
+    def infer(kind: str, folder: Path, model: Any) -> None:
+        inferencer = kinds[kind](model=model, max_out_len=16, batch_size=4, output_json_filepath=str(folder))
+        inferencer.inference(retriever, prompt_template=template, output_json_filename="srt.json")
+
+    infer("stock", tmp_path / "whole", PromptScriptedModel())
+    with pytest.raises(_Killed):
+        infer(first, tmp_path / "resumed", _stops_after(PromptScriptedModel(), 3))
+    tmp = tmp_path / "resumed" / "tmp_srt.jsonl"
+    assert len(tmp.read_text(encoding="utf-8").splitlines()) == 12  # 3 batches of 4 written before the kill
+    assert sorted(p.name for p in tmp.parent.iterdir()) == ["tmp_srt.jsonl"]  # ours drops its unfinished file
+    model = PromptScriptedModel()
+    asked: list[int] = []
+    generate = model.generate
+    model.generate = lambda inputs, *a, **k: asked.append(len(inputs)) or generate(inputs, *a, **k)  # type: ignore[method-assign]
+    infer(second, tmp_path / "resumed", model)
+    assert sum(asked) == len(retriever.test_ds) - 12  # no prompt answered twice
+    assert (tmp_path / "resumed" / "srt.json").read_bytes() == (tmp_path / "whole" / "srt.json").read_bytes()
+    assert not tmp.exists()
+
+
+def test_a_tmp_file_that_is_not_json_is_set_aside_as_opencompass_does(tmp_path: Path) -> None:
+    """A line that does not parse: the file moves to ``.bak`` and the task starts over (OpenCompass's behaviour;
+    the partitioner cuts such files back to their whole lines before a resume, ``resume.py``)."""
+    log = PredictionLog(tmp_path / "tmp_x.jsonl")
+    log.path.write_text('{"idx": "0", "prediction": "a"}\n{"idx": "1", "predic\n', encoding="utf-8")
+    assert log.restore() == 0 and not log.path.exists()
+    assert (tmp_path / "tmp_x.jsonl.bak").exists()
+    log.append([("0", {"prediction": "b"})])
+    log.write_json(tmp_path / "x.json")
+    assert json.loads((tmp_path / "x.json").read_text(encoding="utf-8")) == {"0": {"prediction": "b"}}
+
+
+def test_prediction_log_is_a_dict_on_disk(tmp_path: Path) -> None:
+    """What ``json.dump`` of the restored-and-updated dict writes: a key written twice keeps its first place and
+    its last value; U+2028 and U+0085 inside a prompt are one line of the ``tmp_`` file (``str.splitlines``, which
+    OpenCompass restores with, would break them); an empty log is ``{}``."""
+    samples = [
+        (str(i), {"origin_prompt": f"line\u2028sep\x85{i}" * 3, "prediction": f"p{i}", "gold": "g"}) for i in range(5)
+    ]
+    log = PredictionLog(tmp_path / "tmp_x.jsonl")
+    log.append(samples[:3])
+    log.append([("1", {"prediction": "again"}), *samples[3:]])
+    restored = PredictionLog(log.path)
+    assert restored.restore() == 5
+    expected = dict(samples)
+    expected["1"] = {"prediction": "again"}
+    assert restored.write_json(tmp_path / "x.json") == [v.get("prediction") for v in expected.values()]
+    assert (tmp_path / "x.json").read_text(encoding="utf-8") == json.dumps(expected, indent=4, ensure_ascii=False)
+    PredictionLog(tmp_path / "none.jsonl").write_json(tmp_path / "empty.json")
+    assert (tmp_path / "empty.json").read_text() == json.dumps({}, indent=4)
+    twice = PredictionFile(tmp_path / "twice.json")  # written as the samples come: a key twice is not a dict
+    twice.extend([("0", {"prediction": "a"}), ("0", {"prediction": "b"})])
+    assert not twice.whole
+    twice.discard()
+    assert not (tmp_path / ".twice.json.part").exists() and not (tmp_path / "twice.json").exists()
+
+
+def test_prediction_file_reader_is_linear_and_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The eval task's reader gives ``json.load``'s entries for any JSON object file, in chunks that cut strings,
+    escapes and numbers anywhere; a cut file is an error and ``looks_whole`` says so; time linear in the size."""
+    import needlebench.opencompass.predictions as predictions
+
+    data = {
+        str(i): {"origin_prompt": [{"role": "HUMAN", "prompt": 'a"\\\n\u00e9\U0001f600' * (i * 37)}], "n": i * 1.5e-3}
+        for i in range(40)
+    }
+    data["last"] = 12345678901234567890  # a top-level number that a chunk boundary can split
+    for indent in (4, None):
+        path = tmp_path / f"p{indent}.json"
+        path.write_text(json.dumps(data, indent=indent, ensure_ascii=False), encoding="utf-8")
+        for chunk in (7, 64, 1 << 22):
+            monkeypatch.setattr(predictions, "_CHUNK", chunk)
+            assert dict(iter_prediction_file(path)) == data
+        assert looks_whole(path)
+        text = path.read_bytes()
+        for cut in range(1, len(text), max(1, len(text) // 97)):
+            (tmp_path / "cut.json").write_bytes(text[:cut])
+            assert not looks_whole(tmp_path / "cut.json"), cut
+    monkeypatch.setattr(predictions, "_CHUNK", 4096)
+
+    def sized(n: int) -> Path:
+        path = tmp_path / f"big{n}.json"
+        entries = {str(i): {"origin_prompt": "x" * 3000, "prediction": "y"} for i in range(n)}
+        path.write_text(json.dumps(entries, indent=4), encoding="utf-8")
+        return path
+
+    assert_linear(
+        lambda p: sum(1 for _ in iter_prediction_file(p)), sized(400), sized(3200), label="iter_prediction_file"
+    )
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_evaluator_groups_as_opencompass_without_holding_the_rows(n: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``NeedleBenchEvaluator.group`` reads two columns where ``BaseEvaluator.group`` keeps whole rows (prompts
+    included); ``evaluate`` gives the same result either way, with OpenCompass's repeated sampling too."""
+    from opencompass.openicl.icl_evaluator import BaseEvaluator
+    from opencompass.utils import build_dataset_from_cfg
+    from prompt_scripted import scripted_answer
+
+    from needlebench.opencompass.configs import needlebench_datasets
+    from needlebench.opencompass.evaluator import NeedleBenchEvaluator
+
+    (cfg,) = needlebench_datasets(suite="4k", tasks=["srt"], langs=["en"], lengths=[1000, 2000], repeats=2)
+    test = build_dataset_from_cfg({**cfg, "n": n, "k": n}).test
+    predictions = [scripted_answer(p) for p in test["prompt"]]
+    kwargs = dict(predictions=predictions, references=test["answer"], test_set=test)
+    ours = NeedleBenchEvaluator().evaluate(n, n, copy.deepcopy(test), **kwargs)
+    monkeypatch.setattr(NeedleBenchEvaluator, "group", BaseEvaluator.group)
+    assert ours == NeedleBenchEvaluator().evaluate(n, n, copy.deepcopy(test), **kwargs)
+    score = next(v for key, v in ours.items() if key.startswith("score"))  # "score (3 runs average)" for n=3
+    assert len(ours["details"]) == len(test) // n and 0 < score < 100
+    assert any("G-Pass" in key for key in ours) == (n > 1)  # the groups feed OpenCompass's G-Pass@k
+
+
+# -- memory ------------------------------------------------------------------------------------------------------
+
+
+def _peak_anon(cmd: list[str], env: dict[str, str]) -> int:
+    """Peak anonymous memory (RSS less file-backed pages) of a process, polled every 10 ms.
+
+    RSS also counts the pages of the memory-mapped dataset a task has read: the kernel drops them under
+    pressure and a memory cap reclaims them, so they say nothing about what a task needs. OpenCompass's
+    inferencer holds its prompts in anonymous memory from the first request to the end, so a poll sees them.
+    """
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    peak = [0]
+
+    def poll() -> None:
+        p = psutil.Process(proc.pid)
+        while proc.poll() is None:
+            try:
+                mem = p.memory_info()
+                peak[0] = max(peak[0], mem.rss - mem.shared)
+            except psutil.Error:
+                break
+            time.sleep(0.01)
+
+    watcher = threading.Thread(target=poll)
+    watcher.start()
+    out, _ = proc.communicate(timeout=600)
+    watcher.join()
+    assert proc.returncode == 0, out.decode(errors="replace")[-3000:]
+    return peak[0]
+
+
+def test_infer_and_eval_task_memory_does_not_grow_with_the_shard(tmp_path: Path) -> None:
+    """One dataset of 128k-token prompts: 8x the prompt bytes (40 vs 320 prompts, about 20 and 160 MB) grow the
+    peak memory of our infer task, and of our eval task on its predictions, by less than 20%; OpenCompass's
+    inferencer, on the larger shard, grows by more."""
+    from mmengine.config import Config
+
+    from needlebench.cache.rows import load_rows
+    from needlebench.opencompass.configs import needlebench_datasets
+    from needlebench.tasks import config_params
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")]), "HF_HUB_OFFLINE": "1"}
+    model = dict(type="garbage_model.GarbageModel", abbr="garbage", size=2000, max_seq_len=2_000_000, max_out_len=8,
+                 batch_size=4, run_cfg=dict(num_gpus=0))  # fmt: skip
+
+    def run(repeats: int, inferencer: str, evaluate: bool) -> tuple[int, int, int]:
+        """(prompt bytes, the infer task's peak, the eval task's peak or 0)."""
+        (d,) = needlebench_datasets(suite="128k", tasks=["srt"], langs=["en"], lengths=[128000],
+                                    depths=[0, 25, 50, 75, 100], repeats=repeats)  # fmt: skip
+        d["infer_cfg"]["inferencer"]["type"] = inferencer
+        rows = load_rows(d["task"], **config_params(d))  # built here, so the tasks only read the cache
+        prompt_bytes = pc.sum(pc.binary_length(rows.with_format("arrow")[:]["prompt"])).as_py()
+        work = tmp_path / f"{inferencer.rsplit('.', 1)[-1]}_{repeats}"
+        config = tmp_path / f"{work.name}.py"
+        task = dict(
+            models=[model], datasets=[[d]], work_dir=str(work), eval=dict(runner=dict(task=dict(dump_details=True)))
+        )
+        Config(task).dump(str(config))
+        infer = _peak_anon([sys.executable, "-m", "opencompass.tasks.openicl_infer", str(config)], env)
+        (prediction,) = (work / "predictions" / "garbage").glob("*.json")
+        assert len(dict(iter_prediction_file(prediction))) == len(rows)
+        if not evaluate:
+            return prompt_bytes, infer, 0
+        scored = _peak_anon([sys.executable, "-m", "needlebench.opencompass.eval_task", str(config)], env)
+        result = json.loads((work / "results" / "garbage" / prediction.name).read_text(encoding="utf-8"))
+        assert result["num_scored"] == len(rows) and result["score"] == 0  # every hostile answer graded
+        return prompt_bytes, infer, scored
+
+    small_bytes, small, small_eval = run(8, OURS_INFERENCER, evaluate=True)
+    large_bytes, large, large_eval = run(64, OURS_INFERENCER, evaluate=True)
+    assert large_bytes >= 7.9 * small_bytes
+    _, stock, _ = run(64, STOCK_INFERENCER, evaluate=False)
+    print(f"peak anonymous memory, {small_bytes / 1e6:.0f} -> {large_bytes / 1e6:.0f} MB of prompts: infer "
+          f"{small / 1e6:.0f} -> {large / 1e6:.0f} MB (OpenCompass's inferencer {stock / 1e6:.0f} MB), eval "
+          f"{small_eval / 1e6:.0f} -> {large_eval / 1e6:.0f} MB")  # fmt: skip
+    assert large < 1.2 * small, f"infer: {small / 1e6:.0f} MB -> {large / 1e6:.0f} MB"
+    assert large_eval < 1.2 * small_eval, f"eval: {small_eval / 1e6:.0f} MB -> {large_eval / 1e6:.0f} MB"
+    assert stock > 1.2 * small, f"OpenCompass's inferencer: {stock / 1e6:.0f} MB (ours {large / 1e6:.0f} MB)"
