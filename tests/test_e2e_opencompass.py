@@ -129,10 +129,11 @@ def scored_run(tiny_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
         for r in map(json.loads, f.read_text().splitlines())
     }
     # OpenCompass's in-process HF model saves no finish reason: an output is cut off when its length in the
-    # model's own tokens (GGUF tokenizer) reaches the 24-token budget; a harness elsewhere states finish_reason
-    from needlebench.opencompass.models import smollm2_gguf
+    # model's own tokens (its folder's tokenizer) reaches the 24-token budget; a harness elsewhere states
+    # finish_reason
+    from needlebench.opencompass.models import smollm2_folder
 
-    assert {r["output_tokenizer"] for r in records.values()} == {smollm2_gguf()[0]}
+    assert {r["output_tokenizer"] for r in records.values()} == {smollm2_folder()}
     assert all(r["truncated"] == (r["output_tokens"] >= 24) for r in records.values())
     assert any(r["truncated"] for r in records.values())
     lines = [

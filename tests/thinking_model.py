@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from needlebench.context.tokenizer import get_encoding
-from needlebench.opencompass.scripted import OracleModel, _digest, last_human_message
+from needlebench.opencompass.scripted import OracleModel, last_human_message
 from needlebench.record import cut_prediction
 
 __all__ = ["ThinkingModel", "STYLES", "style_of"]
@@ -82,6 +82,6 @@ class ThinkingModel(OracleModel):
 
     def _find_gold(self, prompt: Any) -> str:
         """The gold (JSON) of a prompt, as the oracle found it."""
-        found = self._find(_digest(last_human_message(prompt)))
-        assert found is not None  # answer() found it first
-        return found[1]
+        found = self._find(last_human_message(prompt))
+        assert found  # answer() found it first
+        return found[0][1]

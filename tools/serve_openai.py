@@ -107,16 +107,16 @@ def make_handler(name: str, tok: Any, model: Any, request_log: str = "") -> type
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=8765)
-    parser.add_argument("--model", default=None, help="HF folder (default: the bundled SmolLM2 GGUF)")
+    parser.add_argument("--model", default=None, help="HF folder (default: the bundled SmolLM2, converted once)")
     parser.add_argument("--gguf", default=None)
     parser.add_argument("--name", default="smollm2-135m-instruct")
     parser.add_argument("--request-log", default="", help="append each request's sampling settings here (JSON lines)")
     args = parser.parse_args()
     folder, gguf = args.model, args.gguf
     if folder is None:
-        from needlebench.opencompass.models import smollm2_gguf
+        from needlebench.opencompass.models import smollm2_folder
 
-        folder, gguf = smollm2_gguf()
+        folder = smollm2_folder()
     tok, model = load(folder, gguf)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(args.name, tok, model, args.request_log))
     print(f"serving {args.name} on http://127.0.0.1:{args.port}/v1", flush=True)

