@@ -17,9 +17,7 @@ fi
 site=$(mktemp -d)
 trap 'rm -rf "$site"' EXIT
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$site"
-# Three workers on two cores: many tests wait on a server, a subprocess or the registry, and a third worker
-# fills that time (measured in docs/guide/first-run.md).
 # With no arguments: everything but the engine tests (tests/test_vllm_inproc.py builds a 9 GB vLLM CPU
 # environment, ~6 min cold); `bash scripts/test.sh -m engine` runs those alone.
 if [ $# -eq 0 ]; then set -- -m "not engine"; fi
-.venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 -n 3 --dist loadfile --no-loadscope-reorder "$@"
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 -n 2 --dist loadfile --no-loadscope-reorder "$@"

@@ -531,7 +531,10 @@ def test_leaderboard_of_real_runs_beside_the_published_rows(
         assert x["M-RS/EN"] == "" and x["complete"] == "False"  # the tiny suite has no M-RS: not passed off whole
         assert x["overall"] == "" and x["rank"] == ""  # no overall without M-RS: nothing to rank by
     garbage = next(x for x in measured if x["model"] == "garbage" and x["board"].startswith("NeedleBench v2"))
-    assert (garbage["vs above"], garbage["significant"]) == ("-100.00", "yes")
+    # the paired difference with the row ranked just above (the scripted thinker sits between oracle and garbage)
+    (above,) = [x for x in measured if x["board"] == garbage["board"] and x["rank"] == str(int(garbage["rank"]) - 1)]
+    assert garbage["vs row"].startswith(f"{above['model']} (")
+    assert (float(garbage["vs above"]), garbage["significant"]) == (-float(above["overall"]), "yes")
     # every measured row says why it may not sit beside a paper's row; the sparse ones: the packaged corpus
     for x in measured:
         assert x["comparable"].startswith("not comparable: "), x
