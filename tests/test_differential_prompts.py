@@ -79,9 +79,14 @@ def _config_dir() -> Path:
 
 def _oc_cells(suite: str, task: str) -> list[dict]:
     """The dataset entries of one OpenCompass v2 suite config, without their reader/infer/eval parts."""
+    return _config_cells(_config_dir() / f"needlebench_v2_{suite}" / f"needlebench_v2_{FILES[task]}_{suite}.py")
+
+
+def _config_cells(path: Path) -> list[dict]:
+    """The dataset entries of one OpenCompass config file, without their reader/infer/eval parts."""
     from mmengine.config import Config
 
-    cfg = Config.fromfile(str(_config_dir() / f"needlebench_v2_{suite}" / f"needlebench_v2_{FILES[task]}_{suite}.py"))
+    cfg = Config.fromfile(str(path))
     out = []
     for key in cfg:
         if key.endswith("_datasets"):
@@ -499,14 +504,7 @@ def _v1_config_dir() -> Path:
 
 def _oc_v1_cells(suite: str, task: str) -> list[dict]:
     """The dataset entries of one OpenCompass v1 suite config, without their reader/infer/eval parts."""
-    from mmengine.config import Config
-
-    cfg = Config.fromfile(str(_v1_config_dir() / f"needlebench_{suite}" / f"needlebench_{FILES[task]}_{suite}.py"))
-    out = []
-    for key in cfg:
-        if key.endswith("_datasets"):
-            out += [{k: v for k, v in d.items() if not k.endswith("_cfg") and k != "abbr"} for d in cfg[key]]
-    return out
+    return _config_cells(_v1_config_dir() / f"needlebench_{suite}" / f"needlebench_{FILES[task]}_{suite}.py")
 
 
 def _run_oc_v1(cell: dict, folder: Path) -> list[tuple[str, str, list[int], bool]]:

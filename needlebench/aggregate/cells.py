@@ -14,7 +14,7 @@ from ..record import unscored_reason
 from .records import is_truncated
 from .uncertainty import interval
 
-__all__ = ["put_interval", "format_failure_rate", "truncated_rate", "output_notes", "NAN", "Estimate"]
+__all__ = ["put_interval", "percent", "format_failure_rate", "truncated_rate", "output_notes", "NAN", "Estimate"]
 
 NAN = float("nan")
 
@@ -73,9 +73,19 @@ def put_interval(row: dict[str, Any], column: str, draws: np.ndarray | None) -> 
     row[f"{column} ci_low"], row[f"{column} ci_high"] = lo, hi
 
 
+def percent(count: int, total: int) -> float:
+    """``count`` as a percentage of ``total``; NaN for a total of 0 (a share of nothing is no number).
+
+    Args:
+        count: how many of them.
+        total: how many in all.
+    """
+    return 100.0 * count / total if total else NAN
+
+
 def format_failure_rate(rows: Sequence[dict[str, Any]]) -> float:
     """Percentage of records whose answer had no recognisable format (NaN for no records)."""
-    return 100.0 * sum(bool(r.get("format_failure")) for r in rows) / len(rows) if rows else NAN
+    return percent(sum(bool(r.get("format_failure")) for r in rows), len(rows))
 
 
 def truncated_rate(answered: Sequence[dict[str, Any]]) -> float:
@@ -84,7 +94,7 @@ def truncated_rate(answered: Sequence[dict[str, Any]]) -> float:
     Args:
         answered: the cell's records that count or are left out only for being cut off (``is_answered``).
     """
-    return 100.0 * sum(is_truncated(r) for r in answered) / len(answered) if answered else NAN
+    return percent(sum(is_truncated(r) for r in answered), len(answered))
 
 
 def output_notes(answered: Sequence[dict[str, Any]], planned: int) -> list[str]:

@@ -215,7 +215,7 @@ class RunPlan:
         return json.dumps(asdict(self), ensure_ascii=False)
 
 
-NOTES = [
+NOTES = (
     "prompt_tokens: cl100k tokens of the prompts sent (rows' meta.prompt_tokens), after the model's limit.",
     f"model_tokens: estimate = cl100k tokens x the model tokenizer's ratio on {SAMPLE_PROMPTS} evenly spaced "
     f"prompts per dataset (first {SAMPLE_CHARS:,} characters each).",
@@ -224,7 +224,7 @@ NOTES = [
     "thinking room (reasoning models): max_seq_len - the longest prompt (model tokens, as the partitioner "
     "counts them) - reserve; where it is less than max_out_len the run shortens or skips those prompts "
     "(overlength), so the budget always fits.",
-]
+)
 
 
 def common_prefix(a: np.ndarray, b: np.ndarray) -> int:

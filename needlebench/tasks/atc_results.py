@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..aggregate.cells import NAN, Estimate, format_failure_rate, output_notes, put_interval, truncated_rate
+from ..aggregate.cells import NAN, Estimate, format_failure_rate, output_notes, percent, put_interval, truncated_rate
 from ..aggregate.metrics import mean
 from ..aggregate.plots import percent_axes, plt, png
 from ..aggregate.records import is_answered, is_excluded, is_truncated
@@ -277,10 +277,6 @@ def error_class(record: Mapping[str, Any]) -> str | None:
     return "under_thinking" if error == "stopped_early" else error
 
 
-def _share(count: int, total: int) -> float:
-    return 100.0 * count / total if total else NAN
-
-
 def _percentile(values: Sequence[int], q: float) -> float:
     return float(np.percentile(values, q)) if values else NAN
 
@@ -314,10 +310,10 @@ def atc_error_table(records: Sequence[dict[str, Any]], models: Sequence[str]) ->
             row["output tokens p50"] = _percentile(tokens, 50)
             row["output tokens p90"] = _percentile(tokens, 90)
             row["wrong"] = len(wrong)
-            row["wrong: truncated%"] = _share(wrong.count("truncated"), len(wrong))
-            row["wrong: answered%"] = _share(len(wrong) - wrong.count("truncated"), len(wrong))
+            row["wrong: truncated%"] = percent(wrong.count("truncated"), len(wrong))
+            row["wrong: answered%"] = percent(len(wrong) - wrong.count("truncated"), len(wrong))
             for kind in classes:
-                row[f"{kind}%"] = _share(wrong.count(kind), len(wrong))
+                row[f"{kind}%"] = percent(wrong.count(kind), len(wrong))
             rows.append(row)
     return pd.DataFrame(rows)
 

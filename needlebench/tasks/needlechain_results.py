@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..aggregate.cells import NAN, Estimate, output_notes, put_interval, truncated_rate
+from ..aggregate.cells import NAN, Estimate, output_notes, percent, put_interval, truncated_rate
 from ..aggregate.metrics import error_shares, mean
 from ..aggregate.plots import percent_axes, plt, png
 from ..aggregate.records import is_answered, is_excluded
@@ -166,7 +166,7 @@ def chain_table(
                     row, column, resample_means(values, "chain", name, m, variant, k, question) if values else None
                 )
             for kind in ERROR_KINDS:
-                row[f"{m} {kind}%"] = (100.0 * sum(c.get("error") == kind for c in cell) / len(cell)) if cell else NAN
+                row[f"{m} {kind}%"] = percent(sum(c.get("error") == kind for c in cell), len(cell))
             answered = [*cell, *cut.get((variant, k, question, m), [])]
             row[f"{m} truncated%"] = truncated_rate(answered)
             row[f"{m} scored"] = len(cell)
