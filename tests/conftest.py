@@ -14,6 +14,13 @@ VENV_BIN = Path(sys.executable).parent
 if str(ROOT) not in sys.path:  # the repository's bench package (hostile outputs), however pytest was started
     sys.path.insert(0, str(ROOT))
 
+# One OpenMP thread per process (inherited by every opencompass, task and server process a test starts).
+# The suite runs on two workers on two cores: a torch process with a thread per core then spins in
+# OpenMP barriers while the other worker's processes hold a core. Measured on the main job's config
+# beside one busy core: its two infer tasks took 164 s and 121 s with torch's default threads, 65 s and
+# 62 s with one (350 s against 173 s of CPU for the whole run). Set before anything imports torch.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 
 # Files whose tests start real runs (opencompass, servers, Slurm, pip), longest first (measured, serial, fresh
 # clone). scripts/test.sh runs the suite on two xdist workers, each taking whole files in collection order

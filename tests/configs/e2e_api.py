@@ -10,5 +10,5 @@ models = [with_sampling(m, **NEEDLECHAIN_SAMPLING) for m in load_models(default=
 datasets = needlebench_datasets(
     suite="4k", tasks=["srt"], langs=["en"], lengths=[1000], depths=[0, 100], repeats=1, max_out_len=24
 ) + needlechain_datasets(k_values=[5], points=1, variants=["forward"], questions=["single"], max_out_len=24)
-infer, eval = runtime(num_shards=1, eval_workers=2)
+infer, eval = runtime(num_shards=1, eval_workers=1)
 summarizer = dict(type=SUMMARIZER)

@@ -22,5 +22,5 @@ datasets = (
     + needlechain_datasets(k_values=[5], points=1, variants=["forward"], questions=["single"])
     + atc_mc_datasets(langs=["en"], styles=["direct"], steps=[2, 3], repeats=1)
 )
-infer, eval = runtime(num_shards=1, eval_workers=2)
+infer, eval = runtime(num_shards=1, eval_workers=1)
 summarizer = dict(type=SUMMARIZER)

@@ -8,5 +8,5 @@ datasets = atc_datasets(
 ) + needlechain_datasets(k_values=[5], points=1, max_out_len=24)
 
 # 1 shard(s): the token-aware partitioner and, with 2, OpenCompass merging split predictions
-infer, eval = runtime(num_shards=1, eval_workers=2)
+infer, eval = runtime(num_shards=1, eval_workers=1)
 summarizer = dict(type=SUMMARIZER)

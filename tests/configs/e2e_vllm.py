@@ -41,5 +41,5 @@ datasets = (
     )
     + needlechain_datasets(k_values=[5], points=1, variants=["forward"], questions=["single"], max_out_len=24)
 )
-infer, eval = runtime(num_shards=1, eval_workers=2)
+infer, eval = runtime(num_shards=1, eval_workers=1)
 summarizer = dict(type=SUMMARIZER)
