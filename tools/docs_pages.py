@@ -26,6 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 PERFORMANCE = ROOT / "docs" / "performance.md"
+DISK_MEMORY = ROOT / "docs" / "reliability" / "disk-memory.md"
 CLI = ROOT / "docs" / "reference" / "cli.md"
 HELP_COLUMNS = "100"  # the width argparse wraps the help texts to, so the page does not depend on a terminal
 
@@ -306,6 +307,76 @@ def limits_capped_table(result: Mapping[str, Any]) -> str:
     )
 
 
+def pipeline_time_table(before: Mapping[str, Any], after: Mapping[str, Any], full: Mapping[str, Any]) -> str:
+    """The pipeline's own time per stage per 1,000 samples, before and after issue 35, and at default repeats.
+
+    The oracle generates nothing, so a stage's time is all pipeline. CPU time (user + sys of every process of
+    the stage) is what a loaded machine stretches least; wall time is given for the two runs made back to back.
+
+    Args:
+        before: ``bench/limits_1000k_r1_stock.json`` (1 repeat, OpenCompass's inferencer and eval task).
+        after: ``bench/limits_1000k_r1_ours.json`` (1 repeat, ours), run right after ``before``.
+        full: ``bench/limits_1000k.json`` (default repeats, ours).
+    """
+    runs = [(r["runs"][0], 1000 / r["samples_predicted"]) for r in (before, after, full)]
+    rows = []
+    for label, stage, cpu in (
+        ("dataset build", "build", "build"),
+        ("infer", "infer", "infer"),
+        ("eval", "eval", "eval"),
+        ("summary and report", "summary_after_last_task", "summary"),
+        ("whole run", None, "all_processes"),
+    ):
+        cells = []
+        for k, (run, scale) in enumerate(runs):
+            if k < 2:
+                wall = run["wall_s"] if stage is None else run["stage_s"][stage]
+                cells.append(_s(wall * scale))
+            cells.append(_s(run["cpu_s"][cpu] * scale))
+        rows.append((label, *cells))
+    head = (
+        "per 1,000 samples",
+        "before: wall",
+        "before: CPU",
+        "after: wall",
+        "after: CPU",
+        f"after, default repeats ({full['samples_predicted']:,} samples): CPU",
+    )
+    return _table(head, rows)
+
+
+def _anon(run: Mapping[str, Any], kind: str) -> list[float]:
+    return [p["peak_anon_gb"] for p in run["processes"] if p["kind"] == kind]
+
+
+def memory_table(runs: Sequence[tuple[Mapping[str, Any], str]]) -> str:
+    """Disk and peak memory per process of 1000k runs, as measured (``bench/limits_1000k*.json``).
+
+    Peak RSS counts the pages of the memory-mapped dataset cache a process has read; the kernel drops those
+    under pressure, so the anonymous part (RSS less file-backed pages) is what a memory limit has to hold.
+
+    Args:
+        runs: (the benchmark's JSON, the row's label), in order.
+    """
+    rows = []
+    for result, label in runs:
+        run = result["runs"][0]
+        peak = run["peak_rss_gb_per_kind"]
+        rows.append(
+            (
+                label
+                + (f"; the whole run in a {result['cap_gb']:g} GiB memory cgroup" if result.get("cap_gb") else ""),
+                _gb(result["disk_gb"]["cache"]),
+                _gb(result["disk_gb"]["predictions"]),
+                f"driver {peak['driver']:.2f} GB, infer {_range(_peaks(run, 'infer'))} GB, "
+                f"eval {_range(_peaks(run, 'eval'))} GB",
+                f"infer {max(_anon(run, 'infer')):.2f} GB, eval {max(_anon(run, 'eval')):.2f} GB",
+            )
+        )
+    head = ("run", "dataset cache", "predictions", "peak RSS per process", "largest anonymous part")
+    return _table(head, rows)
+
+
 # ------------------------------------------------------------------------------------------------
 # Request order on a real engine (bench/engine_order.py)
 # ------------------------------------------------------------------------------------------------
@@ -491,7 +562,10 @@ def performance_blocks() -> dict[str, str]:
         "prepare": prepare_table(prepare, prepare_1000k),
         "limits-stages": limits_stage_table(limits),
         "limits-disk": limits_disk_line(limits),
-        "limits-capped": limits_capped_table(_load("limits_1000k_capped.json")),
+        "limits-pipeline": pipeline_time_table(
+            _load("limits_1000k_r1_stock.json"), _load("limits_1000k_r1_ours.json"), limits
+        ),
+        "limits-capped": limits_capped_table(_load("limits_1000k_r1_capped.json")),
         "engine-shape": engine_shape_table(_load("engine_order_suite_shape.json")),
         "engine-shape-3k": engine_shape_table(_load("engine_order_suite_shape_3k.json")),
         "engine-small": engine_small_table(_load("engine_order.json")),
@@ -539,7 +613,17 @@ def stale_pages(check: bool = True) -> list[Path]:
     Args:
         check: compare only.
     """
-    pages = {PERFORMANCE: performance_blocks(), CLI: {"cli-help": cli_help()}}
+    full = _load("limits_1000k.json")
+    memory = {
+        "limits-memory": memory_table(
+            [
+                (_load("limits_1000k_r1_stock.json"), "1000k, 1 repeat, OpenCompass's inferencer and eval task"),
+                (_load("limits_1000k_r1_ours.json"), "1000k, 1 repeat, ours"),
+                (full, f"1000k, default repeats ({full['samples_predicted']:,} samples), ours, as shipped"),
+            ]
+        )
+    }
+    pages = {PERFORMANCE: performance_blocks(), CLI: {"cli-help": cli_help()}, DISK_MEMORY: memory}
     return [path for path, blocks in pages.items() if sync_page(path, blocks, check)]
 
 
