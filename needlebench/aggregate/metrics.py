@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..record import unscored_reason
-from .cells import truncated_rate
+from .cells import format_failure_rate, percent, truncated_rate
 from .records import is_answered, is_excluded, is_failed, is_shortened
 
 __all__ = ["mean", "summarise_details", "breakdown", "error_shares"]
@@ -51,10 +51,8 @@ def summarise_details(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     scored = [d for d in details if not is_excluded(d)]
     out: dict[str, float] = {
         "score": mean(float(d["score"]) for d in scored),
-        "accuracy": 100.0 * sum(bool(d["correct"]) for d in scored) / len(scored) if scored else float("nan"),
-        "format_failure_rate": (
-            100.0 * sum(bool(d.get("format_failure")) for d in scored) / len(scored) if scored else float("nan")
-        ),
+        "accuracy": percent(sum(bool(d["correct"]) for d in scored), len(scored)),
+        "format_failure_rate": format_failure_rate(scored),
         "num_samples": len(details),
         "num_scored": len(scored),
         "num_failed": sum(is_failed(d) for d in details),  # a shortened prompt is counted as shortened
@@ -93,4 +91,4 @@ def error_shares(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     for d in details:
         if not d.get("correct") and d.get("error"):
             counts[str(d["error"]).split(":")[0]] += 1
-    return {k: 100.0 * v / len(details) for k, v in sorted(counts.items())} if details else {}
+    return {k: percent(v, len(details)) for k, v in sorted(counts.items())}
