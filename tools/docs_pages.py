@@ -227,8 +227,9 @@ def prepare_table(rows_128k: Mapping[str, Any], rows_1000k: Mapping[str, Any]) -
 # ------------------------------------------------------------------------------------------------
 
 
-def _peaks(run: Mapping[str, Any], kind: str) -> list[float]:
-    return [p["peak_rss_gb"] for p in run["processes"] if p["kind"] == kind]
+def _peaks(run: Mapping[str, Any], kind: str, measure: str = "peak_rss_gb") -> list[float]:
+    """Each process's peak of one kind (``peak_rss_gb``, or ``peak_anon_gb``: RSS less file-backed pages)."""
+    return [p[measure] for p in run["processes"] if p["kind"] == kind]
 
 
 def limits_stage_table(result: Mapping[str, Any]) -> str:
@@ -318,7 +319,8 @@ def pipeline_time_table(before: Mapping[str, Any], after: Mapping[str, Any], ful
         after: ``bench/limits_1000k_r1_ours.json`` (1 repeat, ours), run right after ``before``.
         full: ``bench/limits_1000k.json`` (default repeats, ours).
     """
-    runs = [(r["runs"][0], 1000 / r["samples_predicted"]) for r in (before, after, full)]
+    # (run, samples it is scaled from, whether its wall time is shown: not the default-repeats run's)
+    runs = [(r["runs"][0], 1000 / r["samples_predicted"], r is not full) for r in (before, after, full)]
     rows = []
     for label, stage, cpu in (
         ("dataset build", "build", "build"),
@@ -328,8 +330,8 @@ def pipeline_time_table(before: Mapping[str, Any], after: Mapping[str, Any], ful
         ("whole run", None, "all_processes"),
     ):
         cells = []
-        for k, (run, scale) in enumerate(runs):
-            if k < 2:
+        for run, scale, with_wall in runs:
+            if with_wall:
                 wall = run["wall_s"] if stage is None else run["stage_s"][stage]
                 cells.append(_s(wall * scale))
             cells.append(_s(run["cpu_s"][cpu] * scale))
@@ -343,10 +345,6 @@ def pipeline_time_table(before: Mapping[str, Any], after: Mapping[str, Any], ful
         f"after, default repeats ({full['samples_predicted']:,} samples): CPU",
     )
     return _table(head, rows)
-
-
-def _anon(run: Mapping[str, Any], kind: str) -> list[float]:
-    return [p["peak_anon_gb"] for p in run["processes"] if p["kind"] == kind]
 
 
 def memory_table(runs: Sequence[tuple[Mapping[str, Any], str]]) -> str:
@@ -370,7 +368,8 @@ def memory_table(runs: Sequence[tuple[Mapping[str, Any], str]]) -> str:
                 _gb(result["disk_gb"]["predictions"]),
                 f"driver {peak['driver']:.2f} GB, infer {_range(_peaks(run, 'infer'))} GB, "
                 f"eval {_range(_peaks(run, 'eval'))} GB",
-                f"infer {max(_anon(run, 'infer')):.2f} GB, eval {max(_anon(run, 'eval')):.2f} GB",
+                f"infer {max(_peaks(run, 'infer', 'peak_anon_gb')):.2f} GB, "
+                f"eval {max(_peaks(run, 'eval', 'peak_anon_gb')):.2f} GB",
             )
         )
     head = ("run", "dataset cache", "predictions", "peak RSS per process", "largest anonymous part")
@@ -577,6 +576,17 @@ def performance_blocks() -> dict[str, str]:
     }
 
 
+def disk_memory_blocks() -> dict[str, str]:
+    """Every generated block of ``docs/reliability/disk-memory.md``, from the JSON files in ``bench/``."""
+    full = _load("limits_1000k.json")
+    runs = [
+        (_load("limits_1000k_r1_stock.json"), "1000k, 1 repeat, OpenCompass's inferencer and eval task"),
+        (_load("limits_1000k_r1_ours.json"), "1000k, 1 repeat, ours"),
+        (full, f"1000k, default repeats ({full['samples_predicted']:,} samples), ours, as shipped"),
+    ]
+    return {"limits-memory": memory_table(runs)}
+
+
 # ------------------------------------------------------------------------------------------------
 # The command line's help
 # ------------------------------------------------------------------------------------------------
@@ -613,17 +623,7 @@ def stale_pages(check: bool = True) -> list[Path]:
     Args:
         check: compare only.
     """
-    full = _load("limits_1000k.json")
-    memory = {
-        "limits-memory": memory_table(
-            [
-                (_load("limits_1000k_r1_stock.json"), "1000k, 1 repeat, OpenCompass's inferencer and eval task"),
-                (_load("limits_1000k_r1_ours.json"), "1000k, 1 repeat, ours"),
-                (full, f"1000k, default repeats ({full['samples_predicted']:,} samples), ours, as shipped"),
-            ]
-        )
-    }
-    pages = {PERFORMANCE: performance_blocks(), CLI: {"cli-help": cli_help()}, DISK_MEMORY: memory}
+    pages = {PERFORMANCE: performance_blocks(), CLI: {"cli-help": cli_help()}, DISK_MEMORY: disk_memory_blocks()}
     return [path for path, blocks in pages.items() if sync_page(path, blocks, check)]
 
 
