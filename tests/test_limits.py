@@ -238,7 +238,7 @@ def test_a_memory_cap_stops_the_infer_stage_with_one_message_and_a_resume_redoes
 @pytest.mark.parametrize("version", ["v1", "v2"])
 def test_the_memory_cgroup_is_read_with_its_limit_and_oom_kills(tmp_path: Path, version: str) -> None:
     """What the summarizer blames a SIGKILL on: the cgroup's limit and its OOM-kill counter, in either layout."""
-    from needlebench.opencompass.stopped import memory_limit
+    from needlebench.cgroups import memory_limit
 
     root = tmp_path / "cgroup"
     if version == "v1":
