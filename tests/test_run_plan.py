@@ -25,7 +25,7 @@ SHORT = """models = [dict(type="opencompass.models.HuggingFacewithChatTemplate",
 CASES = {
     "tiny": ("configs/eval_needlebench_tiny.py", None),
     "4k, a 3,000-token model": ("configs/eval_needlebench_4k.py", 3000),
-    "128k, a 32k model": ("configs/eval_needlebench_128k.py", 32768),
+    "128k, a 100k model": ("configs/eval_needlebench_128k.py", 100_000),
 }
 
 

@@ -26,6 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 PERFORMANCE = ROOT / "docs" / "performance.md"
+DISK_MEMORY = ROOT / "docs" / "reliability" / "disk-memory.md"
 CLI = ROOT / "docs" / "reference" / "cli.md"
 HELP_COLUMNS = "100"  # the width argparse wraps the help texts to, so the page does not depend on a terminal
 
@@ -306,6 +307,80 @@ def limits_capped_table(result: Mapping[str, Any]) -> str:
     )
 
 
+def pipeline_time_table(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    """The pipeline's own time per stage per 1,000 samples: the run before issue 35 and the default-repeats run.
+
+    The oracle generates nothing, so a stage's time is all pipeline. ``before`` recorded wall time only.
+
+    Args:
+        before: ``bench/limits_1000k_r1.json`` (1 repeat, OpenCompass's inferencer and eval task).
+        after: ``bench/limits_1000k.json`` (default repeats, ours).
+    """
+    b_run, a_run = before["runs"][0], after["runs"][0]
+    b_scale, a_scale = 1000 / before["samples_predicted"], 1000 / after["samples_predicted"]
+    a_wall, a_cpu = a_run["stage_s"], a_run["cpu_s"]
+    rows = []
+    for label, stage, cpu in (
+        ("dataset build", "build", "build"),
+        ("infer", "infer", "infer"),
+        ("eval", "eval", "eval"),
+        ("summary and report", "summary_after_last_task", "summary"),
+    ):
+        rows.append(
+            (
+                label,
+                _s(b_run["stage_s"][stage] * b_scale),
+                _s(a_wall[stage] * a_scale),
+                _s(a_cpu[cpu] * a_scale),
+            )
+        )
+    rows.append(
+        (
+            "whole run",
+            _s(b_run["wall_s"] * b_scale),
+            _s(a_run["wall_s"] * a_scale),
+            _s(a_cpu["all_processes"] * a_scale),
+        )
+    )
+    head = (
+        "stage, per 1,000 samples",
+        f"before: wall ({before['samples_predicted']:,} samples)",
+        f"after: wall ({after['samples_predicted']:,} samples)",
+        "after: CPU (user + sys)",
+    )
+    return _table(head, rows)
+
+
+def memory_table(r1: Mapping[str, Any], full: Mapping[str, Any]) -> str:
+    """Disk and peak RSS per process of the 1000k suite, as measured (``bench/limits_1000k*.json``).
+
+    Args:
+        r1: the 1-repeat run before issue 35 (OpenCompass's inferencer and eval task).
+        full: the default-repeats run (ours), possibly under a memory cap.
+    """
+    rows = []
+    for result, label in (
+        (r1, f"1000k, 1 repeat ({r1['samples_predicted']:,} samples), {r1['shards']} shards, before issue 35"),
+        (
+            full,
+            f"1000k, default repeats ({full['samples_predicted']:,} samples), {full['shards']} shards"
+            + (f", whole run in a {full['cap_gb']:g} GiB memory cgroup" if full.get("cap_gb") else ""),
+        ),
+    ):
+        run = result["runs"][0]
+        peak = run["peak_rss_gb_per_kind"]
+        rows.append(
+            (
+                label,
+                _gb(result["disk_gb"]["cache"]),
+                _gb(result["disk_gb"]["predictions"]),
+                f"driver {peak['driver']:.2f} GB, build {peak['build']:.2f} GB, infer "
+                f"{_range(_peaks(run, 'infer'))} GB, eval {_range(_peaks(run, 'eval'))} GB",
+            )
+        )
+    return _table(("suite", "dataset cache", "predictions", "per process (peak RSS)"), rows)
+
+
 # ------------------------------------------------------------------------------------------------
 # Request order on a real engine (bench/engine_order.py)
 # ------------------------------------------------------------------------------------------------
@@ -491,7 +566,8 @@ def performance_blocks() -> dict[str, str]:
         "prepare": prepare_table(prepare, prepare_1000k),
         "limits-stages": limits_stage_table(limits),
         "limits-disk": limits_disk_line(limits),
-        "limits-capped": limits_capped_table(_load("limits_1000k_capped.json")),
+        "limits-pipeline": pipeline_time_table(_load("limits_1000k_r1.json"), limits),
+        "limits-capped": limits_capped_table(_load("limits_1000k_r1_capped.json")),
         "engine-shape": engine_shape_table(_load("engine_order_suite_shape.json")),
         "engine-shape-3k": engine_shape_table(_load("engine_order_suite_shape_3k.json")),
         "engine-small": engine_small_table(_load("engine_order.json")),
@@ -539,7 +615,8 @@ def stale_pages(check: bool = True) -> list[Path]:
     Args:
         check: compare only.
     """
-    pages = {PERFORMANCE: performance_blocks(), CLI: {"cli-help": cli_help()}}
+    memory = {"limits-memory": memory_table(_load("limits_1000k_r1.json"), _load("limits_1000k.json"))}
+    pages = {PERFORMANCE: performance_blocks(), CLI: {"cli-help": cli_help()}, DISK_MEMORY: memory}
     return [path for path, blocks in pages.items() if sync_page(path, blocks, check)]
 
 
