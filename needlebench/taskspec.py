@@ -163,6 +163,8 @@ class TaskSpec:
             ``position`` tokens (a shared haystack up to the first needle), so the partitioner sends them
             together for an engine's prefix cache; ``(None, 0.0)`` for a sample without one. A task without
             it keeps its datasets whole in the request stream.
+        inputs: ``params -> {role: path}``: the data files the generator reads (needles, names, ...); the
+            dataset cache key holds their contents, so an edited file builds new rows.
     """
 
     name: str
@@ -183,6 +185,7 @@ class TaskSpec:
     breakdowns: Mapping[str, str] = field(default_factory=dict)
     report_text: str = ""
     prefix_group: Callable[[str, Mapping[str, Any]], tuple[Hashable, float]] | None = None
+    inputs: Callable[[Any], Mapping[str, str]] | None = None
 
     @property
     def short(self) -> str:

@@ -18,6 +18,7 @@ LAYERS: dict[str, int] = {
     "errors": 1,
     "seeding": 1,
     "progress": 1,
+    "cgroups": 1,
     "aggregate": 2,
     "sample": 2,
     "suites": 2,

@@ -10,6 +10,7 @@ import pytest
 from needlebench.cache.rows import load_rows
 from needlebench.opencompass.configs import needlebench_datasets
 from needlebench.opencompass.partitioner import NeedleBenchPartitioner
+from needlebench.planning.run import PLAN_FILE, read_plan
 from needlebench.planning.shards import shard_ranges
 from needlebench.report.html import build_report
 from needlebench.tasks import config_params
@@ -183,9 +184,9 @@ def test_broken_tokenizer_is_a_recorded_warning_and_both_stages_agree(tmp_path: 
     model = _broken_tokenizer_model(tmp_path)
     infer, messages = _stage(tmp_path, model, "infer")
     assert any(model["path"] in m and "failed to load" in m for m in messages), messages
-    record = json.loads((tmp_path / "needlebench_limits.json").read_text())["broken"]["needlebench_srt_en_4k"]
-    assert record["tokenizer"] == model["path"] and record["tokenizer_error"]
-    assert record["tokenizer_ratio"] == 1.0 and record["max_prompt_tokens"] == 3000 - 100 - 64
+    record = read_plan(tmp_path).model("broken").limits["needlebench_srt_en_4k"]  # type: ignore[union-attr]
+    assert record.tokenizer == model["path"] and record.tokenizer_error
+    assert record.tokenizer_ratio == 1.0 and record.max_prompt_tokens == 3000 - 100 - 64
     evals, _ = _stage(tmp_path, model, "eval")
     assert infer[0]["datasets"][0][0]["max_prompt_tokens"] == evals[0]["datasets"][0][0]["max_prompt_tokens"]
 
@@ -210,10 +211,10 @@ def test_eval_stage_uses_the_infer_decision_instead_of_measuring_again(
     assert evals[0]["datasets"][0][0]["max_prompt_tokens"] == infer[0]["datasets"][0][0]["max_prompt_tokens"]
     assert not messages
     # no infer record at all (an eval-only run of an old work dir): measured now, with a warning
-    (tmp_path / "needlebench_limits.json").unlink()
+    (tmp_path / PLAN_FILE).unlink()
     evals, messages = _stage(tmp_path, model, "eval")
     assert evals[0]["datasets"][0][0]["max_prompt_tokens"] < infer[0]["datasets"][0][0]["max_prompt_tokens"]
-    assert any("needlebench_limits.json" in m for m in messages)
+    assert any(PLAN_FILE in m for m in messages)
 
 
 # The summarizer is the last OpenCompass stage; its failures must reach OpenCompass's exit status.
@@ -294,16 +295,14 @@ def test_api_models_keep_the_openai_client_reserve() -> None:
     assert model_room(api, {}, 200) == (1500, 1500 - 16 - 200)  # a larger margin still wins
 
 
-def test_an_unreadable_limits_record_is_logged_not_swallowed(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """A missing record is normal (nothing was limited); a corrupt one is named in a warning."""
-    from needlebench.opencompass.partitioner import LIMITS_FILE, _read_limits
-
-    with caplog.at_level("WARNING", logger="needlebench.opencompass.partitioner"):
-        assert _read_limits(str(tmp_path)) is None
+def test_an_unreadable_plan_is_logged_not_swallowed(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A missing plan is normal (an eval-only run of an older work dir); a corrupt one is named in a warning."""
+    with caplog.at_level("WARNING", logger="needlebench.planning.run"):
+        assert read_plan(tmp_path) is None
         assert not caplog.records
-        (tmp_path / LIMITS_FILE).write_text("{not json", encoding="utf-8")
-        assert _read_limits(str(tmp_path)) is None
-    assert [r.levelname for r in caplog.records] == ["WARNING"] and LIMITS_FILE in caplog.records[0].getMessage()
+        (tmp_path / PLAN_FILE).write_text("{not json", encoding="utf-8")
+        assert read_plan(tmp_path) is None
+    assert [r.levelname for r in caplog.records] == ["WARNING"] and PLAN_FILE in caplog.records[0].getMessage()
 
 
 def test_interleave_keeps_each_datasets_order_and_sends_a_shared_haystack_together() -> None:

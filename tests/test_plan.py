@@ -12,14 +12,14 @@ import pytest
 from conftest import ROOT, run_export
 
 from needlebench.commands.cli import main
-from needlebench.commands.plan import RunPlan, common_prefix, format_plan, plan_config
+from needlebench.commands.plan import PlanReport, common_prefix, format_plan, plan_config
 from needlebench.opencompass.partitioner import OVERLENGTH_FILE, NeedleBenchPartitioner
 
 CONFIG = "tests/configs/plan_tiny.py"
 
 
 @pytest.fixture(scope="module")
-def plan() -> RunPlan:
+def plan() -> PlanReport:
     return plan_config(str(ROOT / CONFIG))
 
 
@@ -28,7 +28,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     return run_export(CONFIG, tmp_path_factory.mktemp("plan_export") / "out.jsonl")
 
 
-def test_samples_and_cl100k_tokens_match_an_export(plan: RunPlan, exported: list[dict]) -> None:
+def test_samples_and_cl100k_tokens_match_an_export(plan: PlanReport, exported: list[dict]) -> None:
     samples, tokens = Counter(), Counter()
     for row in exported:
         samples[row["dataset"]] += 1
@@ -42,7 +42,7 @@ def test_samples_and_cl100k_tokens_match_an_export(plan: RunPlan, exported: list
     assert long.output_tokens == 64 * len(exported)
 
 
-def test_short_model_shows_the_cells_the_partitioner_records(plan: RunPlan, tmp_path: Path) -> None:
+def test_short_model_shows_the_cells_the_partitioner_records(plan: PlanReport, tmp_path: Path) -> None:
     from mmengine.config import Config
 
     cfg = Config.fromfile(str(ROOT / CONFIG))
@@ -65,7 +65,7 @@ def test_short_model_shows_the_cells_the_partitioner_records(plan: RunPlan, tmp_
     assert "2000/" in format_plan(plan)
 
 
-def test_shards_sum_to_the_total_and_follow_the_config(plan: RunPlan) -> None:
+def test_shards_sum_to_the_total_and_follow_the_config(plan: PlanReport) -> None:
     for m in plan.models:
         assert len(m.shards) == plan.num_shards == 2
         assert sum(s.prompt_tokens for s in m.shards) == m.prompt_tokens
@@ -73,7 +73,7 @@ def test_shards_sum_to_the_total_and_follow_the_config(plan: RunPlan) -> None:
         assert sum(s.output_tokens for s in m.shards) == m.output_tokens
 
 
-def test_prefix_share_is_a_share_and_positive_with_several_depths(plan: RunPlan) -> None:
+def test_prefix_share_is_a_share_and_positive_with_several_depths(plan: PlanReport) -> None:
     for m in plan.models:
         assert 0 <= m.prefix_share <= 1
         for d in m.datasets:
@@ -82,7 +82,7 @@ def test_prefix_share_is_a_share_and_positive_with_several_depths(plan: RunPlan)
     assert srt.prefix_share > 0.2  # 3 depths x 2 repeats per length: the haystack before the needle is shared
 
 
-def test_model_tokens_are_na_with_a_reason_without_a_local_tokenizer(plan: RunPlan) -> None:
+def test_model_tokens_are_na_with_a_reason_without_a_local_tokenizer(plan: PlanReport) -> None:
     for m in plan.models:
         assert m.model_tokens is None and not m.tokenizer.available
         assert "not a local folder" in m.tokenizer.reason
@@ -149,7 +149,7 @@ def test_planning_layer_imports_no_opencompass() -> None:
         "d = {'abbr': 'd', 'type': 'needlebench.opencompass.dataset.NeedleBenchDataset', 'task': 'srt',"
         " 'lang': 'en', 'lengths': [1000], 'depths': [50], 'repeats': 2}\n"
         "limits = PartitionSettings(num_shards=2).limits()\n"
-        "lim = limited_dataset(d, limits.decide(model, d), 'shorten')\n"
+        "lim = limited_dataset(d, limits.decide(model, d))\n"
         "cells = overlength_cells(d, lim)\n"
         "stream, costs, ranges = token_shards(model, [(0, lim)], 2)\n"
         "assert cells['num_shortened'] == 2 and len(ranges) == 2, (cells, ranges)\n"
@@ -160,7 +160,7 @@ def test_planning_layer_imports_no_opencompass() -> None:
     assert r.stdout.strip().splitlines()[-1] == "[]"
 
 
-def test_reasoning_model_gets_its_thinking_room_at_the_longest_cell(plan: RunPlan, exported: list[dict]) -> None:
+def test_reasoning_model_gets_its_thinking_room_at_the_longest_cell(plan: PlanReport, exported: list[dict]) -> None:
     """A reasoning model (reasoning(): OpenCompass's think strip as its postprocessor) is told, per dataset,
     what its context leaves for thinking beside the longest prompt, and what the run does where that is
     less than its budget; the others get no such line."""

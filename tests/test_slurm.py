@@ -151,20 +151,12 @@ def _assert_oracle_perfect(run: Path) -> None:
 
 
 def _planned_predictions(run: Path) -> list[Path]:
-    """The prediction files the partitioner plans for this config (3 shards)."""
-    from mmengine.config import Config
+    """The prediction files of every piece the run's stored plan holds (3 shards)."""
+    from needlebench.planning.run import read_plan
 
-    from needlebench.opencompass.partitioner import NeedleBenchPartitioner
-
-    cfg = Config.fromfile(str(ROOT / CONFIG))
-    out = run / "plan"
-    plan = NeedleBenchPartitioner(out_dir=str(out), num_shards=3).partition(
-        [{"models": [dict(m) for m in cfg["models"]], "datasets": [dict(d) for d in cfg["datasets"]]}],
-        work_dir=str(out),
-        out_dir=str(out),
-    )
-    abbrs = [c["abbr"] for task in plan for c in task["datasets"][0]]
-    return [run / "predictions" / "oracle" / f"{a}.json" for a in abbrs]
+    plan = read_plan(run)
+    assert plan is not None
+    return [run / "predictions" / "oracle" / f"{p.abbr}.json" for s in plan.models[0].shards for p in s.parts]
 
 
 # -- the cluster script and the preflight -------------------------------------------------------------
@@ -267,6 +259,11 @@ def test_slurm_run_with_two_gpus_per_job_matches_local(cluster: None, local: Pat
     (run,) = [p for p in work.iterdir() if p.is_dir()]
     assert _summary(run) == _summary(local)
     _assert_oracle_perfect(run)
+    # the plan the Slurm run stored is the one `needlebench plan` makes of the same config
+    from needlebench.commands.plan import plan_config
+    from needlebench.planning.run import read_plan
+
+    assert read_plan(run) == plan_config(str(ROOT / CONFIG)).run
 
     commands = _commands(log)
     infer = [c for c in commands if "OpenICLInfer[" in c]

@@ -120,3 +120,35 @@ def test_declarations_are_recorded() -> None:
         assert set(spec.cell) <= kept, (spec.name, sorted(set(spec.cell) - kept))
         assert set(spec.breakdowns) <= kept, (spec.name, sorted(set(spec.breakdowns) - kept))
         assert len(spec.record_keys) == len(set(spec.record_keys))
+
+
+def _task_file_names() -> set[str]:
+    """Data file names written in ``tasks/`` (``names.json``; an f-string's fixed part, ``multi_needle_reasoning_``)."""
+    found: set[str] = set()
+    for path in (PACKAGE / "tasks").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if re.fullmatch(r"[\w\-]+\.jsonl?", node.value):
+                    found.add(node.value)
+            elif isinstance(node, ast.JoinedStr):
+                parts = [v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+                if parts and re.fullmatch(r"\.jsonl?", parts[-1]) and len(parts[0]) >= 6:
+                    found.add(parts[0])
+    return found
+
+
+def test_no_task_input_file_names_outside_tasks() -> None:
+    """The files a task reads are named by the task (``TaskSpec.inputs``): no code outside tasks/ names them."""
+    names = _task_file_names()
+    assert {"names.json", "multi_needle_reasoning_"} <= names  # the scan sees what it guards
+    hits = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.startswith("tasks/"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = _docstrings(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+                hits += [f"{rel}:{node.lineno}: {name!r}" for name in names if name in node.value]
+    assert not hits, "task input files named outside needlebench/tasks/:\n" + "\n".join(hits)

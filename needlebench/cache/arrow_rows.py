@@ -27,13 +27,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..context.corpora import corpus_digest, opencompass_data_file
+from ..context.corpora import corpus_digest
 from ..errors import ConfigError, OutOfSpace
 from ..files import ChecksumWriter, cache_dir, cached_file, code_digest, verified
 from ..sample import DATASET_VERSION
 from ..seeding import files_digest, stable_hash
 from ..tasks import get_task, make_params
-from ..tasks.needles import default_needle_file
 from .store import PROMPT_COLUMN, ROW_COLUMNS, sample_utf8
 
 __all__ = ["ARROW_SCHEMA", "cache_path", "materialize_file", "materialize_many", "write_rows"]
@@ -159,19 +158,9 @@ def cache_key(task: str, params: object) -> str:
     lang = fields.get("lang")
     if "corpus" in fields and lang:
         ident["corpus"] = corpus_digest(lang, fields["corpus"])
-
-    def data_file(name: str) -> str:
-        return opencompass_data_file(lang, fields["corpus"], name) if "corpus" in fields and lang else ""
-
-    if "needle_file" in fields and lang:
-        # the needle file read: the one given, OpenCompass's needles.jsonl beside its corpus, or ours
-        ident["needles"] = _file_identity(
-            fields["needle_file"] or data_file("needles.jsonl") or str(default_needle_file(lang))
-        )
-    # ATC and M-RS draw names from names.json; v1 M-RS reads the multi-hop records
-    for key, name in (("names", "names.json"), ("multihop", f"multi_needle_reasoning_{lang}.json")):
-        if path := data_file(name):
-            ident[key] = _file_identity(path)
+    inputs = get_task(task).inputs
+    for role, path in (inputs(params) if inputs else {}).items():  # the files the task says it reads
+        ident[role] = _file_identity(path)
     return stable_hash(json.dumps(ident, sort_keys=True, default=str), digest_size=12)
 
 

@@ -1,11 +1,10 @@
 """``needlebench plan``: what a run will cost, per model, before any GPU time.
 
 Reads a config as ``opencompass`` does (its ``models``, through ``$NEEDLEBENCH_MODELS``, its
-``datasets`` and its infer partitioner's settings) and asks the planning functions the partitioner
-calls what it will do: each model's room and the cells it shortens or skips
-(:meth:`needlebench.planning.limits.Limits.decide`, :func:`needlebench.planning.limits.overlength_cells`),
-the rows it sends (:func:`needlebench.cache.rows.load_rows`) and the shards it cuts
-(:func:`needlebench.planning.limits.token_shards`). Token counts come from the rows' metadata (cl100k, counted at generation);
+``datasets`` and its infer partitioner's settings) and makes the run's plan with the function the
+partitioner makes it with (:func:`needlebench.planning.run.plan_run`: each model's room, the cells it
+shortens or skips, the shards and their pieces): the same object, which the report carries as ``run``.
+On top it reads the rows each model is sent (:func:`needlebench.cache.rows.load_rows`) for what they cost. Token counts come from the rows' metadata (cl100k, counted at generation);
 the model's own tokenizer is used only on a few sampled prompt slices, to estimate its count. No
 model weights are loaded.
 """
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
+from ..planning.run import ModelRun, RunPlan, plan_run
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ __all__ = [
     "ShardPlan",
     "TokenizerEstimate",
     "ModelPlan",
-    "RunPlan",
+    "PlanReport",
     "plan_config",
     "common_prefix",
     "format_plan",
@@ -189,10 +189,12 @@ class ModelPlan:
 
 
 @dataclass
-class RunPlan:
-    """The plan of one config.
+class PlanReport:
+    """The plan of one config, with what it will cost.
 
     Args:
+        run: the run's plan itself (``planning.run.plan_run``): the object the partitioner renders its tasks
+            from and stores in the run's folder.
         config: the config file.
         num_shards: shards per model.
         overlength: the over-length policy (``shorten`` or ``skip``).
@@ -202,6 +204,7 @@ class RunPlan:
         notes: how the estimates are made.
     """
 
+    run: RunPlan
     config: str
     num_shards: int
     overlength: str
@@ -286,13 +289,13 @@ def _model_ratio(tokenizer: Any, rows: Any) -> tuple[float, int, int]:
     return (theirs / ours if ours else 1.0), len(picks), ours
 
 
-def _thinking(model: dict, dataset: dict, entry: dict, reserve: int, policy: str) -> ThinkingRoom:
+def _thinking(model: dict, dataset: dict, limit: Any, reserve: int, policy: str) -> ThinkingRoom:
     """The thinking room a reasoning model has at a dataset's longest cell (its longest prompt as generated).
 
     Args:
         model: the model config.
         dataset: the dataset config as written (before the model's limit).
-        entry: the partitioner's limit decision for the pair (``max_seq_len``, ``tokenizer_ratio``).
+        limit: the run plan's limit for the pair (``max_seq_len``, ``tokenizer_ratio``).
         reserve: the tokens the model's prompts leave free beyond the budget.
         policy: the over-length policy (``shorten`` or ``skip``).
     """
@@ -307,8 +310,8 @@ def _thinking(model: dict, dataset: dict, entry: dict, reserve: int, policy: str
     longest = max(metas, key=lambda m: int(m["prompt_tokens"]))
     spec = get_task(dataset["task"])
     prompt = int(longest["prompt_tokens"])
-    tokens = math.ceil(prompt * float(entry["tokenizer_ratio"]))
-    room = int(entry["max_seq_len"]) - tokens - reserve
+    tokens = math.ceil(prompt * float(limit.tokenizer_ratio))
+    room = int(limit.max_seq_len) - tokens - reserve
     budget = out_len(model, dataset)
     fits = room >= budget
     action = "" if fits else ("skipped" if policy == "skip" else "shortened")
@@ -327,19 +330,11 @@ def _settings(cfg: Any, num_shards: int | None) -> Any:
     return PartitionSettings(**kwargs)
 
 
-def _plan_model(settings: Any, limits: Any, model: dict, datasets: list[Any]) -> ModelPlan:
-    """One model's plan: limits, rows, model-token estimate, prefix share and shards."""
+def _plan_model(settings: Any, limits: Any, model: dict, datasets: list[Any], run: ModelRun) -> ModelPlan:
+    """One model's plan report: the run plan's limits, cells and shards, with the rows, estimates and prefix share."""
     from ..cache.rows import load_rows
     from ..opencompass.outputs import is_reasoning_model
-    from ..planning.limits import (
-        limited_dataset,
-        model_room,
-        out_len,
-        overlength_cells,
-        reserved_tokens,
-        shard_runs,
-        token_shards,
-    )
+    from ..planning.limits import limited_dataset, model_room, out_len, reserved_tokens
     from ..tasks import config_params
 
     thinks = is_reasoning_model(model)
@@ -351,14 +346,14 @@ def _plan_model(settings: Any, limits: Any, model: dict, datasets: list[Any]) ->
         estimate = TokenizerEstimate(where, False, f"tokenizer at {where} failed to load: {error}")
     else:
         estimate = TokenizerEstimate(None, False, f"{path!r} is not a local folder (nothing is downloaded)")
-    limited, plans, prompt_tokens = [], [], []
+    plans = []
     limit_ratio = 1.0
     sampled_model = sampled_ours = sampled_prompts = 0
     for d in datasets:
-        entry = limits.decide(model, d)
-        limit_ratio = max(limit_ratio, float(entry["tokenizer_ratio"]))
-        lim = limited_dataset(d, entry, settings.overlength)
-        cells = overlength_cells(d, lim, entry["tokenizer_ratio"]) or {}
+        limit = run.limits[d["abbr"]]
+        limit_ratio = max(limit_ratio, float(limit.tokenizer_ratio))
+        lim = limited_dataset(d, limit)
+        cells = run.overlength.get(d["abbr"]) or {}
         rows = load_rows(lim["task"], **config_params(lim))
         tokens = [int(json.loads(m)["prompt_tokens"]) for m in rows["meta"]]
         model_tokens = None
@@ -379,8 +374,8 @@ def _plan_model(settings: Any, limits: Any, model: dict, datasets: list[Any]) ->
                 model_tokens=model_tokens,
                 output_tokens=per_out * len(tokens),
                 max_out_len=per_out,
-                max_prompt_tokens=int(entry["max_prompt_tokens"]),
-                limit_ratio=float(entry["tokenizer_ratio"]),
+                max_prompt_tokens=int(limit.max_prompt_tokens),
+                limit_ratio=float(limit.tokenizer_ratio),
                 num_shortened=cells.get("num_shortened", 0),
                 num_skipped=cells.get("num_skipped", 0),
                 shortened=cells.get("shortened", []),
@@ -388,14 +383,12 @@ def _plan_model(settings: Any, limits: Any, model: dict, datasets: list[Any]) ->
                 prefix_tokens=prefix,
                 prefix_share=prefix / sum(tokens) if tokens else 0.0,
                 thinking=(
-                    _thinking(model, d, entry, reserved_tokens(model, settings.template_margin), settings.overlength)
+                    _thinking(model, d, limit, reserved_tokens(model, settings.template_margin), settings.overlength)
                     if thinks
                     else None
                 ),
             )
         )
-        limited.append(lim)
-        prompt_tokens.append(tokens)
     if tok is not None:
         estimate.ratio = round(sampled_model / sampled_ours, 4) if sampled_ours else None
         estimate.sample_prompts, estimate.sample_tokens = sampled_prompts, sampled_ours
@@ -403,12 +396,12 @@ def _plan_model(settings: Any, limits: Any, model: dict, datasets: list[Any]) ->
             f"estimate: cl100k tokens x the ratio on {sampled_prompts} sampled prompt slices "
             f"({sampled_ours:,} cl100k tokens)"
         )
-    stream, costs, ranges = token_shards(model, list(enumerate(limited)), settings.num_shards)
-    shards = []
-    for index, (a, b) in enumerate(ranges):
-        ptok = sum(prompt_tokens[di][ri] for di, ri in stream[a:b])
-        parts = [f"{plans[di].abbr}[{start}:{end}]" for di, start, end in shard_runs(stream, a, b)]
-        shards.append(ShardPlan(index, b - a, ptok, sum(costs[a:b]) - ptok, parts))
+    shards = [
+        ShardPlan(
+            s.index, s.samples, s.prompt_tokens, s.output_tokens, [f"{p.dataset}[{p.start}:{p.end}]" for p in s.parts]
+        )
+        for s in run.shards
+    ]
     total_prompt = sum(p.prompt_tokens for p in plans)
     return ModelPlan(
         abbr=model.get("abbr", "model"),
@@ -429,7 +422,7 @@ def _plan_model(settings: Any, limits: Any, model: dict, datasets: list[Any]) ->
     )
 
 
-def plan_config(config_path: str, num_shards: int | None = None) -> RunPlan:
+def plan_config(config_path: str, num_shards: int | None = None) -> PlanReport:
     """Plan a config's run: per model, what it sends, what it costs and how it is cut.
 
     Builds the datasets' cache files first where missing (as the partitioner would); writes nothing else.
@@ -459,12 +452,15 @@ def plan_config(config_path: str, num_shards: int | None = None) -> RunPlan:
         materialize_many([(d["task"], config_params(d)) for d in datasets])
     except OSError as exc:  # an unwritable cache: load_rows builds the rows in memory, slower
         log.warning("dataset cache not written (%s: %s); rows are built in memory", type(exc).__name__, exc)
-    return RunPlan(
+    everything = [d.to_dict() if hasattr(d, "to_dict") else dict(d) for d in cfg.get("datasets", [])]
+    run = plan_run(models, everything, settings, limits=limits)
+    return PlanReport(
+        run=run,
         config=str(config_path),
         num_shards=settings.num_shards,
         overlength=settings.overlength,
         template_margin=settings.template_margin,
-        models=[_plan_model(settings, limits, m, datasets) for m in models],
+        models=[_plan_model(settings, limits, m, datasets, r) for m, r in zip(models, run.models, strict=True)],
         other_datasets=[str(d.get("abbr")) for d in cfg.get("datasets", []) if not is_needlebench(d)],
         notes=list(NOTES),
     )
@@ -486,7 +482,7 @@ def _cells_text(cells: list[list[Any]]) -> str:
     return ", ".join(f"{c[0]}{'' if c[1] is None else f'/{c[1]}'} x{c[2]}" for c in cells)
 
 
-def format_plan(plan: RunPlan) -> str:
+def format_plan(plan: PlanReport) -> str:
     """The plan as terminal tables: per model its datasets and a total row, then cut cells and shards.
 
     Args:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 import warnings
 from importlib import metadata
@@ -501,7 +502,9 @@ def check_model(cfg: dict[str, Any]) -> list[str]:
 def load_models(default: str, env: str = "NEEDLEBENCH_MODELS") -> list[dict[str, Any]]:
     """Models for an eval config: the files named in ``$<env>`` (comma-separated), else ``default``.
 
-    Paths are relative to the repository's ``configs/`` folder or absolute. A model without a
+    A relative path is looked up from the current folder, then from the folder of the config file that
+    calls this (so ``models/...`` in a config finds the ``models/`` folder beside it, wherever the config
+    and its models live: a checkout, an installed package or a user's own folder). A model without a
     ``max_seq_len`` gets :data:`DEFAULT_MAX_SEQ_LEN` with a warning.
 
     Args:
@@ -515,12 +518,13 @@ def load_models(default: str, env: str = "NEEDLEBENCH_MODELS") -> list[dict[str,
         ConfigError: a file is missing, defines no ``models`` or holds a model :func:`check_model` rejects.
     """
     names = [x.strip() for x in os.environ.get(env, "").split(",") if x.strip()] or [default]
-    root = Path(__file__).resolve().parents[2] / "configs"
+    # the calling config's folder: mmengine runs a config under its own file name
+    caller = Path(sys._getframe(1).f_code.co_filename).resolve().parent
     models: list[dict[str, Any]] = []
     for name in names:
-        path = Path(name) if Path(name).is_file() else root / name
-        if not path.is_file():
-            raise ConfigError(f"{env}: model config {name!r} not found (looked in {root})")
+        path = next((p for p in (Path(name), caller / name) if p.is_file()), None)
+        if path is None:
+            raise ConfigError(f"{env}: model config {name!r} not found (looked in {Path.cwd()} and {caller})")
         cfg = Config.fromfile(str(path))
         if "models" not in cfg:
             raise ConfigError(f"{env}: {path} defines no `models` list")

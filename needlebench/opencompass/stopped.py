@@ -2,18 +2,18 @@
 
 OpenCompass runs each task in its own process; when one fails it logs ``task ... fail, see <log>``
 and goes on, so a run whose predictions were lost to a full disk or to the kernel's OOM killer
-would end with holes in its tables and exit code 0. OpenCompass plans the eval stage before any
-infer task runs, so the first point that sees what every stage left is the summarizer: it calls
-:func:`check_stages`, which asks the partitioner which predictions are still missing (the plan a
-resume would run, made by the same code) and which results. Where the tasks' logs or the memory
-cgroup show that they ran out of space or memory, the run stops with one message naming the stage,
-the cause (the folder and the space needed, or the limit) and the resume command; other failures
-keep OpenCompass's behaviour, with a warning naming them.
+would end with holes in its tables and exit code 0. The first point that sees what every stage left
+is the summarizer: it calls :func:`check_stages`, which reads the run's plan (``planning/run.py``,
+stored by the infer stage) and the run's files, and writes nothing: which planned pieces have no whole
+prediction file, and which datasets no result. Where the tasks' logs or the memory cgroup (kills since
+the plan was made) show that they ran out of space or memory, the run stops with one message naming the
+stage, the cause (the folder and the space needed, or the limit) and the resume command; other
+failures keep OpenCompass's behaviour, with a warning naming them. Repairing cut files is the infer
+stage's job when a resume starts (``resume.py``), not this check's.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import shutil
 from pathlib import Path
@@ -23,76 +23,17 @@ import pyarrow.compute as pc
 from opencompass.utils import get_logger, model_abbr_from_cfg
 
 from ..cache.rows import load_rows
+from ..cgroups import memory_limit
 from ..errors import OutOfMemory, OutOfSpace
+from ..planning.run import part_config, read_plan
 from ..tasks import config_params, is_needlebench
+from .predictions import looks_whole
 
-__all__ = ["MemoryLimit", "memory_limit", "prediction_bytes", "stage_stop", "check_stages", "OOM_KILLS_AT_INFER"]
-
-# OOM kills in the driver's memory cgroup when the infer stage was planned (set by the partitioner): only
-# kills after it are blamed on the limit (a reused cgroup may count kills of an earlier run)
-OOM_KILLS_AT_INFER = [0]
+__all__ = ["prediction_bytes", "stage_stop", "check_stages"]
 
 # what Python prints for ENOSPC / EDQUOT, and for an allocation refused under `prlimit --as`
 _DISK_FULL = re.compile(r"No space left on device|Disk quota exceeded|OutOfSpace")
 _NO_MEMORY = re.compile(r"\bMemoryError\b|OutOfMemory")
-_CGROUP_ROOT = Path("/sys/fs/cgroup")
-_UNLIMITED = 1 << 60  # cgroup v1 writes "no limit" as a huge number
-
-
-@dataclasses.dataclass(frozen=True)
-class MemoryLimit:
-    """The memory cgroup this process runs in.
-
-    Attributes:
-        path: its folder under ``/sys/fs/cgroup``.
-        limit: its limit in bytes (None: none).
-        oom_kills: processes the kernel killed in it for going over the limit, since it was made.
-    """
-
-    path: Path
-    limit: int | None
-    oom_kills: int
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="ascii")
-    except OSError:
-        return None
-
-
-def memory_limit(proc_cgroup: Path = Path("/proc/self/cgroup"), root: Path = _CGROUP_ROOT) -> MemoryLimit | None:
-    """The memory cgroup of this process (cgroup v2 or v1), or None where there is none to read.
-
-    Why: a process killed by the OOM killer leaves no message of its own (SIGKILL); the cgroup's
-    ``oom_kill`` counter is the only place that says what happened.
-
-    Args:
-        proc_cgroup: this process's cgroup list.
-        root: where the cgroup file systems are mounted.
-    """
-    text = _read(proc_cgroup) or ""
-    for line in text.splitlines():
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        _, controllers, rel = parts
-        rel = rel.lstrip("/")
-        if controllers == "" and (root / rel / "memory.max").exists():  # v2
-            folder = root / rel
-            raw = (_read(folder / "memory.max") or "max").strip()
-            events = _read(folder / "memory.events") or ""
-            kills = re.search(r"^oom_kill (\d+)", events, re.M)
-            return MemoryLimit(folder, None if raw == "max" else int(raw), int(kills.group(1)) if kills else 0)
-        if "memory" in controllers.split(","):  # v1
-            folder = root / "memory" / rel
-            raw = _read(folder / "memory.limit_in_bytes")
-            if raw is None:
-                return None
-            kills = re.search(r"^oom_kill (\d+)", _read(folder / "memory.oom_control") or "", re.M)
-            limit = int(raw)
-            return MemoryLimit(folder, None if limit >= _UNLIMITED else limit, int(kills.group(1)) if kills else 0)
-    return None
 
 
 def prediction_bytes(datasets: list[dict]) -> int:
@@ -132,7 +73,13 @@ def _logs_matching(folder: Path, pattern: re.Pattern[str]) -> list[Path]:
 
 
 def stage_stop(
-    stage: str, model_abbr: str, missing: list[dict], folder: Path, logs: Path, need: int | None = None
+    stage: str,
+    model_abbr: str,
+    missing: list[dict],
+    folder: Path,
+    logs: Path,
+    need: int | None = None,
+    oom_kills_before: int | None = None,
 ) -> OutOfSpace | OutOfMemory | None:
     """Why a stage left ``missing`` datasets without output, where it was a full disk or a memory limit.
 
@@ -143,6 +90,8 @@ def stage_stop(
         folder: where the stage writes the model's output (predictions or results).
         logs: the stage's task logs for the model (``<work_dir>/logs/<stage>/<model>``).
         need: at least how many bytes the missing output takes, where known.
+        oom_kills_before: the memory cgroup's kill count when the run was planned; only kills after it are
+            this run's (None: not known, so no kill is blamed on it).
 
     Returns:
         The error to stop with, or None when neither cause shows (the caller warns and goes on).
@@ -162,7 +111,7 @@ def stage_stop(
             f"{needed}; {free:,} bytes are free there. Free space or move the work dir (-w), {resume}"
         )
     cgroup = memory_limit()
-    killed = cgroup is not None and cgroup.oom_kills > OOM_KILLS_AT_INFER[0]
+    killed = cgroup is not None and oom_kills_before is not None and cgroup.oom_kills > oom_kills_before
     no_memory = _logs_matching(logs, _NO_MEMORY)
     if killed or no_memory:
         if killed:
@@ -180,8 +129,8 @@ def stage_stop(
 def check_stages(cfg: Any) -> None:
     """After every stage ran: stop if a full disk or a memory limit left predictions or results missing.
 
-    Only for runs planned by our partitioner (it knows what a complete run holds). Holes with another
-    cause are logged as a warning, as OpenCompass goes on with them.
+    Only for runs our partitioner planned (its plan says what a complete run holds); reads, never writes.
+    Holes with another cause are logged as a warning, as OpenCompass goes on with them.
 
     Args:
         cfg: the run's OpenCompass config.
@@ -190,34 +139,45 @@ def check_stages(cfg: Any) -> None:
         OutOfSpace: a stage's output did not fit its file system.
         OutOfMemory: a stage's task was killed by a memory limit, or ran out of memory under one.
     """
-    from .partitioner import NeedleBenchPartitioner  # it imports this module
-
-    settings = dict((cfg.get("infer") or {}).get("partitioner") or {})
-    kind = settings.get("type")
-    if not getattr(kind, "__name__", str(kind)).endswith("NeedleBenchPartitioner"):
-        return
     work_dir = Path(cfg["work_dir"])
-    planner = NeedleBenchPartitioner(
-        out_dir=str(work_dir / "results"),
-        num_shards=int(settings.get("num_shards", 1)),
-        stage="eval",
-        overlength=settings.get("overlength", "shorten"),
-    )
+    plan = read_plan(work_dir)
+    if plan is None:
+        return
+    kills = plan.memory.oom_kills if plan.memory is not None else None
     logger = get_logger()
-    unfinished = planner.unfinished_predictions(cfg)
-    for model, pending in unfinished:
+    by_abbr = {d["abbr"]: d for d in cfg["datasets"]}
+    pending_any = False
+    for model in cfg["models"]:
         m_abbr = model_abbr_from_cfg(model)
+        run = plan.model(m_abbr)
+        if run is None:
+            continue
         folder, logs = work_dir / "predictions" / m_abbr, work_dir / "logs" / "infer" / m_abbr
-        stop = stage_stop("infer", m_abbr, pending, folder, logs, prediction_bytes(pending))
+        pending = [
+            part_config(by_abbr[p.dataset], run.limits[p.dataset], p)
+            for shard in run.shards
+            for p in shard.parts
+            if p.dataset in by_abbr and not _predicted(folder, p.dataset, p.abbr)
+        ]
+        if not pending:
+            continue
+        pending_any = True
+        stop = stage_stop("infer", m_abbr, pending, folder, logs, prediction_bytes(pending), kills)
         if stop is not None:
             raise stop
         logger.warning(f"{m_abbr}: {len(pending)} dataset(s) have no predictions; see the logs in {logs}")
-    if unfinished:
+    if pending_any:
         return  # their evaluation failed for want of predictions, not for a limit
     for model in cfg["models"]:
         m_abbr = model_abbr_from_cfg(model)
         folder = work_dir / "results" / m_abbr
         missing = [d for d in cfg["datasets"] if is_needlebench(d) and not (folder / f"{d['abbr']}.json").exists()]
-        stop = stage_stop("eval", m_abbr, missing, folder, work_dir / "logs" / "eval" / m_abbr)
+        stop = stage_stop("eval", m_abbr, missing, folder, work_dir / "logs" / "eval" / m_abbr, None, kills)
         if stop is not None:
             raise stop
+
+
+def _predicted(folder: Path, dataset: str, piece: str) -> bool:
+    """Whether a planned piece has its predictions: the dataset's whole file or the piece's, and whole."""
+    paths = [folder / f"{name}.json" for name in dict.fromkeys((dataset, piece))]
+    return any(path.is_file() and looks_whole(path) for path in paths)

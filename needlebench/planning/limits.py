@@ -29,8 +29,8 @@ from .stream import HEAD_CHARS, interleave
 
 __all__ = [
     "DEFAULT_MAX_SEQ_LEN",
-    "LIMITS_FILE",
     "OPENAI_CLIENT_RESERVE",
+    "Limit",
     "Limits",
     "PartitionSettings",
     "is_api_model",
@@ -47,7 +47,6 @@ __all__ = [
 ]
 
 DEFAULT_MAX_SEQ_LEN = 32768  # assumed (with a warning) for a model config without max_seq_len
-LIMITS_FILE = "needlebench_limits.json"  # the infer stage's decisions, read back by the eval stage
 
 
 def is_api_model(model: Mapping[str, Any]) -> bool:
@@ -226,38 +225,59 @@ class Limits:
             if error and self.logger:
                 self.logger.warning(
                     f"model {model.get('abbr')}: tokenizer at {where} failed to load ({error}); "
-                    f"over-length limits assume 1 model token per cl100k token (see {LIMITS_FILE})"
+                    "over-length limits assume 1 model token per cl100k token (the run's plan records it)"
                 )
         return self._tokenizers[path]
 
-    def decide(self, model: dict, dataset: dict) -> dict:
+    def decide(self, model: dict, dataset: dict) -> Limit:
         """Measure a (model, dataset) limit.
 
         Args:
             model: the model config (``max_seq_len``, ``max_out_len``, a local tokenizer if any).
             dataset: a needlebench dataset config.
-
-        Returns:
-            ``max_seq_len``, ``room``, ``policy``, ``tokenizer`` (path or None), ``tokenizer_ratio``,
-            ``tokenizer_error`` and ``max_prompt_tokens`` (the room in cl100k tokens).
         """
         max_seq_len, room = model_room(model, dataset, self.margin, self.logger)
-        entry: dict[str, Any] = {
-            "max_seq_len": max_seq_len,
-            "room": room,
-            "policy": self.overlength,
-            "tokenizer": None,
-            "tokenizer_ratio": 1.0,
-            "tokenizer_error": None,
-        }
+        path = error = None
+        ratio = 1.0
         if self.measure:
-            tok, entry["tokenizer"], entry["tokenizer_error"] = self.tokenizer(model)
+            tok, path, error = self.tokenizer(model)
             if tok is not None:
                 rows = load_rows(dataset["task"], **config_params(dataset))
                 prompts = [rows[i]["prompt"] for i in range(0, len(rows), max(1, len(rows) // 3))][:3]
-                entry["tokenizer_ratio"] = limit_ratio(tok, prompts)
-        entry["max_prompt_tokens"] = max(1, math.floor(room / entry["tokenizer_ratio"]))
-        return entry
+                ratio = limit_ratio(tok, prompts)
+        return Limit(max_seq_len, room, self.overlength, path, ratio, error, max(1, math.floor(room / ratio)))
+
+
+@dataclass(frozen=True)
+class Limit:
+    """One (model, dataset)'s room and over-length policy, as the infer stage decided it.
+
+    Args:
+        max_seq_len: the model's context, in model tokens.
+        room: ``max_seq_len`` - output budget - reserve, in model tokens.
+        policy: ``shorten`` or ``skip`` a prompt over the room.
+        tokenizer: the local tokenizer folder the ratio was measured with (None: none).
+        tokenizer_ratio: model tokens per cl100k token the room was divided by (at least 1).
+        tokenizer_error: why that tokenizer failed to load (None: it loaded, or there was none).
+        max_prompt_tokens: the room in cl100k tokens: what the dataset's prompts are fitted to.
+    """
+
+    max_seq_len: int
+    room: int
+    policy: str
+    tokenizer: str | None
+    tokenizer_ratio: float
+    tokenizer_error: str | None
+    max_prompt_tokens: int
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Limit:
+        """A limit read back from a run's plan file.
+
+        Args:
+            data: the JSON object :func:`dataclasses.asdict` wrote.
+        """
+        return cls(**{f: data[f] for f in cls.__dataclass_fields__})
 
 
 def _cells(task: str, metas: Iterable[Mapping[str, Any]]) -> dict[tuple, int]:
@@ -306,17 +326,16 @@ def overlength_cells(original: dict, limited: dict, ratio: float = 1.0) -> dict 
     }
 
 
-def limited_dataset(dataset: dict, entry: dict, policy: str) -> dict:
+def limited_dataset(dataset: dict, limit: Limit) -> dict:
     """A copy of a dataset config with a model's limit decision injected.
 
     Args:
         dataset: the dataset config.
-        entry: the decision (:meth:`Limits.decide` or the one recorded in a run).
-        policy: the overlength policy used where the decision records none.
+        limit: the decision (:meth:`Limits.decide`, or the one a run's plan recorded).
     """
     out = copy.deepcopy(dataset)
-    out["max_prompt_tokens"] = int(entry["max_prompt_tokens"])
-    out["overlength"] = entry.get("policy", policy)
+    out["max_prompt_tokens"] = int(limit.max_prompt_tokens)
+    out["overlength"] = limit.policy
     return out
 
 

@@ -105,9 +105,9 @@ def load_results(paths: list[Path], label_by_dir: bool = False) -> RunResults:
                 overlength[(row["model"], row["dataset"])] = row
             for model_dir in sorted(p for p in (run / "results").iterdir() if p.is_dir()):
                 files = sorted(model_dir.glob("*.samples.jsonl"))
-                others = [p for p in model_dir.glob("*.json") if not p.name.endswith((".positions.json",))]
                 ours = {p.name.removesuffix(".samples.jsonl") for p in files}
-                foreign = [p.stem for p in others if p.stem not in ours]
+                # a dataset's result file is <abbr>.json; a task's extra outputs are <abbr>.<name>.json
+                foreign = [p.stem for p in model_dir.glob("*.json") if p.stem.split(".")[0] not in ours]
                 if foreign:
                     out.warnings.append(f"{model_dir}: skipped {len(foreign)} non-needlebench result(s)")
                 model = f"{root.name}/{model_dir.name}" if label_by_dir else model_dir.name

@@ -30,6 +30,7 @@ from .kinship import (
     reference_chain,
     rules_text,
 )
+from .needles import haystack_inputs
 from .reference_text import REFERENCE_PROMPTS
 
 __all__ = [
@@ -328,4 +329,5 @@ ATC = TaskSpec(
         "N &lt;= 64; ENL-50 is the largest N with accuracy of at least 50. The weighted scores and ENL-50 cover "
         "every planned N (2..512): an N not run counts as 0, never averaged away."
     ),
+    inputs=haystack_inputs,
 )

@@ -44,6 +44,7 @@ from ..sample import DATASET_VERSION, Sample, sample_id
 from ..seeding import rng
 from ..taskspec import BoardRow, Conformance, ReportParts, Skipped, TaskResults, TaskSpec
 from .kinship import NamePool, distinct_names, load_name_list, load_name_pool
+from .needles import haystack_inputs
 from .reference_text import REFERENCE_TERMS
 
 __all__ = [
@@ -954,4 +955,5 @@ ATC_MC = TaskSpec(
         "ATC (v1): multiple choice under circular evaluation: a question counts as right only when all four "
         "rotations of its options are answered right."
     ),
+    inputs=haystack_inputs,
 )

@@ -36,6 +36,7 @@ from ..taskspec import TaskSpec
 from .needles import (
     Needle,
     default_needle_file,
+    haystack_inputs,
     load_needle_bank,
     pick_needles,
     reference_needle,
@@ -730,6 +731,7 @@ def sparse_task(
         report_text=report_text,
         profile_scoring=profile_scoring or {},
         prefix_group=haystack_group,
+        inputs=haystack_inputs,
     )
 
 

@@ -6,7 +6,10 @@ from needlebench.opencompass.configs import SUMMARIZER, needlebench_datasets, ne
 from needlebench.opencompass.models import load_models, with_sampling
 from needlebench.tasks.needlechain import NEEDLECHAIN_SAMPLING
 
-models = [with_sampling(m, **NEEDLECHAIN_SAMPLING) for m in load_models(default="models/api_openai_compatible.py")]
+models = [
+    with_sampling(m, **NEEDLECHAIN_SAMPLING)
+    for m in load_models(default="../../configs/models/api_openai_compatible.py")
+]
 datasets = needlebench_datasets(
     suite="4k", tasks=["srt"], langs=["en"], lengths=[1000], depths=[0, 100], repeats=1, max_out_len=24
 ) + needlechain_datasets(k_values=[5], points=1, variants=["forward"], questions=["single"], max_out_len=24)
