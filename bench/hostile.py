@@ -73,7 +73,6 @@ def grading_cases() -> list[tuple[str, str, dict, ScoreOptions]]:
         ("atc/distance-normalised", "atc", {**distance, "match": "normalised"}, ScoreOptions()),
         ("needlechain/released", "needlechain", chain, ScoreOptions()),
         ("needlechain/strict", "needlechain", {**chain, "scoring": "strict"}, ScoreOptions()),
-        ("needlechain/lenient", "needlechain", chain, ScoreOptions(lenient=True)),
         ("atc_mc", "atc_mc", atc_mc, ScoreOptions()),
     ]
 

@@ -79,7 +79,6 @@ class ScoreOptions:
             what its reasoning-model configs attach); on a clarified one our own strip (case-blind tags,
             an unclosed block is no answer).
         alpha: the weight of the Levenshtein partial credit.
-        lenient: score NeedleChain the ``released`` way whatever the sample says (see ``needlechain.py``).
         truncated: how a cut-off output counts: ``"scored"`` (as its text reads, as OpenCompass scores it),
             ``"unscored"`` (left out of every number as ``truncated``); None: by the sample's protocol
             (``unscored`` under clarified). Cut-off outputs are flagged and counted either way.
@@ -91,7 +90,6 @@ class ScoreOptions:
     metric: str = "keyword"
     strip_think: bool | None = None
     alpha: float = 0.2
-    lenient: bool = False
     truncated: str | None = None
     reference_strip: Callable[[str], str] | None = field(default=None, compare=False, repr=False)
 

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from .aggregate.cells import Estimate
 from .aggregate.metrics import breakdown
 from .errors import ConfigError
+from .protocol import Option
 from .record import SampleScore, ScoreOptions
 from .sample import RECORD_KEYS, Sample
 
@@ -186,6 +187,11 @@ class TaskSpec:
     report_text: str = ""
     prefix_group: Callable[[str, Mapping[str, Any]], tuple[Hashable, float]] | None = None
     inputs: Callable[[Any], Mapping[str, str]] | None = None
+
+    @property
+    def options(self) -> Mapping[str, Option]:
+        """The task's protocol options, each declared once by its parameters (``ProtocolParams.OPTIONS``)."""
+        return getattr(self.params, "OPTIONS", {})
 
     @property
     def short(self) -> str:

@@ -21,6 +21,7 @@ from needlebench.tasks.needlechain import (
     VARIANTS,
     ChainParams,
     DataPoint,
+    chain_options,
     format_value,
     generate_needlechain,
     grade_needlechain,
@@ -28,7 +29,6 @@ from needlebench.tasks.needlechain import (
     mentioned_positions,
     parse_answer,
     render,
-    resolve_options,
 )
 
 PAPER = Path("/work/shared/papers/needlechain.txt")
@@ -146,11 +146,11 @@ def test_protocol_and_options_are_recorded_and_overridable() -> None:
         "values": "released",
         "scoring": "released",
     }
-    assert resolve_options("clarified") == CLARIFIED
-    assert resolve_options("clarified", names="single") == CLARIFIED.__class__(
+    assert chain_options("clarified") == CLARIFIED == ChainParams(protocol="clarified").chain_options()
+    assert chain_options("clarified", names="single") == CLARIFIED.__class__(
         "clarified", "shuffled", "single", "bounded", "strict"
     )
-    assert resolve_options("reference", values="") == REFERENCE
+    assert chain_options("reference", values="") == REFERENCE
 
 
 @pytest.mark.parametrize(
@@ -337,6 +337,7 @@ GOLD = {
     "variant": "forward",
     "question": "single",
     "asked": "Di Ward",
+    "scoring": "strict",
 }
 ALL = "Ann Lee, Bo Park, Cy Moss and Di Ward."
 
@@ -377,14 +378,14 @@ def test_scorer_on_hand_written_responses(response: object, correct: bool, error
     assert isinstance(r.extras["plain_correct"], bool) and len(r.extras["mentioned"]) == 4
 
 
-def test_right_value_with_missing_names_is_needle_omission_unless_lenient() -> None:
+def test_right_value_with_missing_names_is_needle_omission_unless_released() -> None:
     response = "Ann Lee gets 1600 and so does Di Ward.\n## Answer: 1600"
     strict = grade_needlechain(response, GOLD, ScoreOptions())
     assert (strict.score, strict.correct, strict.error) == (0.0, False, "needle_omission")
     assert strict.extras["plain_correct"] is True and strict.extras["missing_positions"] == [2, 3]
-    lenient = grade_needlechain(response, GOLD, ScoreOptions(lenient=True))
-    assert (lenient.score, lenient.correct, lenient.error) == (100.0, True, None)
-    assert lenient.extras["plain_correct"] is True
+    released = grade_needlechain(response, {**GOLD, "scoring": "released"}, ScoreOptions())
+    assert (released.score, released.correct, released.error) == (100.0, True, None)
+    assert released.extras["plain_correct"] is True
     wrong = grade_needlechain(f"{ALL}\n## Answer: 800", GOLD, ScoreOptions())
     assert wrong.extras["plain_correct"] is False
 
@@ -395,7 +396,7 @@ def test_ignoring_the_chain_and_answering_the_first_salary_scores_zero() -> None
     for variant in ("forward", "backward", "mixed"):
         _, _, gold_value, asked = render(dp, variant, "single")
         gold = {"value": format_value(gold_value), "names": list(dp.names), "variant": variant,
-                "question": "single", "asked": asked}  # fmt: skip
+                "question": "single", "asked": asked, "scoring": "strict"}  # fmt: skip
         assert gold["value"] == "1600"
         r = grade_needlechain("## Answer: 1600", gold, ScoreOptions())
         assert r.score == 0.0 and r.error == "needle_omission" and r.extras["plain_correct"] is True
@@ -416,7 +417,7 @@ def test_mentions_match_whole_words_in_any_case() -> None:
     names = ["Arianna", "Ana", "Bo", "Cy"]
     assert mentioned_positions("Marianna and Anastasia met Bob and Cyril.", names) == [False] * 4
     assert mentioned_positions("ARIANNA's pay, ana: 5; bo-cy", names) == [True] * 4
-    gold = {"value": "1600", "names": names, "variant": "mixed", "question": "single", "asked": "Cy"}
+    gold = {"value": "1600", "names": names, "variant": "mixed", "question": "single", "asked": "Cy", "scoring": "strict"}
     r = grade_needlechain("Marianna, Ana, Bo and Cy.\n## Answer: 1600", gold, ScoreOptions())
     assert r.error == "needle_omission" and r.extras["missing_positions"] == [1]
 
@@ -450,13 +451,12 @@ def test_fractional_gold_compares_exactly() -> None:
     assert parse_answer("## Answer: 0.048828125")[0] == Fraction(25, 512)
 
 
-def test_lenient_mode_scores_the_released_way() -> None:
-    gold = {**GOLD, "value": "12.5"}  # strict gold: lenient overrides it
-    lenient = ScoreOptions(lenient=True)
-    assert grade_needlechain("so about $12.5", gold, lenient).correct  # no marker needed, no omission rule
-    assert not grade_needlechain("so about 12.5", gold, lenient).correct  # "about12" holds no integer
-    assert not grade_needlechain(f"{ALL} ## Answer: 12", gold, lenient).correct  # the gold is not truncated
-    assert not grade_needlechain(f"{ALL} ## Answer: 12", gold, ScoreOptions()).correct
+def test_released_scoring_reads_the_value_the_released_way() -> None:
+    gold, options = {**GOLD, "value": "12.5", "scoring": "released"}, ScoreOptions()
+    assert grade_needlechain("so about $12.5", gold, options).correct  # no marker needed, no omission rule
+    assert not grade_needlechain("so about 12.5", gold, options).correct  # "about12" holds no integer
+    assert not grade_needlechain(f"{ALL} ## Answer: 12", gold, options).correct  # the gold is not truncated
+    assert not grade_needlechain(f"{ALL} ## Answer: 12", {**gold, "scoring": "strict"}, options).correct
 
 
 def test_position_profile_bins_by_reasoning_and_presented_order() -> None:

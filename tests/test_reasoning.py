@@ -161,6 +161,7 @@ GOLD = {
     "subject": "Dan Ray",
     "question_type": "eldest_ancestor",
     "chain_names": ["Ann Cole", "Bo Hart", "Cy Lund", "Dan Ray"],
+    "match": "normalised",  # the clarified rule, as the generator writes it into the gold
 }
 
 

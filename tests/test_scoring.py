@@ -20,6 +20,7 @@ from needlebench.tasks.sparse import grade_mrt, grade_srt
 SRT_GOLD = {
     "keywords": ["Pothgon spyglass"],
     "needle": "The hidden treasure of Tailkolde Island is the Pothgon spyglass.",
+    "match": "normalised",  # the rule the generator writes into every gold (here: the clarified one)
 }
 
 
@@ -53,7 +54,8 @@ def test_mrt_share_of_needles() -> None:
             {"keywords": ["alpha"], "needle": "a", "depth": 0},
             {"keywords": ["beta"], "needle": "b", "depth": 50},
             {"keywords": ["gamma"], "needle": "c", "depth": 100},
-        ]
+        ],
+        "match": "normalised",
     }
     result = grade_mrt("1. alpha 2. gamma", gold, ScoreOptions())
     assert result.score == pytest.approx(200 / 3)

@@ -152,3 +152,40 @@ def test_no_task_input_file_names_outside_tasks() -> None:
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
                 hits += [f"{rel}:{node.lineno}: {name!r}" for name in names if name in node.value]
     assert not hits, "task input files named outside needlebench/tasks/:\n" + "\n".join(hits)
+
+
+def test_every_task_declares_its_options_once_and_resolves_them_one_way() -> None:
+    """Each task with protocol options declares them once (``TaskSpec.options``, its parameters' ``OPTIONS``):
+    one ``""`` field per option, resolved by ``ProtocolParams.options`` to the protocol's values or the one
+    given; no task module resolves options by hand (only ``protocol.py`` calls ``resolve_options``)."""
+    import dataclasses
+
+    from needlebench.errors import ConfigError
+    from needlebench.protocol import PROTOCOLS, ProtocolParams
+    from needlebench.tasks import make_params
+
+    declaring = [spec for spec in all_tasks() if spec.options]
+    assert {spec.name for spec in declaring} >= {"srt", "mrt", "mrs", "atc", "atc_mc", "needlechain"}
+    for spec in declaring:
+        assert issubclass(spec.params, ProtocolParams), spec.name
+        fields = {f.name: f.default for f in dataclasses.fields(spec.params)}
+        assert all(fields.get(name) == "" for name in spec.options), (spec.name, fields)
+        required = {"lang": "en"} if fields.get("lang") is dataclasses.MISSING else {}
+        required |= {"lengths": [1000], "depths": [50]} if fields.get("lengths") is dataclasses.MISSING else {}
+        for protocol in PROTOCOLS:
+            resolved = make_params(spec.name, protocol=protocol, **required).options()
+            assert resolved == {name: getattr(option, protocol) for name, option in spec.options.items()}
+        name, option = next(iter(spec.options.items()))
+        given = make_params(spec.name, **required, **{name: option.choices[-1]}).options()
+        assert given[name] == option.choices[-1]
+        try:
+            make_params(spec.name, **required, **{name: "no-such-value"}).options()
+            raise AssertionError(f"{spec.name}: an unknown {name} value was accepted")
+        except ConfigError as exc:
+            assert name in str(exc) and all(choice in str(exc) for choice in option.choices)
+    hand_made = [
+        path.relative_to(PACKAGE).as_posix()
+        for path in PACKAGE.rglob("*.py")
+        if path.name != "protocol.py" and "resolve_options(" in path.read_text(encoding="utf-8")
+    ]
+    assert not hand_made, hand_made

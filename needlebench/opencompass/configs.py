@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..protocol import ProtocolParams
 from ..record import TRUNCATED_POLICIES
 from ..suites import PROFILES, get_suite
 from ..tasks import all_tasks, get_task, is_needlebench, make_params
@@ -96,7 +97,7 @@ def task_dataset(
             M-RT and M-RS templates do (a base model's input then ends as OpenCompass's does).
     """
     checked = make_params(task, **params)
-    if hasattr(checked, "options"):  # protocol options are checked where the config is written
+    if isinstance(checked, ProtocolParams):  # protocol options are checked where the config is written
         checked.options()
     columns = ["prompt", "system"] if system else ["prompt"]
     return dict(
@@ -355,7 +356,6 @@ def needlechain_datasets(
     questions: Sequence[str] = ("single", "total"),
     seed: int = 0,
     max_out_len: int | None = None,
-    lenient: bool = False,
     strip_think: bool | None = None,
     protocol: str = "reference",
     truncated: str | None = None,
@@ -371,14 +371,13 @@ def needlechain_datasets(
         questions: single and/or total.
         seed: every random choice derives from it and the data point's coordinates.
         max_out_len: an output budget; default: the model's.
-        lenient: score the ``released`` way (the released scorer's reading, no needle-omission rule)
-            whatever ``scoring`` says.
         strip_think: drop ``<think>`` blocks before grading; None (default): only under clarified scoring
             (OpenCompass's evaluators read the whole output).
         protocol: ``reference`` (the paper's prompt, roster, names and values) or ``clarified``.
         truncated: ``"scored"`` or ``"unscored"`` for an output cut off at its budget (see
             ``needlebench_datasets``); default: by the protocol.
-        **options: named protocol options (``prompt_style``, ``roster``, ``names``, ``values``, ``scoring``).
+        **options: named protocol options (``prompt_style``, ``roster``, ``names``, ``values``, ``scoring``;
+            ``scoring="released"`` scores the released way under the clarified protocol too).
 
     Sampling: the paper sampled at temperature 0.6, top-p 0.95; apply it to the models with
     ``needlebench.opencompass.models.with_sampling``.
@@ -395,9 +394,7 @@ def needlechain_datasets(
         **options,
     )
     abbr = "needlechain_quick" if quick else "needlechain"
-    evaluator: dict[str, Any] = (
-        {"lenient": lenient} if strip_think is None else {"lenient": lenient, "strip_think": strip_think}
-    )
+    evaluator: dict[str, Any] = {} if strip_think is None else {"strip_think": strip_think}
     evaluator.update(_truncated(truncated))
     return [task_dataset(abbr, "needlechain", params, max_out_len, evaluator, system=True)]
 

@@ -38,7 +38,6 @@ class NeedleBenchEvaluator(BaseEvaluator):
             asks for the clarified reading (OpenCompass's own evaluators read the whole output). ``True``
             on reference samples is OpenCompass's ``extract_non_reasoning_content``.
         alpha: the weight of the Levenshtein partial credit.
-        lenient: score NeedleChain the ``released`` way whatever the sample's ``scoring`` option says.
         truncated: ``"scored"`` or ``"unscored"`` (left out as ``truncated``) for a cut-off output; None:
             by the sample's protocol (unscored under clarified).
         output_tokenizer: the model's tokenizer (path or hub name) outputs are counted with; None: cl100k.
@@ -55,7 +54,6 @@ class NeedleBenchEvaluator(BaseEvaluator):
         metric: str = "keyword",
         strip_think: bool | None = None,
         alpha: float = 0.2,
-        lenient: bool = False,
         truncated: str | None = None,
         output_tokenizer: str | None = None,
         output_tokenizer_kwargs: dict | None = None,
@@ -71,7 +69,6 @@ class NeedleBenchEvaluator(BaseEvaluator):
             metric=metric,
             strip_think=strip_think,
             alpha=alpha,
-            lenient=lenient,
             truncated=truncated,
             reference_strip=reference_strip,
         )

@@ -15,7 +15,7 @@ from ..context.corpora import opencompass_data_file
 from ..context.tokenizer import get_encoding
 from ..errors import ConfigError, check_at_least, check_choices
 from ..grading.matching import is_repetitive, last_boxed, normalise_answer, parse_int, prepare, reference_boxed
-from ..protocol import Option, resolve_options
+from ..protocol import Option, ProtocolParams
 from ..record import SampleScore, ScoreOptions
 from ..sample import DATASET_VERSION, Sample, sample_id
 from ..taskspec import TaskSpec
@@ -70,8 +70,10 @@ _HEADER = {"en": "The scrambled family relationships:", "zh": "打乱顺序的�
 
 
 @dataclass(frozen=True)
-class AtcParams:
+class AtcParams(ProtocolParams):
     """Everything that decides an ATC dataset's samples (protocol options: see ``ATC_OPTIONS``)."""
+
+    OPTIONS = ATC_OPTIONS
 
     lang: str
     needle_counts: tuple[int, ...] = DEFAULT_COUNTS
@@ -85,10 +87,6 @@ class AtcParams:
     prompt_style: str = ""  # "" = what the protocol says; see ATC_OPTIONS
     answer_match: str = ""
     chain_draw: str = ""
-
-    def options(self) -> dict[str, str]:
-        """The resolved protocol options (given values, else the protocol's)."""
-        return resolve_options(self.protocol, ATC_OPTIONS, {k: getattr(self, k) for k in ATC_OPTIONS})
 
 
 def _validate(p: AtcParams) -> None:
@@ -245,7 +243,7 @@ def grade_boxed(prediction: object, gold: dict, options: ScoreOptions) -> Sample
             ``"contains"``, that box holding the gold name anywhere).
         options: scoring settings.
     """
-    match = gold.get("match", "normalised")
+    match = gold["match"]
     text = prepare(prediction, options, clean=match != "exact")
     boxed = reference_boxed(text) if match == "exact" else last_boxed(text)
     if boxed is None:

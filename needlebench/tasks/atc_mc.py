@@ -38,7 +38,7 @@ from ..context.corpora import opencompass_data_file
 from ..context.tokenizer import get_encoding
 from ..errors import ConfigError
 from ..grading.matching import prepare
-from ..protocol import Option, resolve_options
+from ..protocol import Option, ProtocolParams
 from ..record import SampleScore, ScoreOptions
 from ..sample import DATASET_VERSION, Sample, sample_id
 from ..seeding import rng
@@ -481,7 +481,7 @@ def oracle_atc_mc(gold: dict) -> str:
 
 
 @dataclass(frozen=True)
-class AtcMcParams:
+class AtcMcParams(ProtocolParams):
     """Parameters of the 2024 multiple-choice ATC.
 
     Args:
@@ -498,6 +498,7 @@ class AtcMcParams:
         chain_draw: ``""`` (what the protocol says), ``"opencompass"`` or ``"seeded"`` (``ATC_MC_OPTIONS``).
     """
 
+    OPTIONS = ATC_MC_OPTIONS
     lang: str
     steps: tuple[int, ...] = DEFAULT_STEPS
     style: str = "both"
@@ -508,10 +509,6 @@ class AtcMcParams:
     corpus: str = "packaged"
     protocol: str = "reference"
     chain_draw: str = ""
-
-    def options(self) -> dict[str, str]:
-        """The resolved protocol options (given values, else the protocol's)."""
-        return resolve_options(self.protocol, ATC_MC_OPTIONS, {k: getattr(self, k) for k in ATC_MC_OPTIONS})
 
     @property
     def styles(self) -> tuple[str, ...]:

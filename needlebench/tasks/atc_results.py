@@ -33,6 +33,7 @@ from ..aggregate.metrics import mean
 from ..aggregate.plots import percent_axes, plt, png
 from ..aggregate.records import is_answered, is_excluded, is_truncated
 from ..aggregate.uncertainty import interval, resample_means
+from ..protocol import reference_values
 from ..taskspec import BoardRow, Conformance, ReportParts, Skipped, TaskResults
 from .atc import ATC_OPTIONS, DEFAULT_COUNTS
 from .conformance import conformance, count_coverage, coverage, option_differences
@@ -422,7 +423,7 @@ def atc_conformance(records: Sequence[Mapping[str, Any]], suite: str | None) -> 
         parts.append(
             count_coverage("repeats", len({r.get("repeat") for r in records if r.get("lang") == lang}), REPEATS)
         )
-    reference = {name: option.reference for name, option in ATC_OPTIONS.items()}
+    reference = reference_values(ATC_OPTIONS)
     merged = conformance(parts, option_differences(records, reference))
     return Conformance(tuple(dict.fromkeys(merged.short)), tuple(dict.fromkeys(merged.differs)))
 

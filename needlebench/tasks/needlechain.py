@@ -34,8 +34,7 @@ from random import Random
 from ..context.tokenizer import get_encoding
 from ..errors import ConfigError, check_at_least, check_choices
 from ..grading.matching import last_match, prepare
-from ..protocol import PROTOCOLS, Option
-from ..protocol import resolve_options as _resolve
+from ..protocol import PROTOCOLS, Option, ProtocolParams
 from ..record import SampleScore, ScoreOptions
 from ..sample import DATASET_VERSION, Sample, sample_id
 from ..seeding import rng
@@ -49,7 +48,7 @@ __all__ = [
     "DataPoint",
     "make_datapoint",
     "render",
-    "resolve_options",
+    "chain_options",
     "generate_needlechain",
     "grade_needlechain",
     "mentioned_positions",
@@ -139,23 +138,27 @@ REFERENCE = ChainOptions(**{name: opt.reference for name, opt in CHAIN_OPTIONS.i
 CLARIFIED = ChainOptions(**{name: opt.clarified for name, opt in CHAIN_OPTIONS.items()})
 
 
-def resolve_options(protocol: str = "reference", **overrides: str) -> ChainOptions:
-    """The protocol's options with any non-empty override applied.
+def chain_options(protocol: str = "reference", **overrides: str) -> ChainOptions:
+    """The protocol's options with any non-empty override applied, typed (``ChainParams`` resolves the same way).
 
     Args:
         protocol: "reference" (the authors' released generator) or "clarified".
         overrides: option name -> value; "" keeps what the protocol says.
-    Raises ConfigError naming the field, the value and the choices.
+
+    Raises:
+        ConfigError: an unknown option, protocol or value, naming the choices.
     """
     unknown = sorted(set(overrides) - set(CHAIN_OPTIONS))
     if unknown:
         raise ConfigError(f"{unknown[0]}: not a NeedleChain option; choose from {tuple(CHAIN_OPTIONS)}")
-    return ChainOptions(**_resolve(protocol, CHAIN_OPTIONS, overrides))
+    return ChainParams(protocol=protocol, **overrides).chain_options()
 
 
 @dataclass(frozen=True)
-class ChainParams:
+class ChainParams(ProtocolParams):
     """What to generate; ``protocol`` picks the prompt and value rules, each option may override it."""
+
+    OPTIONS = CHAIN_OPTIONS
 
     k_values: tuple[int, ...] = (5, 10, 20, 50, 100, 200)
     variants: tuple[str, ...] = VARIANTS
@@ -172,16 +175,9 @@ class ChainParams:
     values: str = ""
     scoring: str = ""
 
-    def options(self) -> ChainOptions:
-        """The protocol's options with this config's overrides (raises ConfigError on bad values)."""
-        return resolve_options(
-            self.protocol,
-            prompt_style=self.prompt_style,
-            roster=self.roster,
-            names=self.names,
-            values=self.values,
-            scoring=self.scoring,
-        )
+    def chain_options(self) -> ChainOptions:
+        """:meth:`options`, typed (raises ConfigError on bad values)."""
+        return ChainOptions(**self.options())
 
 
 @dataclass(frozen=True)
@@ -410,7 +406,7 @@ def _validate(p: ChainParams) -> ChainOptions:
     check_choices("variants", p.variants, VARIANTS)
     check_choices("questions", p.questions, QUESTIONS)
     check_at_least("points", [p.points], 1)
-    return p.options()
+    return p.chain_options()
 
 
 def generate_needlechain(p: ChainParams) -> Iterator[Sample]:
@@ -637,15 +633,15 @@ def grade_needlechain(prediction: object, gold: dict, options: ScoreOptions) -> 
 
     Args:
         prediction: the model's response (``<think>`` stripped per ``options``).
-        gold: the sample's gold (``value``, ``names``, ``variant``, ``question``, ``asked``, ``scoring``;
-            golds without ``scoring`` are from before 2.2 and strict).
-        options: scoring settings; ``lenient`` scores every gold the ``released`` way.
+        gold: the sample's gold (``value``, ``names``, ``variant``, ``question``, ``asked``, and ``scoring``,
+            the protocol option the generator wrote in: the one place the rule is read from).
+        options: scoring settings (``strip_think``).
 
     Returns:
         100 for a right answer, else 0 with the error kind: ``instruction_not_followed`` (no value),
         ``needle_omission`` or ``calculation_error``.
     """
-    strict = gold.get("scoring", "strict") == "strict" and not options.lenient
+    strict = gold["scoring"] == "strict"
     text = prepare(prediction, options, clean=strict)
     target = Fraction(gold["value"])
     mentioned = mentioned_positions(text, gold["names"])

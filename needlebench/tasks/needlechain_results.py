@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -16,9 +15,10 @@ from ..aggregate.metrics import error_shares, mean
 from ..aggregate.plots import percent_axes, plt, png
 from ..aggregate.records import is_answered, is_excluded
 from ..aggregate.uncertainty import resample_means
+from ..protocol import reference_values
 from ..taskspec import BoardRow, Conformance, ReportParts, Skipped, TaskResults
 from .conformance import conformance, count_coverage, coverage, option_differences
-from .needlechain import ERROR_KINDS, QUESTIONS, VARIANTS, ChainParams, resolve_options
+from .needlechain import CHAIN_OPTIONS, ERROR_KINDS, QUESTIONS, VARIANTS, ChainParams
 
 __all__ = [
     "RESULTS",
@@ -364,7 +364,7 @@ def chain_conformance(records: Sequence[Mapping[str, Any]], suite: str | None) -
         coverage("questions", {r["question"] for r in records}, paper.questions),
         count_coverage("data points", len({r.get("point") for r in records}), paper.points),
     ]
-    reference = {k: str(v) for k, v in dataclasses.asdict(resolve_options("reference")).items()}
+    reference = reference_values(CHAIN_OPTIONS)
     return conformance(parts, option_differences(records, reference))
 
 

@@ -307,7 +307,7 @@ def grade_words(prediction: object, gold: dict, options: ScoreOptions) -> Sample
         gold: ``{"keywords": [answer], "needle": answer, "match": ...}``.
         options: evaluator settings (strip_think).
     """
-    if gold.get("match", "normalised") != "exact":
+    if gold["match"] != "exact":
         return grade_srt(prediction, gold, options)
     text = prepare(prediction, options, clean=False).lower()
     words = str(gold["keywords"][0]).lower().split()

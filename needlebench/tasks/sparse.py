@@ -28,7 +28,7 @@ from ..context.reference import depth_index, document_order, safe_boundary
 from ..context.tokenizer import count_tokens, get_encoding
 from ..errors import ConfigError
 from ..grading.matching import KeywordMatcher, levenshtein_score, prepare
-from ..protocol import Option, resolve_options
+from ..protocol import Option, ProtocolParams
 from ..record import SampleScore, ScoreOptions
 from ..sample import DATASET_VERSION, Sample, sample_id
 from ..suites import get_suite
@@ -106,9 +106,10 @@ class SkipSample(Exception):
 
 
 @dataclass(frozen=True)
-class SparseParams:
-    """Everything that decides a sparse dataset's samples."""
+class SparseParams(ProtocolParams):
+    """Everything that decides a sparse dataset's samples (protocol options: ``SPARSE_OPTIONS``)."""
 
+    OPTIONS = SPARSE_OPTIONS
     lang: str
     lengths: tuple[int, ...]
     depths: tuple[float, ...]
@@ -141,10 +142,6 @@ class SparseParams:
         depths = tuple(int(d) if isinstance(d, float) and d.is_integer() else d for d in self.depths)
         object.__setattr__(self, "depths", depths)
 
-    def options(self) -> dict[str, str]:
-        """The resolved protocol options (given values, else the protocol's)."""
-        return dict(_resolved(self.protocol, tuple(getattr(self, k) for k in SPARSE_OPTIONS)))
-
     def buffer_for(self, length: int) -> int:
         """A suite may give each length its own buffer (``{length: buffer}``)."""
         if isinstance(self.buffer, dict):
@@ -153,12 +150,6 @@ class SparseParams:
                 raise ConfigError(f"buffer: no buffer given for length {length}")
             return int(value)
         return int(self.buffer)
-
-
-@functools.lru_cache(maxsize=64)
-def _resolved(protocol: str, given: tuple) -> dict[str, str]:
-    """Options resolved once per (protocol, given values): every sample asks for them."""
-    return resolve_options(protocol, SPARSE_OPTIONS, dict(zip(SPARSE_OPTIONS, given, strict=True)))
 
 
 def validate_sparse(p: SparseParams) -> None:
@@ -652,7 +643,7 @@ def grade_srt(prediction: object, gold: dict, options: ScoreOptions) -> SampleSc
         gold: ``{"keywords": [...], "needle": sentence, "match": "exact" | "normalised"}``.
         options: evaluator settings (metric, alpha, strip_think).
     """
-    match = gold.get("match", "normalised")
+    match = gold["match"]
     text = prepare(prediction, options, clean=match != "exact")
     score = _needle_score(text, KeywordMatcher(text, match), gold, options)
     correct = score == 100.0
@@ -667,7 +658,7 @@ def grade_mrt(prediction: object, gold: dict, options: ScoreOptions) -> SampleSc
         gold: ``{"needles": [{"keywords", "needle", "depth"}, ...], "match": ...}``.
         options: evaluator settings (metric, alpha, strip_think).
     """
-    match = gold.get("match", "normalised")
+    match = gold["match"]
     text = prepare(prediction, options, clean=match != "exact")
     matcher = KeywordMatcher(text, match)  # one normalisation for every needle
     partial = [_needle_score(text, matcher, needle, options) for needle in gold["needles"]]

@@ -17,6 +17,7 @@ from ..aggregate.metrics import mean
 from ..aggregate.plots import percent_axes, plt, png
 from ..aggregate.records import is_excluded
 from ..errors import ConfigError
+from ..protocol import reference_values
 from ..suites import Suite, get_suite
 from ..taskspec import Conformance, ReportParts, Skipped, TaskResults
 from .conformance import conformance, count_coverage, coverage, option_differences
@@ -135,7 +136,7 @@ def sparse_conformance(
     """
     from .sparse import SPARSE_OPTIONS
 
-    reference = {name: option.reference for name, option in SPARSE_OPTIONS.items()}
+    reference = reference_values(SPARSE_OPTIONS)
 
     def check(records: Sequence[Mapping[str, Any]], suite: str | None) -> Conformance:
         if not records:
