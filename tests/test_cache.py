@@ -345,3 +345,22 @@ def test_a_sample_given_as_utf8_reads_equals_and_pickles_as_one_given_as_text() 
     assert dataclasses.replace(lazy, id="j").prompt == text and lazy.export_row("d") == eager.export_row("d")
     with pytest.raises(TypeError, match="prompt"):
         Sample("i", "srt", "zh")  # type: ignore[call-arg]  # the field stays required
+
+
+def test_released_dataset_pages_leave_rss_and_the_rows_read_the_same() -> None:
+    """After ``release_mapped`` the prompts a process read are out of its RSS (file-backed pages) and read back
+    the same; ``releasing`` iterates the same rows; a dataset without files releases nothing."""
+    import psutil
+    from datasets import Dataset
+
+    from needlebench.cache.pages import dataset_files, release_mapped, releasing
+
+    rows = load_rows("srt", lang="en", lengths=[8000], depths=[0, 50, 100], repeats=2)
+    (path,) = dataset_files(rows)
+    prompts = [row["prompt"] for row in rows]
+    mapped = psutil.Process().memory_info().shared
+    assert release_mapped([path]) > 0
+    assert psutil.Process().memory_info().shared < mapped  # the read pages left this process
+    assert [row["prompt"] for row in rows] == prompts
+    assert list(releasing(rows)) == list(rows) and len(releasing(rows)) == len(rows)
+    assert release_mapped(dataset_files(Dataset.from_dict({"a": [1]}))) == 0

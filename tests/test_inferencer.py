@@ -269,22 +269,22 @@ def test_evaluator_groups_as_opencompass_without_holding_the_rows(n: int, monkey
 # -- memory ------------------------------------------------------------------------------------------------------
 
 
-def _peak_anon(cmd: list[str], env: dict[str, str]) -> int:
-    """Peak anonymous memory (RSS less file-backed pages) of a process, polled every 10 ms.
+def _peaks(cmd: list[str], env: dict[str, str]) -> tuple[int, int]:
+    """Peak RSS and peak anonymous memory (RSS less file-backed pages) of a process, polled every 10 ms.
 
-    RSS also counts the pages of the memory-mapped dataset a task has read: the kernel drops them under
-    pressure and a memory cap reclaims them, so they say nothing about what a task needs. OpenCompass's
+    RSS also counts the pages of the memory-mapped dataset a task has read until the task hands them back
+    (``needlebench.cache.pages``); the anonymous part is what a memory cap cannot reclaim. OpenCompass's
     inferencer holds its prompts in anonymous memory from the first request to the end, so a poll sees them.
     """
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    peak = [0]
+    rss, anon = [0], [0]
 
     def poll() -> None:
         p = psutil.Process(proc.pid)
         while proc.poll() is None:
             try:
                 mem = p.memory_info()
-                peak[0] = max(peak[0], mem.rss - mem.shared)
+                rss[0], anon[0] = max(rss[0], mem.rss), max(anon[0], mem.rss - mem.shared)
             except psutil.Error:
                 break
             time.sleep(0.01)
@@ -294,13 +294,13 @@ def _peak_anon(cmd: list[str], env: dict[str, str]) -> int:
     out, _ = proc.communicate(timeout=600)
     watcher.join()
     assert proc.returncode == 0, out.decode(errors="replace")[-3000:]
-    return peak[0]
+    return rss[0], anon[0]
 
 
 def test_infer_and_eval_task_memory_does_not_grow_with_the_shard(tmp_path: Path) -> None:
     """One dataset of 128k-token prompts: 8x the prompt bytes (40 vs 320 prompts, about 20 and 160 MB) grow the
-    peak memory of our infer task, and of our eval task on its predictions, by less than 20%; OpenCompass's
-    inferencer, on the larger shard, grows by more."""
+    peak RSS and the peak anonymous memory of our infer task, and of our eval task on its predictions, by less
+    than 20%; OpenCompass's inferencer, on the larger shard, grows by more."""
     from mmengine.config import Config
 
     from needlebench.cache.rows import load_rows
@@ -311,8 +311,8 @@ def test_infer_and_eval_task_memory_does_not_grow_with_the_shard(tmp_path: Path)
     model = dict(type="garbage_model.GarbageModel", abbr="garbage", size=2000, max_seq_len=2_000_000, max_out_len=8,
                  batch_size=4, run_cfg=dict(num_gpus=0))  # fmt: skip
 
-    def run(repeats: int, inferencer: str, evaluate: bool) -> tuple[int, int, int]:
-        """(prompt bytes, the infer task's peak, the eval task's peak or 0)."""
+    def run(repeats: int, inferencer: str, evaluate: bool) -> tuple[int, dict[str, tuple[int, int]]]:
+        """(prompt bytes, {"infer": (peak RSS, peak anonymous), "eval": the eval task's, unless not evaluated})."""
         (d,) = needlebench_datasets(suite="128k", tasks=["srt"], langs=["en"], lengths=[128000],
                                     depths=[0, 25, 50, 75, 100], repeats=repeats)  # fmt: skip
         d["infer_cfg"]["inferencer"]["type"] = inferencer
@@ -324,23 +324,25 @@ def test_infer_and_eval_task_memory_does_not_grow_with_the_shard(tmp_path: Path)
             models=[model], datasets=[[d]], work_dir=str(work), eval=dict(runner=dict(task=dict(dump_details=True)))
         )
         Config(task).dump(str(config))
-        infer = _peak_anon([sys.executable, "-m", "opencompass.tasks.openicl_infer", str(config)], env)
+        peaks = {"infer": _peaks([sys.executable, "-m", "opencompass.tasks.openicl_infer", str(config)], env)}
         (prediction,) = (work / "predictions" / "garbage").glob("*.json")
         assert len(dict(iter_prediction_file(prediction))) == len(rows)
-        if not evaluate:
-            return prompt_bytes, infer, 0
-        scored = _peak_anon([sys.executable, "-m", "needlebench.opencompass.eval_task", str(config)], env)
-        result = json.loads((work / "results" / "garbage" / prediction.name).read_text(encoding="utf-8"))
-        assert result["num_scored"] == len(rows) and result["score"] == 0  # every hostile answer graded
-        return prompt_bytes, infer, scored
+        if evaluate:
+            peaks["eval"] = _peaks([sys.executable, "-m", "needlebench.opencompass.eval_task", str(config)], env)
+            result = json.loads((work / "results" / "garbage" / prediction.name).read_text(encoding="utf-8"))
+            assert result["num_scored"] == len(rows) and result["score"] == 0  # every hostile answer graded
+        return prompt_bytes, peaks
 
-    small_bytes, small, small_eval = run(8, OURS_INFERENCER, evaluate=True)
-    large_bytes, large, large_eval = run(64, OURS_INFERENCER, evaluate=True)
+    small_bytes, small = run(8, OURS_INFERENCER, evaluate=True)
+    large_bytes, large = run(64, OURS_INFERENCER, evaluate=True)
     assert large_bytes >= 7.9 * small_bytes
-    _, stock, _ = run(64, STOCK_INFERENCER, evaluate=False)
-    print(f"peak anonymous memory, {small_bytes / 1e6:.0f} -> {large_bytes / 1e6:.0f} MB of prompts: infer "
-          f"{small / 1e6:.0f} -> {large / 1e6:.0f} MB (OpenCompass's inferencer {stock / 1e6:.0f} MB), eval "
-          f"{small_eval / 1e6:.0f} -> {large_eval / 1e6:.0f} MB")  # fmt: skip
-    assert large < 1.2 * small, f"infer: {small / 1e6:.0f} MB -> {large / 1e6:.0f} MB"
-    assert large_eval < 1.2 * small_eval, f"eval: {small_eval / 1e6:.0f} MB -> {large_eval / 1e6:.0f} MB"
-    assert stock > 1.2 * small, f"OpenCompass's inferencer: {stock / 1e6:.0f} MB (ours {large / 1e6:.0f} MB)"
+    _, stock = run(64, STOCK_INFERENCER, evaluate=False)
+    print(f"{small_bytes / 1e6:.0f} -> {large_bytes / 1e6:.0f} MB of prompts, peak RSS / anonymous MB: "
+          + ", ".join(f"{k} {small[k][0] / 1e6:.0f}/{small[k][1] / 1e6:.0f} -> {large[k][0] / 1e6:.0f}/"
+                      f"{large[k][1] / 1e6:.0f}" for k in small)
+          + f" (OpenCompass's inferencer {stock['infer'][0] / 1e6:.0f}/{stock['infer'][1] / 1e6:.0f})")  # fmt: skip
+    for kind in ("infer", "eval"):
+        for measure, grown, base in zip(("RSS", "anonymous"), large[kind], small[kind], strict=True):
+            assert grown < 1.2 * base, f"{kind} {measure}: {base / 1e6:.0f} MB -> {grown / 1e6:.0f} MB"
+    stock_anon, ours_anon = stock["infer"][1], small["infer"][1]
+    assert stock_anon > 1.2 * ours_anon, f"OpenCompass's inferencer: {stock_anon / 1e6:.0f} MB ({ours_anon / 1e6:.0f})"

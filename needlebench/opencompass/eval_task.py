@@ -10,7 +10,9 @@ and drops ``origin_prompt`` as it goes; everything else (parts ``<abbr>_0.json``
 evaluator, or by one whose ``score`` asks for ``origin_prompt``, are read by OpenCompass's own code.
 One difference: where our evaluator returns an error instead of details (fewer predictions than
 samples), OpenCompass would copy every prompt into the result file's ``details``; this task cannot, and
-logs that it skipped them.
+logs that it skipped them. The test set's row loops (OpenCompass's list of references, our grader)
+hand the dataset pages they read back every few rows (:mod:`needlebench.cache.pages`), so the task's
+RSS does not grow with its prompts either.
 
 ``runtime()`` names it as the eval stage's task; ``tests/test_inferencer.py`` checks that the result
 files equal OpenCompass's eval task's.
@@ -30,6 +32,7 @@ from opencompass.registry import ICL_EVALUATORS
 from opencompass.tasks import OpenICLEvalTask
 from opencompass.utils import get_infer_output_path, get_logger
 
+from ..cache.pages import releasing
 from .predictions import iter_prediction_file
 
 __all__ = ["NeedleBenchEvalTask"]
@@ -60,6 +63,11 @@ class NeedleBenchEvalTask(OpenICLEvalTask):
         if cls is None or not getattr(cls, "__module__", "").startswith("needlebench."):
             return False
         return PROMPT not in inspect.signature(cls.score).parameters
+
+    def _load_and_preprocess_test_data(self) -> Any:
+        """OpenCompass's test set, whose row loop (the references, read row by row) hands its pages back."""
+        test_set = super()._load_and_preprocess_test_data()
+        return releasing(test_set) if self._prompts_unused() else test_set
 
     def _load_predictions(self) -> tuple[list[dict[str, Any]], list[Any] | None]:
         """The dataset's samples (``origin_prompt`` left out) and predictions, as OpenCompass's returns them."""

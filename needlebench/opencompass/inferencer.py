@@ -5,7 +5,8 @@ and its output handler keeps every prompt again until the task ends: an infer ta
 with its shard (measured at 1 repeat of the 1000k suite: 0.6 GB plus about 11 times the bytes of the
 predictions it wrote). Ours renders and sends one batch, appends it to ``tmp_<abbr>.jsonl`` (for a
 resume) and to the prediction file being written, and lets it go; the file is renamed into place when
-the task ends (``predictions.py``). The files
+the task ends (``predictions.py``). The dataset pages a batch read are handed back after it
+(:mod:`needlebench.cache.pages`), so the task's RSS is a batch too, not its shard's prompt bytes. The files
 are OpenCompass's, byte for byte: the same keys, ``origin_prompt`` and order, the same ``tmp_`` file,
 and a resume goes on from the samples it holds, as OpenCompass's does. The batches are OpenCompass's
 too (the model's ``batch_size``, counted from the first sample not yet predicted), so a model that
@@ -27,6 +28,7 @@ from opencompass.openicl.icl_inferencer import GenInferencer
 from opencompass.openicl.icl_inferencer.icl_base_inferencer import GenInferencerOutputHandler
 from opencompass.utils import batched, get_logger
 
+from ..cache.pages import dataset_files, release_mapped
 from .predictions import PredictionFile, PredictionLog
 
 __all__ = ["BatchGenInferencer"]
@@ -123,6 +125,7 @@ class BatchGenInferencer(GenInferencer):
         ice_idx_list = retriever.retrieve()  # one (empty, for ZeroRetriever) list per row: no prompt yet
         reader = retriever.dataset_reader
         golds = reader.dataset["test"][reader.output_column] if reader.output_column else None
+        files = dataset_files(reader.dataset["test"])
         extra: dict[str, Any] = {}
         parameters = inspect.signature(self.model.generate).parameters
         if "stopping_criteria" in parameters:
@@ -151,5 +154,6 @@ class BatchGenInferencer(GenInferencer):
                 gold = golds[start + offset] if golds is not None else None
                 handler.save_results(prompt, prediction[0] if returns == 1 else prediction, start + offset, gold=gold)
             keep(list(handler.results_dict.items()))
+            release_mapped(files)  # this batch's prompts leave the task's RSS with it
             if (end - index) // batch % 100 == 0 or end == len(ice_idx_list):
                 logger.info(f"{end} of {len(ice_idx_list)} prompts answered")
