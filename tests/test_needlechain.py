@@ -417,7 +417,14 @@ def test_mentions_match_whole_words_in_any_case() -> None:
     names = ["Arianna", "Ana", "Bo", "Cy"]
     assert mentioned_positions("Marianna and Anastasia met Bob and Cyril.", names) == [False] * 4
     assert mentioned_positions("ARIANNA's pay, ana: 5; bo-cy", names) == [True] * 4
-    gold = {"value": "1600", "names": names, "variant": "mixed", "question": "single", "asked": "Cy", "scoring": "strict"}
+    gold = {
+        "value": "1600",
+        "names": names,
+        "variant": "mixed",
+        "question": "single",
+        "asked": "Cy",
+        "scoring": "strict",
+    }
     r = grade_needlechain("Marianna, Ana, Bo and Cy.\n## Answer: 1600", gold, ScoreOptions())
     assert r.error == "needle_omission" and r.extras["missing_positions"] == [1]
 
