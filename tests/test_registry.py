@@ -31,7 +31,7 @@ def test_a_new_task_registers_and_is_found() -> None:
     try:
         assert register_task(spec) is spec and get_task("srt_copy") is spec
     finally:
-        registry._TASKS.pop("srt_copy", None)
+        registry._registry().pop("srt_copy", None)
     with pytest.raises(ConfigError, match="unknown task 'srt_copy'"):
         get_task("srt_copy")
 
@@ -42,7 +42,7 @@ def test_importing_a_task_module_registers_nothing() -> None:
         "import needlebench.tasks.needlechain, needlebench.tasks.atc, needlebench.tasks.reasoning\n"
         "import needlebench.tasks.atc_mc, needlebench.tasks.sparse\n"
         "from needlebench.tasks import registry\n"
-        "assert not registry._loaded and not registry._TASKS, 'importing a task module filled the registry'\n"
+        "assert registry._registry.cache_info().currsize == 0, 'importing a task module filled the registry'\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]

@@ -27,6 +27,7 @@ statements); the options are the first four people counted from the eldest
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from collections import defaultdict
@@ -580,19 +581,15 @@ class _Question:
     options: tuple[str, ...]
 
 
-_EXAMPLE_NAMES: dict[str, frozenset[str]] = {}
-
-
+@functools.cache
 def _example_names(lang: str) -> frozenset[str]:
     """Names in the few-shot examples' option lists; our chains never reuse them."""
-    if lang not in _EXAMPLE_NAMES:
-        found: set[str] = set()
-        for style in STYLES:
-            for role, text in _SHOTS[(lang, style)]:
-                if role == "HUMAN":
-                    found.update(re.findall(r"^[A-D]\. (.+)$", text, re.M))
-        _EXAMPLE_NAMES[lang] = frozenset(found)
-    return _EXAMPLE_NAMES[lang]
+    found: set[str] = set()
+    for style in STYLES:
+        for role, text in _SHOTS[(lang, style)]:
+            if role == "HUMAN":
+                found.update(re.findall(r"^[A-D]\. (.+)$", text, re.M))
+    return frozenset(found)
 
 
 def _draw_names(pool: NamePool, count: int, *coords: object) -> list[str]:

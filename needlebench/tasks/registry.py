@@ -9,6 +9,7 @@ filled on first use; a name registered twice is an error.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Any
@@ -46,9 +47,6 @@ BUILTIN_TASKS = (
 # Third-party tasks: an entry point ``name = "package.module:SPEC"`` in this group.
 ENTRY_POINT_GROUP = "needlebench.tasks"
 
-_TASKS: dict[str, TaskSpec] = {}
-_loaded = False
-
 
 def register_task(spec: TaskSpec) -> TaskSpec:
     """Add a task to the registry.
@@ -60,8 +58,7 @@ def register_task(spec: TaskSpec) -> TaskSpec:
         ConfigError: a task of that name is already registered (two packages claiming one name
             would otherwise silently replace each other's samples).
     """
-    _load()
-    _add(_TASKS, spec)
+    _add(_registry(), spec)
     return spec
 
 
@@ -75,28 +72,27 @@ def _add(registry: dict[str, TaskSpec], spec: TaskSpec) -> None:
     registry[spec.name] = spec
 
 
-def _load() -> None:
-    """Fill the registry once: the built-in list, then the entry points of installed packages."""
-    global _loaded
-    if _loaded:
-        return
+@functools.cache
+def _registry() -> dict[str, TaskSpec]:
+    """The one registry, filled on first use: the built-in list, then the entry points of installed packages.
+
+    Only a complete load is kept (a failing entry point raises, and is reported again on every call);
+    :func:`register_task` adds to it.
+    """
     found: dict[str, TaskSpec] = {}
     for ref in list(BUILTIN_TASKS) + [ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)]:
         _add(found, load_ref(ref, TaskSpec))
-    _TASKS.update(found)  # only a complete load counts: a failing entry point is reported on every call
-    _loaded = True
+    return found
 
 
 def all_tasks() -> list[TaskSpec]:
     """Every registered task, built-in ones first in ``BUILTIN_TASKS`` order (the order of tables)."""
-    _load()
-    return list(_TASKS.values())
+    return list(_registry().values())
 
 
 def task_names() -> list[str]:
     """Every registered task name, sorted."""
-    _load()
-    return sorted(_TASKS)
+    return sorted(_registry())
 
 
 def get_task(name: str) -> TaskSpec:
@@ -105,11 +101,11 @@ def get_task(name: str) -> TaskSpec:
     Raises:
         ConfigError: no such task, naming the registered ones.
     """
-    _load()
+    tasks = _registry()
     try:
-        return _TASKS[name]
+        return tasks[name]
     except KeyError:
-        raise ConfigError(f"task: unknown task {name!r}; choose from {sorted(_TASKS)}") from None
+        raise ConfigError(f"task: unknown task {name!r}; choose from {sorted(tasks)}") from None
 
 
 def make_params(task: str, **kwargs: Any) -> Any:
