@@ -74,8 +74,8 @@ from needlebench.opencompass.instant import InstantModel
 
 datasets = needlebench_datasets{subset}
 models = [dict(type=InstantModel, abbr="instant", path="instant", max_seq_len=2000000, max_out_len=16, batch_size=64)]
-infer = dict(partitioner=dict(type=NumWorkerPartitioner, num_worker=2),
-             runner=dict(type=LocalRunner, max_num_workers=2, task=dict(type=OpenICLInferTask)))
+infer = dict(partitioner=dict(type=NumWorkerPartitioner, num_worker={workers}),
+             runner=dict(type=LocalRunner, max_num_workers={workers}, task=dict(type=OpenICLInferTask)))
 eval = dict(partitioner=dict(type=NaivePartitioner, n=64),
             runner=dict(type=LocalRunner, max_num_workers=2, task=dict(type=OpenICLEvalTask)))
 """
@@ -87,7 +87,7 @@ from needlebench.opencompass.configs import SUMMARIZER, needlebench_datasets, ru
 models = [dict(type="needlebench.opencompass.instant.InstantModel", abbr="instant", path="instant",
                max_seq_len=2000000, max_out_len=16, batch_size=64)]
 datasets = needlebench_datasets(suite="{suite}"{subset})
-infer, eval = runtime(num_shards=2, max_workers=2, eval_workers=2)
+infer, eval = runtime(num_shards={workers}, max_workers={workers}, eval_workers={workers})
 summarizer = dict(type=SUMMARIZER)
 """
 
@@ -95,10 +95,13 @@ summarizer = dict(type=SUMMARIZER)
 def pipeline(suite: str, workdir: Path, tiny: bool) -> dict[str, Any]:
     """Full ``opencompass`` runs (infer + eval + summarize) with an instant model, built-in vs ours."""
     row: dict[str, Any] = {"suite": suite}
+    workers = 1 if tiny else 2  # tiny (the test): one task per stage, each an OpenCompass import less
     cfgs = {
-        "builtin": _BUILTIN_CFG.format(suite=suite, subset="[:2]" if tiny else ""),
+        "builtin": _BUILTIN_CFG.format(suite=suite, subset="[:2]" if tiny else "", workers=workers),
         "ours": _OURS_CFG.format(
-            suite=suite, subset=', tasks=["srt"], lengths=[1000], depths=[0, 100], repeats=1' if tiny else ""
+            suite=suite,
+            subset=', tasks=["srt"], lengths=[1000], depths=[0, 100], repeats=1' if tiny else "",
+            workers=workers,
         ),
     }
     for impl, text in cfgs.items():

@@ -348,19 +348,25 @@ def test_a_sample_given_as_utf8_reads_equals_and_pickles_as_one_given_as_text() 
 
 
 def test_released_dataset_pages_leave_rss_and_the_rows_read_the_same() -> None:
-    """After ``release_mapped`` the prompts a process read are out of its RSS (file-backed pages) and read back
-    the same; ``releasing`` iterates the same rows; a dataset without files releases nothing."""
+    """After ``release_mapped`` the prompts a process read through one dataset are out of its RSS (file-backed
+    pages) and read back the same; a second ``Dataset`` of the same file keeps its pages; ``releasing`` iterates
+    the same rows; a dataset in memory has no mapping to release (its buffers are never advised)."""
     import psutil
     from datasets import Dataset
 
-    from needlebench.cache.pages import dataset_files, release_mapped, releasing
+    from needlebench.cache.pages import dataset_mappings, release_mapped, releasing
 
-    rows = load_rows("srt", lang="en", lengths=[8000], depths=[0, 50, 100], repeats=2)
-    (path,) = dataset_files(rows)
+    params = dict(lang="en", lengths=[8000], depths=[0, 50, 100], repeats=2)
+    rows, other = load_rows("srt", **params), Dataset.from_file(load_rows("srt", **params).cache_files[0]["filename"])
     prompts = [row["prompt"] for row in rows]
+    assert [row["prompt"] for row in other] == prompts
+    (mapping,) = dataset_mappings(rows)
+    assert dataset_mappings(other) and dataset_mappings(other) != [mapping]  # a mapping of its own
     mapped = psutil.Process().memory_info().shared
-    assert release_mapped([path]) > 0
-    assert psutil.Process().memory_info().shared < mapped  # the read pages left this process
+    assert release_mapped([mapping]) > 0
+    released = psutil.Process().memory_info().shared
+    assert released < mapped  # the read pages left this process
+    assert mapped - released < sum(len(p.encode()) for p in prompts) * 1.5  # the other dataset kept its pages
     assert [row["prompt"] for row in rows] == prompts
     assert list(releasing(rows)) == list(rows) and len(releasing(rows)) == len(rows)
-    assert release_mapped(dataset_files(Dataset.from_dict({"a": [1]}))) == 0
+    assert dataset_mappings(Dataset.from_dict({"a": ["x" * 100_000]})) == []

@@ -4,10 +4,13 @@
 (file-backed pages, counted in its RSS) until the process ends: an infer task over 1,300 prompts of a
 million tokens reads about 2.5 GB of them, and its RSS says so although the kernel could drop every one of
 those pages. Whoever reads RSS (``ps``, Slurm's accounting, a cluster's memory killer, our own benchmark)
-sees the shard's prompt bytes. ``madvise(MADV_DONTNEED)`` on the file's mappings unmaps those pages from
+sees the shard's prompt bytes. ``madvise(MADV_DONTNEED)`` on the dataset's mapping unmaps those pages from
 this process at once; they stay in the page cache, so the next read is a page fault, not a disk read, and
 every Arrow buffer pointing into the mapping stays valid (read-only file mappings have nothing to lose).
 
+Only the one dataset's own mapping is released: the mapping of its cache file that holds its Arrow
+buffers (another ``Dataset`` of the same file, such as the oracle model's index, is a mapping of its
+own and keeps its pages), and never anonymous memory, where ``MADV_DONTNEED`` would zero the data.
 Linux only (``/proc/self/maps``); elsewhere nothing is released and nothing fails.
 """
 
@@ -23,52 +26,63 @@ from typing import Any, TypeVar
 
 from datasets import Dataset
 
-__all__ = ["RELEASE_EVERY", "dataset_files", "release_mapped", "released_every", "releasing"]
+__all__ = ["RELEASE_EVERY", "dataset_mappings", "release_mapped", "released_every", "releasing"]
 
 log = logging.getLogger(__name__)
 MAPS = Path("/proc/self/maps")
 MADV_DONTNEED = 4  # Linux's value on every architecture it runs on
 RELEASE_EVERY = 16  # rows read between two releases where rows are read one by one: 16 prompts of RSS at most
 T = TypeVar("T")
+Span = tuple[int, int]  # (start, end) of one mapping in this process
 
 
-def dataset_files(dataset: Any) -> list[str]:
-    """The files a ``datasets.Dataset`` reads its rows from (none for an in-memory one or another type).
+def _buffer_addresses(dataset: Any) -> list[int]:
+    """Where the dataset's Arrow buffers lie in this process (none for anything but a ``datasets.Dataset``)."""
+    table = getattr(getattr(dataset, "data", None), "table", None)
+    if table is None:
+        return []
+    return [buf.address for column in table.columns for chunk in column.chunks for buf in chunk.buffers() if buf]
+
+
+def dataset_mappings(dataset: Any) -> list[Span]:
+    """The mappings of ``dataset``'s cache files that hold its Arrow buffers, from ``/proc/self/maps``.
+
+    Empty for a dataset in memory (its buffers lie in no mapping of its files), for anything that is not a
+    ``datasets.Dataset``, and where the platform has no ``/proc/self/maps``.
 
     Args:
-        dataset: a ``datasets.Dataset`` (or anything: what has no ``cache_files`` has no files).
+        dataset: a ``datasets.Dataset`` read from its Arrow cache file.
     """
-    files = getattr(dataset, "cache_files", None) or []
-    return [entry["filename"] for entry in files if isinstance(entry, dict) and "filename" in entry]
-
-
-def _mapped_ranges(files: set[str]) -> list[tuple[int, int]]:
-    """``(start, end)`` of every mapping of ``files`` in this process, read from ``/proc/self/maps``."""
-    ranges = []
+    files = {os.path.realpath(e["filename"]) for e in getattr(dataset, "cache_files", None) or [] if "filename" in e}
+    addresses = sorted(set(_buffer_addresses(dataset))) if files else []
+    if not addresses or not MAPS.exists():
+        return []
+    found = []
     with MAPS.open(encoding="utf-8", errors="replace") as maps:
         for line in maps:  # "start-end perms offset dev inode   path"
             fields = line.rstrip("\n").split(maxsplit=5)
             if len(fields) == 6 and fields[5] in files:
-                start, end = fields[0].split("-")
-                ranges.append((int(start, 16), int(end, 16)))
-    return ranges
+                start, end = (int(x, 16) for x in fields[0].split("-"))
+                if any(start <= a < end for a in addresses):
+                    found.append((start, end))
+    return found
 
 
-def release_mapped(files: Iterable[str | os.PathLike[str]]) -> int:
-    """Unmap the pages of ``files`` this process has read (they stay in the page cache); the bytes advised.
+def release_mapped(mappings: Iterable[Span]) -> int:
+    """Unmap the pages of ``mappings`` this process has read (they stay in the page cache); the bytes advised.
 
     Args:
-        files: the memory-mapped files, as :func:`dataset_files` names them.
+        mappings: file mappings, as :func:`dataset_mappings` finds them (never anonymous memory).
 
     Returns:
-        The size of the mappings advised (0 where there are none or the platform has no ``/proc/self/maps``).
+        The size of the mappings advised.
     """
-    wanted = {os.path.realpath(f) for f in files}
-    if not wanted or not MAPS.exists():
+    mappings = list(mappings)
+    if not mappings:
         return 0
     libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
     advised = 0
-    for start, end in _mapped_ranges(wanted):
+    for start, end in mappings:
         if libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), MADV_DONTNEED) == 0:
             advised += end - start
         else:  # only memory, never an answer, is at stake: say so and go on
@@ -76,27 +90,27 @@ def release_mapped(files: Iterable[str | os.PathLike[str]]) -> int:
     return advised
 
 
-def released_every(rows: Iterable[T], files: Iterable[str | os.PathLike[str]], every: int) -> Iterator[T]:
-    """``rows`` as they are, with :func:`release_mapped` on ``files`` after each ``every`` rows and at the end.
+def released_every(rows: Iterable[T], mappings: Iterable[Span], every: int) -> Iterator[T]:
+    """``rows`` as they are, with :func:`release_mapped` on ``mappings`` after each ``every`` rows and at the end.
 
     Args:
-        rows: rows read from the memory-mapped ``files``.
-        files: the files the rows are read from.
+        rows: rows read from the memory-mapped ``mappings``.
+        mappings: the mappings the rows are read from.
         every: how many rows between releases.
     """
-    files = list(files)
+    mappings = list(mappings)
     for n, row in enumerate(rows, 1):
         yield row
         if n % every == 0:
-            release_mapped(files)
-    release_mapped(files)
+            release_mapped(mappings)
+    release_mapped(mappings)
 
 
 class _ReleasingDataset(Dataset):
     """A ``datasets.Dataset`` whose row iteration hands its pages back every :data:`RELEASE_EVERY` rows."""
 
     def __iter__(self) -> Iterator[Any]:
-        return released_every(super().__iter__(), dataset_files(self), RELEASE_EVERY)
+        return released_every(super().__iter__(), dataset_mappings(self), RELEASE_EVERY)
 
 
 def releasing(dataset: Dataset) -> Dataset:

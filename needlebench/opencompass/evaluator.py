@@ -14,7 +14,7 @@ from typing import Any
 
 from opencompass.openicl.icl_evaluator import BaseEvaluator
 
-from ..cache.pages import RELEASE_EVERY, dataset_files, released_every
+from ..cache.pages import RELEASE_EVERY, dataset_mappings, released_every
 from ..errors import ConfigError
 from ..grading.evaluation import dataset_results, grade_rows, write_results
 from ..record import METRICS, TRUNCATED_POLICIES, ScoreOptions, prediction_text, unanswered
@@ -100,7 +100,7 @@ class NeedleBenchEvaluator(BaseEvaluator):
         records = []
         if task:
             meter = output_meter(self.output_tokenizer, self.output_tokenizer_kwargs, self.max_out_len)
-            rows = released_every(test_set, dataset_files(test_set), every=RELEASE_EVERY)  # RSS: a few prompts
+            rows = released_every(test_set, dataset_mappings(test_set), every=RELEASE_EVERY)  # RSS: a few prompts
             records = grade_rows(predictions, references, rows, task, self.options, raw=raw, meter=meter)
         out = getattr(self, "_out_dir", None)  # set by OpenCompass's eval task: results/<model>/<dataset>
         metrics = write_results(out, records, task) if out else dataset_results(records, task)[0]

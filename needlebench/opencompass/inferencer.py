@@ -28,7 +28,7 @@ from opencompass.openicl.icl_inferencer import GenInferencer
 from opencompass.openicl.icl_inferencer.icl_base_inferencer import GenInferencerOutputHandler
 from opencompass.utils import batched, get_logger
 
-from ..cache.pages import dataset_files, release_mapped
+from ..cache.pages import dataset_mappings, release_mapped
 from .predictions import PredictionFile, PredictionLog
 
 __all__ = ["BatchGenInferencer"]
@@ -125,7 +125,7 @@ class BatchGenInferencer(GenInferencer):
         ice_idx_list = retriever.retrieve()  # one (empty, for ZeroRetriever) list per row: no prompt yet
         reader = retriever.dataset_reader
         golds = reader.dataset["test"][reader.output_column] if reader.output_column else None
-        files = dataset_files(reader.dataset["test"])
+        mapped = dataset_mappings(reader.dataset["test"])  # its own mapping only (not a model's index of it)
         extra: dict[str, Any] = {}
         parameters = inspect.signature(self.model.generate).parameters
         if "stopping_criteria" in parameters:
@@ -154,6 +154,6 @@ class BatchGenInferencer(GenInferencer):
                 gold = golds[start + offset] if golds is not None else None
                 handler.save_results(prompt, prediction[0] if returns == 1 else prediction, start + offset, gold=gold)
             keep(list(handler.results_dict.items()))
-            release_mapped(files)  # this batch's prompts leave the task's RSS with it
+            release_mapped(mapped)  # this batch's prompts leave the task's RSS with it
             if (end - index) // batch % 100 == 0 or end == len(ice_idx_list):
                 logger.info(f"{end} of {len(ice_idx_list)} prompts answered")

@@ -35,5 +35,6 @@ models = [
     # tests/thinking_model.py: the oracle's answers in think blocks; its answers cut at max_out_len say so
     reasoning(dict(type="thinking_model.ThinkingModel", abbr="thinker", datasets=datasets, **_scripted), 48),
 ]
-infer, eval = runtime(num_shards=3, eval_workers=2)
+# two shards split datasets as well as three did, with three infer processes fewer
+infer, eval = runtime(num_shards=2, eval_workers=2)
 summarizer = dict(type=SUMMARIZER)
