@@ -6,7 +6,9 @@ the same samples. No OpenCompass: the adapter (``opencompass/dataset.py``) adds 
 
 from __future__ import annotations
 
+import functools
 import json
+from pathlib import Path
 from typing import Any
 
 from datasets import Dataset, Features
@@ -37,10 +39,24 @@ def materialize(task: str, **params: Any) -> Dataset:
     except OSError:
         p = make_params(task, **params)
         return Dataset.from_list([sample_to_row(x) for x in get_task(task).generate(p)], features=FEATURES)
-    ds = Dataset.from_file(str(path))
+    stat = Path(path).stat()
+    ds = _opened(str(path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
     if len(ds) != count:  # checksum matched, so only a writer bug gets here
         raise RuntimeError(f"{path}: {len(ds)} rows, its sidecar says {count}")
     return ds
+
+
+@functools.lru_cache(maxsize=64)
+def _opened(path: str, inode: int, size: int, mtime_ns: int) -> Dataset:
+    """One memory map per cache file (and version of it) per process.
+
+    Opening reads the header of every record batch, and the kernel reads ahead around each one: about half
+    of a 9 GB 1000k file from disk where the page cache cannot hold it (a memory-capped job). An infer task
+    builds its dataset once per part (over a hundred per 1000k shard), so opening the file again for each
+    would read it again each time; the rows are the same, so the one map serves them all (``select`` and
+    ``with_format`` make new objects; nothing here changes a dataset in place).
+    """
+    return Dataset.from_file(path)
 
 
 def _budgets_fit(ds: Dataset, max_prompt_tokens: int) -> bool:
