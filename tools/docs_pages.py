@@ -347,25 +347,6 @@ def pipeline_time_table(before: Mapping[str, Any], after: Mapping[str, Any], ful
     return _table(head, rows)
 
 
-def profile_table(result: Mapping[str, Any]) -> str:
-    """Where a profiled run's CPU went: self time per package and kind of process, per 1,000 samples.
-
-    A builtin's or the standard library's time is its callers' (``bench/limits_1000k.py``); "waiting" is a
-    thread blocked (a lock, a child, a sleep), not CPU.
-    """
-    profiles, per = result["profiles"], 1000 / result["samples_predicted"]
-    kinds = [k for k in ("build", "infer", "eval", "driver") if k in profiles]
-    packages = sorted(
-        {name for k in kinds for name in profiles[k]["self_s_by_package"] if name != "waiting"},
-        key=lambda name: -sum(profiles[k]["self_s_by_package"].get(name, 0.0) for k in kinds),
-    )
-    rows = [
-        (name, *(_s(profiles[k]["self_s_by_package"].get(name, 0.0) * per) for k in kinds)) for name in packages
-    ]
-    header = ("package", *(f"{k} ({profiles[k]['processes']} processes)" for k in kinds))
-    return _table(header, rows)
-
-
 def memory_table(runs: Sequence[tuple[Mapping[str, Any], str]]) -> str:
     """Disk and peak memory per process of 1000k runs, as measured (``bench/limits_1000k*.json``).
 
