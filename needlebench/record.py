@@ -43,7 +43,6 @@ __all__ = [
     "FAILED_REASONS",
     "TRUNCATED_POLICIES",
     "RESERVED_KEYS",
-    "unscored_reason",
     "Unanswered",
     "failed_prediction",
     "unanswered",
@@ -149,6 +148,8 @@ RESERVED_KEYS = frozenset(
         "output_tokenizer",
         "truncated",
         "think_unclosed",
+        "model",
+        "dataset",
     )
 )
 
@@ -179,6 +180,9 @@ class GradedSample:
         truncated: the output was cut off at its budget (an API's ``finish_reason="length"``, or
             ``output_tokens`` in the model's own tokenizer reaching ``max_out_len``).
         think_unclosed: the output opened a ``<think>`` block it never closed.
+        model: the model whose output it grades, where the record was read back from a run
+            (:func:`~needlebench.report.results.load_results` sets it; the evaluator's records have none).
+        dataset: the dataset's abbr, likewise.
     """
 
     id: str
@@ -199,6 +203,8 @@ class GradedSample:
     output_tokenizer: str | None = None
     truncated: bool = False
     think_unclosed: bool = False
+    model: str | None = None
+    dataset: str | None = None
 
     def __post_init__(self) -> None:
         if self.unscored is not None and self.unscored not in UNSCORED_REASONS:
@@ -211,11 +217,39 @@ class GradedSample:
 
     @property
     def counts(self) -> bool:
-        """Whether the sample enters the numbers (it is not unscored)."""
+        """Whether the sample enters the numbers: the one test every metric and table applies (it is not unscored)."""
         return self.unscored is None
 
+    @property
+    def answered(self) -> bool:
+        """The output answered the nominal prompt: the sample counts, or is left out only for being cut off.
+
+        The samples a cell's ``truncated%`` is a share of.
+        """
+        return self.unscored in (None, "truncated")
+
+    @property
+    def failed(self) -> bool:
+        """No answer came (the request failed, or no prediction was given): not a wrong answer."""
+        return self.unscored in FAILED_REASONS
+
+    @property
+    def shortened(self) -> bool:
+        """The prompt was cut to fit the model: never reported as its nominal length."""
+        return self.unscored == "shortened"
+
     def get(self, key: str, default: Any = None) -> Any:
-        """A field (metadata or grader extra) by name, or ``default``."""
+        """A field (metadata or grader extra) by name, or ``default``.
+
+        Args:
+            key: the field's name; never one of the record's own attributes (``RESERVED_KEYS``).
+            default: what a record without the field gives.
+
+        Raises:
+            KeyError: ``key`` is one of the record's own attributes (read ``record.score``, not ``get("score")``).
+        """
+        if key in RESERVED_KEYS:
+            raise KeyError(f"{key!r} is an attribute of a graded sample, not one of its fields")
         return self.fields.get(key, default)
 
     def to_json(self, prediction: bool = True) -> dict[str, Any]:
@@ -247,12 +281,16 @@ class GradedSample:
         )
         if prediction:
             out["prediction"] = self.prediction
+        if self.model is not None:
+            out["model"] = self.model
+        if self.dataset is not None:
+            out["dataset"] = self.dataset
         return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> GradedSample:
         """A record read back from a ``samples.jsonl`` object (lines written before ``unscored`` or the output
-        facts existed too: no count, not truncated, no open think block).
+        facts existed too: read as they were counted then, not truncated, no open think block).
 
         Args:
             data: one parsed line.
@@ -265,7 +303,7 @@ class GradedSample:
             raise ValueError(f"not a graded sample: no {missing}")
         context = data.get("context")
         score = data.get("score")
-        reason = unscored_reason(data)
+        reason = _unscored(data)
         return cls(
             id=str(data["id"]),
             task=str(data["task"]),
@@ -285,20 +323,18 @@ class GradedSample:
             output_tokenizer=data.get("output_tokenizer"),
             truncated=bool(data.get("truncated")),
             think_unclosed=bool(data.get("think_unclosed")),
+            model=None if data.get("model") is None else str(data["model"]),
+            dataset=None if data.get("dataset") is None else str(data["dataset"]),
         )
 
 
-def unscored_reason(record: Mapping[str, Any] | GradedSample) -> str | None:
-    """Why a record is left out of the numbers, or None when it counts.
+def _unscored(record: Mapping[str, Any]) -> str | None:
+    """Why a ``samples.jsonl`` line is left out of the numbers, or None when it counts.
 
-    Reads the record's ``unscored``; a line written before that key existed is read as it was
-    counted then (a ``shortened_from``, then an ``error`` of ``request_failed``).
-
-    Args:
-        record: a :class:`GradedSample` or a ``samples.jsonl`` object.
+    Its ``unscored``; a line written before that key existed is read as it was counted then (a
+    ``shortened_from``, then an ``error`` of ``request_failed``). Only :meth:`GradedSample.from_json` reads
+    this: past it, a record's ``unscored`` is the one answer.
     """
-    if isinstance(record, GradedSample):
-        return record.unscored
     if "unscored" in record:
         return record["unscored"]
     if record.get("shortened_from") is not None:

@@ -86,6 +86,24 @@ class Sample:
         """
         return cls(id, task, lang, _UNDECODED, gold, prompt_utf8=prompt_utf8, **fields)  # type: ignore[arg-type]
 
+    @property
+    def prompt_tokens(self) -> int:
+        """The prompt's size in cl100k tokens, as its generator counted it (``meta["prompt_tokens"]``).
+
+        Raises:
+            ValueError: the task recorded no ``prompt_tokens`` (every task must: planning reads it).
+        """
+        if "prompt_tokens" not in self.meta:
+            raise ValueError(f"sample {self.id}: its metadata has no prompt_tokens (every task must record them)")
+        return int(self.meta["prompt_tokens"])
+
+    @property
+    def budget_tokens(self) -> int:
+        """The room the sample asks of a model, in cl100k tokens: a sparse sample's token budget
+        (``meta["budget_tokens"]``: its length's, or the model's room it was cut to), else its prompt's size
+        (a prompt that cannot be cut needs all of it)."""
+        return int(self.meta.get("budget_tokens", self.prompt_tokens))
+
     def export_row(self, dataset: str) -> dict[str, Any]:
         """The sample as one ``needlebench export`` JSON line (``system`` only when set).
 

@@ -19,7 +19,7 @@ from .aggregate.cells import Estimate
 from .aggregate.metrics import breakdown
 from .errors import ConfigError
 from .protocol import Option
-from .record import SampleScore, ScoreOptions
+from .record import GradedSample, SampleScore, ScoreOptions
 from .sample import RECORD_KEYS, Sample
 
 __all__ = ["TaskSpec", "TaskResults", "ReportParts", "Skipped", "BoardRow", "Conformance", "Basis", "load_ref"]
@@ -97,14 +97,14 @@ class Conformance:
 class TaskResults:
     """How a task's per-sample results add up; each part is optional.
 
-    The evaluator and the report call these for the task's own records and
-    never branch on a task's name, so a new task brings its metrics, tables
-    and figures with it.
+    The evaluator and the report call these for the task's own records (:class:`~needlebench.record.GradedSample`,
+    each saying whether it counts) and never branch on a task's name, so a new task brings its metrics,
+    tables and figures with it.
 
     Attributes:
-        dataset_metrics: ``details -> {name: value}``: numbers of one evaluated dataset beyond the
+        dataset_metrics: ``records -> {name: value}``: numbers of one evaluated dataset beyond the
             common ones (score, accuracy, per length, per needle count, error shares).
-        sidecars: ``details -> {suffix: text}``: extra files written beside a dataset's results.
+        sidecars: ``records -> {suffix: text}``: extra files written beside a dataset's results.
         report: ``(records, models, skipped) -> ReportParts``: the task's tables and figures. It gets
             every record of the task, shortened and failed ones included, and decides what counts.
         heatmap_points: ``record -> [(depth, score), ...]``: where a record lands on the depth x length
@@ -120,14 +120,14 @@ class TaskResults:
             that have suites; else None): repeats, cells and protocol options.
     """
 
-    dataset_metrics: Callable[[Sequence[Mapping[str, Any]]], dict[str, float]] | None = None
-    sidecars: Callable[[Sequence[Mapping[str, Any]]], dict[str, str]] | None = None
-    report: Callable[[Sequence[dict[str, Any]], Sequence[str], Skipped], ReportParts] | None = None
-    heatmap_points: Callable[[Mapping[str, Any]], Iterable[tuple[float, float]]] | None = None
+    dataset_metrics: Callable[[Sequence[GradedSample]], dict[str, float]] | None = None
+    sidecars: Callable[[Sequence[GradedSample]], dict[str, str]] | None = None
+    report: Callable[[Sequence[GradedSample], Sequence[str], Skipped], ReportParts] | None = None
+    heatmap_points: Callable[[GradedSample], Iterable[tuple[float, float]]] | None = None
     needle_texts: Callable[[Mapping[str, Any]], list[str]] | None = None
-    needle_depths: Callable[[Mapping[str, Any]], list[float]] | None = None
-    board: Callable[[Sequence[dict[str, Any]], Sequence[str], Skipped], list[BoardRow]] | None = None
-    conformance: Callable[[Sequence[Mapping[str, Any]], str | None], Conformance] | None = None
+    needle_depths: Callable[[GradedSample], list[float]] | None = None
+    board: Callable[[Sequence[GradedSample], Sequence[str], Skipped], list[BoardRow]] | None = None
+    conformance: Callable[[Sequence[GradedSample], str | None], Conformance] | None = None
 
 
 @dataclass(frozen=True)
@@ -250,7 +250,7 @@ def _with_breakdowns(ref: str | None, breakdowns: tuple[tuple[str, str], ...]) -
         return results
     own = results.dataset_metrics
 
-    def dataset_metrics(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    def dataset_metrics(details: Sequence[GradedSample]) -> dict[str, float]:
         out: dict[str, float] = {}
         for key, prefix in breakdowns:
             out.update(breakdown(details, key, prefix))

@@ -175,3 +175,11 @@ def assert_linear(fn: Callable[[Any], object], small: Any, large: Any, factor: i
         f"{label or getattr(fn, '__name__', fn)}: {t_small:.4f} s on the small input, {t_large:.4f} s on the "
         f"{factor}x one (linear: about {factor}x)"
     )
+
+
+def graded(rows: Any) -> list[Any]:
+    """Hand-written ``samples.jsonl`` objects (with ``model`` and ``dataset`` where a table needs them) read as
+    the graded samples a run's records are (:meth:`~needlebench.record.GradedSample.from_json`)."""
+    from needlebench.record import GradedSample
+
+    return [GradedSample.from_json(r) for r in rows]

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import assert_linear, bin_path
+from conftest import assert_linear, bin_path, graded
 
 from needlebench.aggregate.uncertainty import seed_for
 from needlebench.errors import ConfigError
@@ -238,7 +238,7 @@ def test_overall_row_follows_the_run_profile(tmp_path: Path, profile: str | None
         assert t.loc[("OVERALL (v2)", "OVERALL", "all"), "m"] == pytest.approx(50.0)
 
 
-def _many_records(root: Path, copies: int) -> list[dict]:
+def _many_records(root: Path, copies: int) -> list:
     """S-RT, M-RT and M-RS in both languages over four lengths, ``copies`` samples per cell, random 0/100."""
     rng = np.random.default_rng(0)
     for task in ("srt", "mrt", "mrs"):
@@ -284,12 +284,12 @@ def test_atc_planned_counts_come_from_the_samples() -> None:
         dict(r, model="m", needle_counts=[2, 4, 8], correct=r["score"] == 100.0)
         for r in _atc({2: 100.0, 4: 50.0}, per_n=4)
     ]
-    table = atc_table(rows, ["m"])
+    table = atc_table(graded(rows), ["m"])
     assert [c for c in table.columns if c.startswith("N=") and "ci" not in c] == ["N=2", "N=4", "N=8"]
     row = table.iloc[0]
     assert row["weighted"] == pytest.approx((2 * 100 + 4 * 50 + 8 * 0) / 14)
     assert not row["complete"] and "N=8" in row["note"]
-    out = get_task("atc").aggregation().dataset_metrics(rows)  # what the evaluator adds for ATC
+    out = get_task("atc").aggregation().dataset_metrics(graded(rows))  # what the evaluator adds for ATC
     assert out["weighted_score"] == pytest.approx((2 * 100 + 4 * 50) / 14) and out["planned_n_missing"] == 1
 
 
@@ -308,7 +308,17 @@ def test_dataset_numbers_skip_unscored_samples_and_count_them() -> None:
     from needlebench.tasks import get_task
 
     def rec(score: float, length: int, **extra: object) -> dict:
-        return {"score": score, "correct": score == 100, "length": length, "num_needles": 2, "error": None, **extra}
+        return {
+            "id": f"{score}-{length}-{extra}",
+            "task": "srt",
+            "lang": "en",
+            "score": score,
+            "correct": score == 100,
+            "length": length,
+            "num_needles": 2,
+            "error": None,
+            **extra,
+        }
 
     details = [
         rec(100, 1000),
@@ -317,18 +327,18 @@ def test_dataset_numbers_skip_unscored_samples_and_count_them() -> None:
         rec(100, 2000, shortened_from=2000),
         rec(0, 2000, shortened_from=2000, error="request_failed"),  # shortened first, as the tables count it
     ]
-    out = summarise_details(details)
+    out = summarise_details(graded(details))
     assert out["score"] == 50.0 and out["accuracy"] == 50.0 and out["length_1000"] == 50.0
     assert "length_2000" not in out and "needles_2" not in out  # a task's own breakdown, declared with it
     assert (out["num_samples"], out["num_scored"], out["num_failed"], out["num_shortened"]) == (5, 2, 1, 2)
     assert out["error_wrong_name"] == 50.0 and "error_request_failed" not in out
-    assert math.isnan(summarise_details(details[2:])["score"])
-    atc = get_task("atc").aggregation().dataset_metrics([{**d, "needle_counts": [2]} for d in details])
+    assert math.isnan(summarise_details(graded(details[2:]))["score"])
+    atc = get_task("atc").aggregation().dataset_metrics(graded({**d, "needle_counts": [2]} for d in details))
     assert atc["weighted_score"] == 50.0  # the two scored N=2 samples only
     assert atc["needles_2"] == 50.0  # TaskSpec.breakdowns: per needle count, scored samples only
     from needlebench.tasks.needlechain_results import chain_cells
 
-    chain = chain_cells([{**d, "variant": "forward", "k": 5, "question": "single"} for d in details])
+    chain = chain_cells(graded({**d, "variant": "forward", "k": 5, "question": "single"} for d in details))
     assert chain["acc_forward_k5_single"] == 50.0 and "err_forward_k5_request_failed" not in chain
 
 
@@ -366,7 +376,7 @@ def test_single_model_report_names_the_model_once_and_counts_positions_in_intege
     from needlebench.aggregate.plots import plt
     from needlebench.tasks.sparse_results import mrt_position_figure
 
-    fig = mrt_position_figure([{**r, "model": "m"} for r in mrt], "t")
+    fig = mrt_position_figure(graded({**r, "model": "m"} for r in mrt), "t")
     fig.canvas.draw()
     ticks = [t for t in fig.axes[0].get_xticks() if 1 <= t <= 3]
     assert ticks and all(float(t).is_integer() for t in ticks)  # 1st, 2nd, 3rd needle: no 1.5th

@@ -12,7 +12,7 @@ import warnings
 import pytest
 from conftest import assert_linear
 
-from needlebench.record import ScoreOptions
+from needlebench.record import GradedSample, ScoreOptions
 from needlebench.tasks import atc_mc
 from needlebench.tasks.atc_mc import (
     V1_TEMPLATES,
@@ -423,13 +423,17 @@ def test_chat_messages_render_the_dialogue() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
+def _record(model: str, lang: str, correct: bool, id: str, **fields: object) -> GradedSample:
+    return GradedSample(id, "atc_mc", lang, fields, 100.0 * correct, correct, model=model)
+
+
 def _records(
     group: str, step: int, right: list[bool], model: str = "m", rotations: list[int] | None = None
-) -> list[dict]:
+) -> list[GradedSample]:
     rotations = rotations if rotations is not None else list(range(len(right)))
     return [
-        dict(model=model, lang="en", style="direct", circular_group=group, num_needles=step, correct=c, rotation=r)
-        for c, r in zip(right, rotations)
+        _record(model, "en", c, f"{group}-{i}", style="direct", circular_group=group, num_needles=step, rotation=r)
+        for i, (c, r) in enumerate(zip(right, rotations))
     ]
 
 
@@ -466,7 +470,7 @@ def test_circular_scores_by_hand() -> None:
 
 
 def test_circular_scores_without_rotation_field() -> None:
-    base = [dict(model="m", lang="zh", circular_group="g", num_needles=4, correct=True)] * 4
+    base = [_record("m", "zh", True, f"g-{i}", circular_group="g", num_needles=4) for i in range(4)]
     assert circular_scores(base)[("m", "zh", "")]["per_step"] == {4: 100.0}
     short = circular_scores(base[:3])[("m", "zh", "")]
     assert short["per_step"] == {4: 0.0} and short["incomplete"] == ["g"]
@@ -477,10 +481,10 @@ def test_end_to_end_perfect_model_scores_100() -> None:
     records = []
     for s in samples:
         score = grade_atc_mc(f"Answer: {s.gold['answer']}", s.gold, OPTS)
-        records.append({**s.meta, "model": "oracle", "lang": s.lang, "correct": score.correct})
+        records.append(_record("oracle", s.lang, score.correct, s.id, **s.meta))
     assert circular_scores(records)[("oracle", "en", "direct")]["weighted"] == 100.0
     # Always answering "A" is right once per question, never under all rotations.
-    records = [dict(r, correct=s.gold["answer"] == "A") for r, s in zip(records, samples)]
+    records = [_record("oracle", s.lang, s.gold["answer"] == "A", s.id, **s.meta) for s in samples]
     assert circular_scores(records)[("oracle", "en", "direct")]["weighted"] == 0.0
 
 

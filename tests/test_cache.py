@@ -370,3 +370,25 @@ def test_released_dataset_pages_leave_rss_and_the_rows_read_the_same() -> None:
     assert [row["prompt"] for row in rows] == prompts
     assert list(releasing(rows)) == list(rows) and len(releasing(rows)) == len(rows)
     assert dataset_mappings(Dataset.from_dict({"a": ["x" * 100_000]})) == []
+
+
+@pytest.mark.parametrize(
+    "task,params",
+    [
+        ("srt", dict(lang="en", lengths=[1000, 2000], depths=[0, 100], repeats=1)),
+        ("srt", dict(lang="en", lengths=[1000, 2000], depths=[0, 100], repeats=1, max_prompt_tokens=1500)),
+        ("atc", dict(lang="en", needle_counts=[2, 4], repeats=1)),
+        ("needlechain", dict(k_values=[5], points=1)),
+    ],
+    ids=["srt", "srt-shortened", "atc", "needlechain"],
+)
+def test_cached_rows_carry_their_token_counts_as_integer_columns(task: str, params: dict) -> None:
+    """Planning and a model's limit read ``prompt_tokens`` and ``budget_tokens`` as columns, never from ``meta``:
+    the columns hold what the metadata says (a dense prompt's budget is its own size)."""
+    ds = load_rows(task, **params)
+    assert (ds.features["prompt_tokens"].dtype, ds.features["budget_tokens"].dtype) == ("int64", "int64")
+    metas = [json.loads(m) for m in ds["meta"]]
+    assert ds["prompt_tokens"] == [m["prompt_tokens"] for m in metas]
+    assert ds["budget_tokens"] == [m.get("budget_tokens", m["prompt_tokens"]) for m in metas]
+    if params.get("max_prompt_tokens"):
+        assert max(ds["budget_tokens"]) == 1500 and any("shortened_from" in m for m in metas)

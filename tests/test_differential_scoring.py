@@ -51,7 +51,7 @@ from opencompass.openicl.icl_evaluator import CircularEvaluator  # noqa: E402
 from opencompass.utils.text_postprocessors import extract_non_reasoning_content, first_option_postprocess  # noqa: E402
 from prediction_variants import boxed_outputs, chain_outputs, keyword_outputs, letter_outputs  # noqa: E402
 
-from needlebench.record import ScoreOptions  # noqa: E402
+from needlebench.record import GradedSample, ScoreOptions  # noqa: E402
 from needlebench.tasks.atc import AtcParams, generate_atc  # noqa: E402
 from needlebench.tasks.atc_mc import AtcMcParams, generate_atc_mc, grade_atc_mc  # noqa: E402
 from needlebench.tasks.needlechain import (  # noqa: E402
@@ -479,7 +479,7 @@ def test_needlechain_released_scorer_averages_only_a_files_first_100_responses()
 
     def ours(samples: list) -> float:
         details = [
-            {**s.meta, "score": grade_needlechain(a, s.gold, REFERENCE).score}
+            GradedSample(s.id, s.task, s.lang, s.meta, grade_needlechain(a, s.gold, REFERENCE).score)
             for s, a in zip(samples, answers, strict=False)
         ]
         return chain_cells(details)["acc_forward_k5_single"]

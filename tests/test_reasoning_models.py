@@ -8,6 +8,7 @@ model is in ``test_e2e_opencompass.py``, the think variants against OpenCompass'
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import threading
@@ -24,7 +25,7 @@ from needlebench.errors import ConfigError
 from needlebench.grading.evaluation import grade_rows
 from needlebench.grading.outputs import TIKTOKEN, OutputMeter, measure, think_unclosed, tiktoken_meter
 from needlebench.opencompass.outputs import is_reasoning_model, output_settings, reference_strip
-from needlebench.record import ScoreOptions, cut_prediction, failed_prediction
+from needlebench.record import GradedSample, ScoreOptions, cut_prediction, failed_prediction
 from needlebench.tasks import get_task
 
 
@@ -269,11 +270,11 @@ def test_the_api_model_saves_a_cut_off_answer_with_the_servers_finish_reason(ser
         assert (answer["prediction"] if expected else answer) == f"re: {prompt}"
 
 
-def _graded(task: str, preds: list[Any], options: ScoreOptions, model: str, **params: Any) -> list[dict[str, Any]]:
+def _graded(task: str, preds: list[Any], options: ScoreOptions, model: str, **params: Any) -> list[GradedSample]:
     """Records as the report reads them: graded rows of a real dataset, tagged with the model."""
     rows = _rows(task, **params)[: len(preds)]
     records = grade_rows(preds, [r["answer"] for r in rows], rows, get_task(task), options)
-    return [{**r.to_json(), "model": model, "dataset": task} for r in records]
+    return [dataclasses.replace(r, model=model, dataset=task) for r in records]
 
 
 def test_tables_show_cut_off_outputs_beside_format_failures_and_in_their_notes() -> None:
@@ -292,7 +293,7 @@ def test_tables_show_cut_off_outputs_beside_format_failures_and_in_their_notes()
         row = summary_table(records, ["m"]).set_index(["task", "lang", "length"]).loc[("S-RT", "EN", 1000)]
         assert row["m truncated%"] == pytest.approx(100 * 2 / 6) and row["m truncated"] == excluded
         assert row["m planned"] == 6 and row["m scored"] == 6 - excluded
-        kept = [r["score"] for r in records if r["unscored"] is None]
+        kept = [r.score for r in records if r.counts]
         assert row["m"] == pytest.approx(sum(kept) / len(kept))  # the cut-off samples move no score when left out
         assert "1 of 6 left a think block open" in row["m note"]
         assert (f"2 of 6 truncated ({'excluded' if excluded else 'scored as written'})") in row["m note"]

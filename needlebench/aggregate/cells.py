@@ -10,8 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..record import unscored_reason
-from .records import is_truncated
+from ..record import GradedSample
 from .uncertainty import interval
 
 __all__ = ["put_interval", "percent", "format_failure_rate", "truncated_rate", "output_notes", "NAN", "Estimate"]
@@ -83,30 +82,30 @@ def percent(count: int, total: int) -> float:
     return 100.0 * count / total if total else NAN
 
 
-def format_failure_rate(rows: Sequence[dict[str, Any]]) -> float:
+def format_failure_rate(rows: Sequence[GradedSample]) -> float:
     """Percentage of records whose answer had no recognisable format (NaN for no records)."""
-    return percent(sum(bool(r.get("format_failure")) for r in rows), len(rows))
+    return percent(sum(r.format_failure for r in rows), len(rows))
 
 
-def truncated_rate(answered: Sequence[dict[str, Any]]) -> float:
+def truncated_rate(answered: Sequence[GradedSample]) -> float:
     """Percentage of a cell's answered records whose output was cut off at its budget (NaN for none).
 
     Args:
-        answered: the cell's records that count or are left out only for being cut off (``is_answered``).
+        answered: the cell's records that count or are left out only for being cut off (``GradedSample.answered``).
     """
-    return percent(sum(is_truncated(r) for r in answered), len(answered))
+    return percent(sum(r.truncated for r in answered), len(answered))
 
 
-def output_notes(answered: Sequence[dict[str, Any]], planned: int) -> list[str]:
+def output_notes(answered: Sequence[GradedSample], planned: int) -> list[str]:
     """What a cell's note says about its outputs: cut off (left out, or scored as written), think blocks left open.
 
     Args:
         answered: the cell's records that count or are left out only for being cut off.
         planned: the cell's planned samples (the notes' denominator, as for the other counts).
     """
-    excluded = sum(unscored_reason(r) == "truncated" for r in answered)
-    scored = sum(is_truncated(r) for r in answered) - excluded
-    unclosed = sum(bool(r.get("think_unclosed")) for r in answered)
+    excluded = sum(r.unscored == "truncated" for r in answered)
+    scored = sum(r.truncated for r in answered) - excluded
+    unclosed = sum(r.think_unclosed for r in answered)
     notes = [f"{excluded} of {planned} truncated (excluded)"] if excluded else []
     notes += [f"{scored} of {planned} truncated (scored as written)"] if scored else []
     notes += [f"{unclosed} of {planned} left a think block open"] if unclosed else []

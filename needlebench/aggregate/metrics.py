@@ -1,8 +1,9 @@
 """Metrics every task shares: means that skip missing cells, per-dataset summaries, error shares.
 
-Inputs are plain numbers (percentages). Missing cells are left out of means,
-never counted as 0, and so are samples that were counted but never scored (a
-failed request, a prompt shortened to fit the model): OpenCompass's
+Inputs are graded samples (:class:`~needlebench.record.GradedSample`) or plain
+numbers (percentages). Missing cells are left out of means, never counted as 0,
+and so are samples that were counted but never scored (a failed request, a
+prompt shortened to fit the model: ``GradedSample.counts``): OpenCompass's
 ``summary_<time>.csv`` (these numbers) and ``needlebench_summary.csv`` (the
 report's tables) must give one number per cell. A task's own numbers (the ATC
 weighted score, NeedleChain's cells) are declared with the task
@@ -13,12 +14,11 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..record import unscored_reason
+from ..record import GradedSample
 from .cells import format_failure_rate, percent, truncated_rate
-from .records import is_answered, is_excluded, is_failed, is_shortened
 
 __all__ = ["mean", "summarise_details", "breakdown", "error_shares"]
 
@@ -29,15 +29,16 @@ def mean(values: Iterable[float]) -> float:
     return sum(vals) / len(vals) if vals else float("nan")
 
 
-def _group(details: Sequence[Mapping[str, Any]], key: str) -> dict[Any, list[float]]:
+def _group(records: Sequence[GradedSample], key: str) -> dict[Any, list[float]]:
     out: dict[Any, list[float]] = defaultdict(list)
-    for d in details:
-        if d.get(key) is not None:
-            out[d[key]].append(float(d["score"]))
+    for r in records:
+        value = r.get(key)
+        if value is not None:
+            out[value].append(float(r.score))
     return out
 
 
-def summarise_details(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+def summarise_details(details: Sequence[GradedSample]) -> dict[str, float]:
     """The numbers an evaluator reports for one dataset: score, failure rate, per length / needles, counts.
 
     Every rate and mean is over the scored samples only; the unscored ones are counted beside them
@@ -46,19 +47,19 @@ def summarise_details(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     off) whose output was cut off at its budget.
 
     Args:
-        details: the dataset's per-sample records (``score``, ``correct``, ``error``, metadata).
+        details: the dataset's graded samples.
     """
-    scored = [d for d in details if not is_excluded(d)]
+    scored = [d for d in details if d.counts]
     out: dict[str, float] = {
-        "score": mean(float(d["score"]) for d in scored),
-        "accuracy": percent(sum(bool(d["correct"]) for d in scored), len(scored)),
+        "score": mean(float(d.score) for d in scored),
+        "accuracy": percent(sum(d.correct for d in scored), len(scored)),
         "format_failure_rate": format_failure_rate(scored),
         "num_samples": len(details),
         "num_scored": len(scored),
-        "num_failed": sum(is_failed(d) for d in details),  # a shortened prompt is counted as shortened
-        "num_shortened": sum(is_shortened(d) for d in details),
-        "num_truncated": sum(unscored_reason(d) == "truncated" for d in details),
-        "truncated_rate": truncated_rate([d for d in details if is_answered(d)]),
+        "num_failed": sum(d.failed for d in details),  # a shortened prompt is counted as shortened
+        "num_shortened": sum(d.shortened for d in details),
+        "num_truncated": sum(d.unscored == "truncated" for d in details),
+        "truncated_rate": truncated_rate([d for d in details if d.answered]),
     }
     out.update(breakdown(scored, "length", "length"))
     for kind, share in error_shares(scored).items():
@@ -66,29 +67,29 @@ def summarise_details(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     return out
 
 
-def breakdown(details: Sequence[Mapping[str, Any]], key: str, prefix: str) -> dict[str, float]:
+def breakdown(details: Sequence[GradedSample], key: str, prefix: str) -> dict[str, float]:
     """The mean score per value of one metadata key, over the scored samples: ``{"<prefix>_<value>": mean}``.
 
     A task declares which keys it breaks its numbers down by (``TaskSpec.breakdowns``); the length
     breakdown is common to all. Samples without the key, shortened or unanswered ones are left out.
 
     Args:
-        details: per-sample records.
+        details: graded samples.
         key: the metadata key (``length``, or a task's own such as a needle count).
         prefix: the metric name's head.
     """
-    scored = [d for d in details if not is_excluded(d)]
+    scored = [d for d in details if d.counts]
     return {f"{prefix}_{value}": mean(vals) for value, vals in sorted(_group(scored, key).items())}
 
 
-def error_shares(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+def error_shares(details: Sequence[GradedSample]) -> dict[str, float]:
     """Percentage of the given samples that failed with each error kind.
 
     Args:
-        details: per-sample records; pass the scored ones for shares of what was scored.
+        details: graded samples; pass the scored ones for shares of what was scored.
     """
     counts: dict[str, int] = defaultdict(int)
     for d in details:
-        if not d.get("correct") and d.get("error"):
-            counts[str(d["error"]).split(":")[0]] += 1
+        if not d.correct and d.error:
+            counts[d.error.split(":")[0]] += 1
     return {k: percent(v, len(details)) for k, v in sorted(counts.items())}

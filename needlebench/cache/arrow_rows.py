@@ -33,16 +33,17 @@ from ..files import ChecksumWriter, cache_dir, cached_file, code_digest, verifie
 from ..sample import DATASET_VERSION
 from ..seeding import files_digest, stable_hash
 from ..tasks import get_task, make_params
-from .store import PROMPT_COLUMN, ROW_COLUMNS, sample_utf8
+from .store import PROMPT_COLUMN, ROW_COLUMNS, TOKEN_COLUMNS, sample_tokens, sample_utf8
 
 __all__ = ["ARROW_SCHEMA", "cache_path", "materialize_file", "materialize_many", "write_rows"]
 
-# the features ``datasets`` reads back: every column a string
+# the features ``datasets`` reads back: the row's strings, then its token counts as integers
+_DTYPES = {**{c: "string" for c in ROW_COLUMNS}, **{c: "int64" for c in TOKEN_COLUMNS}}
 ARROW_SCHEMA = pa.schema(
-    [pa.field(c, pa.string()) for c in ROW_COLUMNS],
+    [pa.field(c, pa.string() if t == "string" else pa.int64()) for c, t in _DTYPES.items()],
     metadata={
         "huggingface": json.dumps(
-            {"info": {"features": {c: {"dtype": "string", "_type": "Value"} for c in ROW_COLUMNS}}}
+            {"info": {"features": {c: {"dtype": t, "_type": "Value"} for c, t in _DTYPES.items()}}}
         )
     },
 )
@@ -67,21 +68,24 @@ def write_rows(task: str, params: Any, path: Path) -> dict[str, int]:
     """
     count = size = 0
     columns: list[list[bytes]] = [[] for _ in ROW_COLUMNS]
+    tokens: list[list[int]] = [[] for _ in TOKEN_COLUMNS]
     out = ChecksumWriter(path)  # the sidecar's checksum, taken as the bytes go out
     with out, pa.PythonFile(out, mode="w") as sink, pa.ipc.new_stream(sink, ARROW_SCHEMA) as writer:
 
         def flush() -> None:
             """Write the buffered columns as one record batch and empty them (nothing when empty)."""
             if columns[0]:
-                arrays = [_string_array(col) for col in columns]
+                arrays = [_string_array(col) for col in columns] + [pa.array(col, pa.int64()) for col in tokens]
                 writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA))
-                for col in columns:
+                for col in (*columns, *tokens):
                     col.clear()
 
         for sample in get_task(task).generate(params):
             values = sample_utf8(sample)
             for col, value in zip(columns, values, strict=True):
                 col.append(value)
+            for col, n in zip(tokens, sample_tokens(sample), strict=True):
+                col.append(n)
             count += 1
             size += len(values[PROMPT_COLUMN])
             if size >= BATCH_BYTES or len(columns[0]) >= BATCH_ROWS:

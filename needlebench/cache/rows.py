@@ -7,7 +7,6 @@ the same samples. No OpenCompass: the adapter (``opencompass/dataset.py``) adds 
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +60,7 @@ def _opened(path: str, inode: int, size: int, mtime_ns: int) -> Dataset:
 
 def _budgets_fit(ds: Dataset, max_prompt_tokens: int) -> bool:
     """Whether every sample's token budget already fits: the limit would change no row."""
-    return all(json.loads(m)["budget_tokens"] <= max_prompt_tokens for m in ds["meta"])
+    return all(n <= max_prompt_tokens for n in ds["budget_tokens"])
 
 
 def load_rows(task: str, max_prompt_tokens: int = 0, overlength: str = "shorten", **params: Any) -> Dataset:
@@ -86,7 +85,7 @@ def load_rows(task: str, max_prompt_tokens: int = 0, overlength: str = "shorten"
         # a limit decides only over-length samples: where none is, the unlimited file is the same rows
         ds = materialize(task, **params, max_prompt_tokens=int(max_prompt_tokens), overlength=overlength)
     if spec.family != "sparse" and max_prompt_tokens:
-        keep = [i for i, m in enumerate(ds["meta"]) if json.loads(m)["prompt_tokens"] <= max_prompt_tokens]
+        keep = [i for i, n in enumerate(ds["prompt_tokens"]) if n <= max_prompt_tokens]
         if len(keep) < len(ds):
             ds = ds.select(keep)
     return ds

@@ -1,4 +1,4 @@
-"""The cache's row format: a sample as one row of strings, in ``ROW_COLUMNS`` order.
+"""The cache's row format: a sample as one row of strings (``ROW_COLUMNS``) and its token counts (``TOKEN_COLUMNS``).
 
 OpenCompass builds every dataset in the infer task and again in the eval
 task. Both see the same samples because generation is deterministic; the
@@ -14,10 +14,21 @@ import json
 
 from ..sample import Sample
 
-__all__ = ["PROMPT_COLUMN", "ROW_COLUMNS", "sample_to_row", "sample_values", "sample_utf8"]
+__all__ = [
+    "PROMPT_COLUMN",
+    "ROW_COLUMNS",
+    "TOKEN_COLUMNS",
+    "sample_to_row",
+    "sample_values",
+    "sample_utf8",
+    "sample_tokens",
+]
 
-ROW_COLUMNS = ("id", "task", "lang", "prompt", "system", "answer", "meta")
+ROW_COLUMNS = ("id", "task", "lang", "prompt", "system", "answer", "meta")  # strings
 PROMPT_COLUMN = ROW_COLUMNS.index("prompt")  # where a row holds its prompt (the largest value)
+# integers after the strings: what planning and the model's limit read of every row (``Sample.prompt_tokens``,
+# ``Sample.budget_tokens``), so they never parse ``meta`` for them (the JSON keeps them too, for the records)
+TOKEN_COLUMNS = ("prompt_tokens", "budget_tokens")
 
 
 def sample_values(sample: Sample) -> tuple[str, ...]:
@@ -50,6 +61,14 @@ def _values(sample: Sample, prompt: str) -> tuple[str, ...]:
 _to_json = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
 
 
-def sample_to_row(sample: Sample) -> dict[str, str]:
-    """A sample as a cache row (``ROW_COLUMNS`` -> :func:`sample_values`)."""
-    return dict(zip(ROW_COLUMNS, sample_values(sample), strict=True))
+def sample_tokens(sample: Sample) -> tuple[int, int]:
+    """A sample's ``TOKEN_COLUMNS`` values."""
+    return sample.prompt_tokens, sample.budget_tokens
+
+
+def sample_to_row(sample: Sample) -> dict[str, str | int]:
+    """A sample as a cache row: ``ROW_COLUMNS`` -> :func:`sample_values`, ``TOKEN_COLUMNS`` -> :func:`sample_tokens`."""
+    return {
+        **dict(zip(ROW_COLUMNS, sample_values(sample), strict=True)),
+        **dict(zip(TOKEN_COLUMNS, sample_tokens(sample), strict=True)),
+    }

@@ -4,9 +4,9 @@ Reads a config as ``opencompass`` does (its ``models``, through ``$NEEDLEBENCH_M
 ``datasets`` and its infer partitioner's settings) and makes the run's plan with the function the
 partitioner makes it with (:func:`needlebench.planning.run.plan_run`: each model's room, the cells it
 shortens or skips, the shards and their pieces): the same object, which the report carries as ``run``.
-On top it reads the rows each model is sent (:func:`needlebench.cache.rows.load_rows`) for what they cost. Token counts come from the rows' metadata (cl100k, counted at generation);
-the model's own tokenizer is used only on a few sampled prompt slices, to estimate its count. No
-model weights are loaded.
+On top it reads the rows each model is sent (:func:`needlebench.cache.rows.load_rows`) for what they cost.
+Token counts come from the rows' ``prompt_tokens`` column (cl100k, counted at generation); the model's own
+tokenizer is used only on a few sampled prompt slices, to estimate its count. No model weights are loaded.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class DatasetPlan:
         task: registry name of the task.
         lang: the dataset's language.
         samples: prompts sent (after the model's limit: skipped ones are not counted).
-        prompt_tokens: their prompt tokens in cl100k (the rows' ``meta.prompt_tokens``).
+        prompt_tokens: their prompt tokens in cl100k (the rows' ``prompt_tokens``).
         model_tokens: estimated prompt tokens in the model's tokenizer; None where it has no local one.
         output_tokens: the output budget: ``samples`` x the dataset's (else the model's) ``max_out_len``.
         max_out_len: that per-prompt output budget.
@@ -219,7 +219,7 @@ class PlanReport:
 
 
 NOTES = (
-    "prompt_tokens: cl100k tokens of the prompts sent (rows' meta.prompt_tokens), after the model's limit.",
+    "prompt_tokens: cl100k tokens of the prompts sent (the rows' prompt_tokens), after the model's limit.",
     f"model_tokens: estimate = cl100k tokens x the model tokenizer's ratio on {SAMPLE_PROMPTS} evenly spaced "
     f"prompts per dataset (first {SAMPLE_CHARS:,} characters each).",
     "prefix_share: tokens each prompt shares with the previous one of its dataset (rows in the order sent), "
@@ -306,10 +306,11 @@ def _thinking(model: dict, dataset: dict, limit: Any, reserve: int, policy: str)
     from ..tasks import config_params, get_task
 
     rows = load_rows(dataset["task"], **config_params(dataset))
-    metas = [json.loads(m) for m in rows["meta"]]
-    longest = max(metas, key=lambda m: int(m["prompt_tokens"]))
+    sizes = rows["prompt_tokens"]
+    at = max(range(len(sizes)), key=sizes.__getitem__)  # the first longest prompt
+    longest = json.loads(rows[at]["meta"])  # its cell, as the task names it
     spec = get_task(dataset["task"])
-    prompt = int(longest["prompt_tokens"])
+    prompt = int(sizes[at])
     tokens = math.ceil(prompt * float(limit.tokenizer_ratio))
     room = int(limit.max_seq_len) - tokens - reserve
     budget = out_len(model, dataset)
@@ -355,7 +356,7 @@ def _plan_model(settings: Any, limits: Any, model: dict, datasets: list[Any], ru
         lim = limited_dataset(d, limit)
         cells = run.overlength.get(d["abbr"]) or {}
         rows = load_rows(lim["task"], **config_params(lim))
-        tokens = [int(json.loads(m)["prompt_tokens"]) for m in rows["meta"]]
+        tokens = rows["prompt_tokens"]
         model_tokens = None
         if tok is not None:
             ratio, picked, ours = _model_ratio(tok, rows)

@@ -173,14 +173,13 @@ def dataset_results(records: Sequence[GradedSample], task: TaskSpec | None) -> t
     Returns:
         ``(metrics, {suffix: text})``.
     """
-    details = [r.to_json(prediction=False) for r in records]
-    metrics = summarise_details(details)
+    metrics = summarise_details(records)
     files: dict[str, str] = {}
     results = task.aggregation() if task else None
     if results and results.dataset_metrics:
-        metrics.update(results.dataset_metrics(details))
+        metrics.update(results.dataset_metrics(records))
     if results and results.sidecars:
-        files.update(results.sidecars(details))
+        files.update(results.sidecars(records))
     return metrics, files
 
 

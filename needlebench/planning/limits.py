@@ -305,7 +305,7 @@ def overlength_cells(original: dict, limited: dict, ratio: float = 1.0) -> dict 
         return None
     full = load_rows(original["task"], **config_params(original))
     limit = limited["max_prompt_tokens"]
-    if all(json.loads(m)["prompt_tokens"] <= limit for m in full["meta"]):
+    if all(n <= limit for n in full["prompt_tokens"]):
         return None
     kept = load_rows(limited["task"], **config_params(limited))
     kept_meta = [json.loads(m) for m in kept["meta"]]
@@ -360,14 +360,14 @@ def token_shards(
     for di, d in datasets:
         params = config_params(d)
         rows = load_rows(d["task"], **params)
-        metas = [json.loads(m) for m in rows["meta"]]
         budget = out_len(model, d)
-        for ri, meta in enumerate(metas):
-            cost[di, ri] = int(meta["prompt_tokens"]) + budget
+        for ri, n in enumerate(rows["prompt_tokens"]):
+            cost[di, ri] = n + budget
         group = get_task(d["task"]).prefix_group
         lang = str(params.get("lang", ""))
-        keys.append([group(lang, m) if group else (None, 0.0) for m in metas])
-        heads.append(rows[0]["prompt"][:HEAD_CHARS] if metas else "")
+        # the task's prefix groups are read off each sample's metadata (its haystack's coordinates)
+        keys.append([group(lang, json.loads(m)) for m in rows["meta"]] if group else [(None, 0.0)] * len(rows))
+        heads.append(rows[0]["prompt"][:HEAD_CHARS] if len(rows) else "")
     # datasets sharing a haystack interleaved (planning/stream.py); indices back to the caller's
     index = [di for di, _ in datasets]
     stream = [(index[k], ri) for k, ri in interleave(keys, heads, int(model.get("batch_size") or 1))]

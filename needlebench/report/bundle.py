@@ -32,6 +32,7 @@ import pandas as pd
 from ..context.corpora import corpus_digest
 from ..errors import ConfigError
 from ..files import atomic_write
+from ..record import GradedSample
 from ..tasks import all_tasks
 from .comparability import REFERENCE_CORPUS
 from .leaderboard import PUBLISHED, build_boards
@@ -92,18 +93,21 @@ def report_tables(results: RunResults) -> dict[str, pd.DataFrame]:
         out["needlebench_summary"] = summary
     for spec in all_tasks():
         report = spec.aggregation().report
-        mine = [r for r in results.records if r.get("task") == spec.name]
+        mine = [r for r in results.records if r.task == spec.name]
         if report and mine:
             out.update(report(mine, results.models, skipped).tables)
     return out
 
 
 def _samples(results: RunResults) -> dict[str, Any]:
-    """Digests of the graded samples: per (model, dataset) one per sample id, one for the dataset, one for all."""
+    """Digests of the graded samples: per (model, dataset) one per sample id, one for the dataset, one for all.
+
+    A sample's digest is of its whole record as written (:meth:`GradedSample.to_json`, model and dataset
+    included), keys sorted."""
     per: dict[str, dict[str, str]] = defaultdict(dict)
     for r in results.records:
-        text = json.dumps(r, sort_keys=True, ensure_ascii=False, default=str)
-        per[f"{r['model']}/{r['dataset']}"][str(r.get("id"))] = _digest(text.encode("utf-8"))[:16]
+        text = json.dumps(r.to_json(), sort_keys=True, ensure_ascii=False, default=str)
+        per[f"{r.model}/{r.dataset}"][r.id] = _digest(text.encode("utf-8"))[:16]
     datasets = {}
     whole = hashlib.sha256()
     for name in sorted(per):
@@ -126,12 +130,12 @@ def _config(runs: Sequence[Path]) -> dict[str, Any]:
     return {"files": files, "digest": _digest(joined) if files else None}
 
 
-def _corpora(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _corpora(records: Sequence[GradedSample]) -> dict[str, Any]:
     """Each haystack corpus the samples name, with its sample count and a digest of its files on this machine."""
     found: dict[tuple[str, str], int] = defaultdict(int)
     for r in records:
         if r.get("corpus"):
-            found[(str(r["corpus"]), str(r.get("lang")))] += 1
+            found[(str(r.fields["corpus"]), r.lang)] += 1
     out = {}
     for (name, lang), n in sorted(found.items()):
         choice = "opencompass" if name.startswith(REFERENCE_CORPUS) else ("packaged" if "@" in name else None)
@@ -143,7 +147,7 @@ def _corpora(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _counts(records: Sequence[Mapping[str, Any]], key: str) -> dict[str, int]:
+def _counts(records: Sequence[GradedSample], key: str) -> dict[str, int]:
     out: dict[str, int] = defaultdict(int)
     for r in records:
         value = r.get(key)
@@ -151,10 +155,10 @@ def _counts(records: Sequence[Mapping[str, Any]], key: str) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
-def _options(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
-    per: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+def _options(records: Sequence[GradedSample]) -> dict[str, dict[str, int]]:
+    per: dict[str, list[GradedSample]] = defaultdict(list)
     for r in records:
-        per[str(r.get("task"))].append(r)
+        per[r.task].append(r)
     return {task: _counts(rows, "options") for task, rows in sorted(per.items())}
 
 

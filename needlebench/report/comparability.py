@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from ..record import GradedSample
 from ..sample import DATASET_VERSION
 from ..tasks import get_task
 
@@ -68,11 +68,11 @@ def corpus_kind(name: str) -> str | None:
     return f"corpus {name}"
 
 
-def _distinct(records: Sequence[Mapping[str, Any]], key: str) -> list[str]:
-    return sorted({str(r[key]) for r in records if r.get(key) is not None})
+def _distinct(records: Sequence[GradedSample], key: str) -> list[str]:
+    return sorted({str(r.fields[key]) for r in records if r.get(key) is not None})
 
 
-def record_differences(records: Sequence[Mapping[str, Any]]) -> list[str]:
+def record_differences(records: Sequence[GradedSample]) -> list[str]:
     """The differences every record shows by itself: protocol, haystack corpus, dataset version.
 
     Args:
@@ -95,7 +95,7 @@ def record_differences(records: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
-def row_comparability(by_task: Mapping[str, Sequence[Mapping[str, Any]]], suite: str | None) -> Comparability:
+def row_comparability(by_task: Mapping[str, Sequence[GradedSample]], suite: str | None) -> Comparability:
     """A row's comparability from its records, task by task.
 
     Args:

@@ -23,6 +23,7 @@ import pandas as pd
 
 from ..aggregate.plots import length_label, plt
 from ..grading.evaluation import CONTEXT_CHARS, GOLD_CHARS
+from ..record import GradedSample
 from ..tasks import get_task, task_names
 
 __all__ = ["Heatmap", "SampleIndex", "grid_html", "drilldown_script", "ANSWER_CHARS"]
@@ -42,11 +43,11 @@ class SampleIndex:
     rows: list[dict[str, Any]] = field(default_factory=list)
     _at: dict[int, int] = field(default_factory=dict)
 
-    def add(self, record: dict[str, Any]) -> int:
+    def add(self, record: GradedSample) -> int:
         """The index of ``record`` in the list, adding its compact form the first time.
 
         Args:
-            record: a per-sample record from ``<dataset>.samples.jsonl``.
+            record: a graded sample read back from ``<dataset>.samples.jsonl``.
         """
         key = id(record)
         if key not in self._at:
@@ -60,32 +61,32 @@ class SampleIndex:
         return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
 
 
-def _compact(r: dict[str, Any]) -> dict[str, Any]:
-    where = get_task(r["task"]).aggregation().needle_depths if r.get("task") in task_names() else None
+def _compact(r: GradedSample) -> dict[str, Any]:
+    where = get_task(r.task).aggregation().needle_depths if r.task in task_names() else None
     depths = where(r) if where else []
     context = [
         [str(before)[-CONTEXT_CHARS:], str(needle), str(after)[:CONTEXT_CHARS]]
-        for before, needle, after in (r.get("context") or [])
+        for before, needle, after in r.context or ()
     ]
     return {
-        "id": r.get("id", ""),
-        "dataset": r.get("dataset", ""),
+        "id": r.id,
+        "dataset": r.dataset or "",
         "length": r.get("length"),
         "tokens": r.get("prompt_tokens"),
         "needle_depths": depths,
-        "score": r.get("score"),
-        "correct": bool(r.get("correct")),
-        "error": "; ".join(filter(None, (r.get("error"), _ending(r)))),
-        "answer": _cut(r.get("prediction"), ANSWER_CHARS),
-        "gold": _cut(r.get("gold"), GOLD_CHARS),
+        "score": r.score,
+        "correct": r.correct,
+        "error": "; ".join(filter(None, (r.error, _ending(r)))),
+        "answer": _cut(r.prediction, ANSWER_CHARS),
+        "gold": _cut(r.gold, GOLD_CHARS),
         "context": context,
     }
 
 
-def _ending(r: dict[str, Any]) -> str:
+def _ending(r: GradedSample) -> str:
     """How the output ended, where it matters: cut off at its budget, or a think block left open."""
-    parts = [f"cut off at {r.get('output_tokens')} tokens"] if r.get("truncated") else []
-    return ", ".join(parts + (["think block open"] if r.get("think_unclosed") else []))
+    parts = [f"cut off at {r.output_tokens} tokens"] if r.truncated else []
+    return ", ".join(parts + (["think block open"] if r.think_unclosed else []))
 
 
 @dataclass

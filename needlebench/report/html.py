@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..aggregate.records import is_excluded
 from ..files import atomic_write
 from ..progress import Progress
+from ..record import GradedSample
 from ..tasks import all_tasks
 from . import figures, tables
 from .drilldown import STYLE, Heatmap, SampleIndex, cell_key, drilldown_script, grid_html
@@ -85,7 +85,7 @@ class Report:
     tasks: list[str] = field(default_factory=list)  # the tasks with records (their texts explain the page)
 
 
-def provenance(records: list[dict]) -> str:
+def provenance(records: Sequence[GradedSample]) -> str:
     """ "Protocol: reference (2,400 samples); ...; haystack corpus: ...": what made these scores.
 
     Haystack samples built from anything but OpenCompass's own files get a plain sentence saying their
@@ -103,7 +103,7 @@ def provenance(records: list[dict]) -> str:
     for key, label in fields:
         counts: dict[str, int] = {}
         for r in records:
-            if key == "corpus" and r.get("task") not in haystack:
+            if key == "corpus" and r.task not in haystack:
                 continue
             value = str(r.get(key) or "not recorded")
             counts[value] = counts.get(value, 0) + 1
@@ -111,7 +111,7 @@ def provenance(records: list[dict]) -> str:
             parts.append(f"{label}: " + ", ".join(f"{v} ({n:,} samples)" for v, n in sorted(counts.items())))
     text = "; ".join(parts) if records else ""
     other = sorted(
-        {str(r.get("corpus")) for r in records if r.get("task") in haystack}
+        {str(r.get("corpus")) for r in records if r.task in haystack}
         - {c for c in (str(r.get("corpus")) for r in records) if c.startswith("opencompass:")}
     )
     if other:
@@ -135,30 +135,28 @@ def assemble(results: RunResults, progress: Progress | None = None) -> Report:
     """
     bar = progress or Progress("heatmaps", quiet=True)
     rep = Report(warnings=list(results.warnings), models=results.models, provenance=provenance(results.records))
-    rep.tasks = sorted({str(r.get("task")) for r in results.records})
+    rep.tasks = sorted({r.task for r in results.records})
     models = rep.models
     if not results.records:
         return rep
     check_comparable(results.records)
-    records = [r for r in results.records if not is_excluded(r)]  # never at a nominal length, never unanswered
+    records = [r for r in results.records if r.counts]  # never at a nominal length, never unanswered
     skipped = results.skipped()
     if results.overlength:
-        rep.tables["overlength"] = pd.DataFrame(
-            [{k: v for k, v in o.items() if k != "detail"} for o in results.overlength]
-        )
+        rep.tables["overlength"] = pd.DataFrame([o.table_row() for o in results.overlength])
     summary = tables.summary_table(results.records, models, skipped)
     if not summary.empty:
         rep.tables["needlebench_summary"] = summary
     specs = all_tasks()
     for spec in specs:  # each task's own tables and figures, from all its records (it decides what counts)
         report = spec.aggregation().report
-        mine = [r for r in results.records if r.get("task") == spec.name]
+        mine = [r for r in results.records if r.task == spec.name]
         if report and mine:
             parts = report(mine, models, skipped)
             rep.tables.update(parts.tables)
             rep.figures.update(parts.figures)
     for spec in specs:
-        for lang in sorted({r["lang"] for r in records if r["task"] == spec.name}):
+        for lang in sorted({r.lang for r in records if r.task == spec.name}):
             for m in models:
                 members = tables.grid_members(records, m, spec, lang)
                 if not members:
@@ -175,7 +173,7 @@ def assemble(results: RunResults, progress: Progress | None = None) -> Report:
             diff = tables.difference_table(results.records, base, other, skipped)
             rep.tables[f"diff_{_safe(other)}_vs_{_safe(base)}"] = diff
             for spec in specs:
-                for lang in sorted({r["lang"] for r in records if r["task"] == spec.name}):
+                for lang in sorted({r.lang for r in records if r.task == spec.name}):
                     a, b = tables.grid(records, base, spec, lang), tables.grid(records, other, spec, lang)
                     if a.empty or b.empty:
                         continue

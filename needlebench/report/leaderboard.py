@@ -32,9 +32,9 @@ from typing import Any
 import numpy as np
 
 from ..aggregate.cells import NAN, Estimate
-from ..aggregate.records import is_excluded
 from ..aggregate.uncertainty import resample_means
 from ..errors import ConfigError
+from ..record import GradedSample
 from ..suites import SUITES, V1_SUITES
 from ..tasks import all_tasks, get_task
 from ..taskspec import Basis
@@ -212,22 +212,14 @@ def _cell(row: Mapping[str, Any], model: str) -> Estimate:
     return Estimate(value, float(row[f"{model} ci_low"]), float(row[f"{model} ci_high"]), complete, note)
 
 
-def _sample_key(record: Mapping[str, Any]) -> tuple[str, str]:
-    """A sample's identity for pooling: its dataset and id (a record written without an id, e.g. by hand,
-    by all it holds)."""
-    if "id" in record:
-        return str(record.get("dataset", "")), str(record["id"])
-    return str(record.get("dataset", "")), repr(sorted((key, repr(value)) for key, value in record.items()))
-
-
-def _summary_basis(records: Sequence[Mapping[str, Any]], profile: str) -> dict[Any, tuple[float, dict]]:
+def _summary_basis(records: Sequence[GradedSample], profile: str) -> dict[Any, tuple[float, dict]]:
     """The suite overall as weighted sample scores: per (task, language) its pooled samples, weighted by the
     profile's task weight over the task's languages (the summary table's own weighting)."""
     weights = suite_weights(profile)
     pooled: dict[tuple[str, str], dict[tuple[str, str], float]] = defaultdict(dict)
     for r in records:
-        if not is_excluded(r):
-            pooled[(str(r["task"]), str(r["lang"]))][_sample_key(r)] = float(r["score"])
+        if r.counts:
+            pooled[(r.task, r.lang)][(r.dataset or "", r.id)] = float(r.score)
     langs: dict[str, int] = defaultdict(int)
     for task, _lang in pooled:
         langs[task] += 1
@@ -237,7 +229,7 @@ def _summary_basis(records: Sequence[Mapping[str, Any]], profile: str) -> dict[A
 
 
 def _suite_row(
-    records: Sequence[dict[str, Any]], model: str, profile: str, protocol: str, skipped: Any, source: str
+    records: Sequence[GradedSample], model: str, profile: str, protocol: str, skipped: Any, source: str
 ) -> Row:
     """The sparse-suite row of one model's records (one profile and protocol), on its suite's board."""
     suite = infer_suite([r.get("length") for r in records], profile) or "?"
@@ -263,9 +255,9 @@ def _suite_row(
             why = "; ".join(filter(None, [cell.note, f"{', '.join(absent)} not run"]))
             cell = dataclasses.replace(cell, complete=False, note=why)
         cells["overall"] = cell
-    by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_task: dict[str, list[GradedSample]] = defaultdict(list)
     for r in records:
-        by_task[str(r["task"])].append(r)
+        by_task[r.task].append(r)
     title = f"NeedleBench {profile}, {suite} suite ({', '.join(get_task(t).short for t in summary_tasks())})"
     return Row(
         board=title,
@@ -277,7 +269,7 @@ def _suite_row(
         rank_by="overall",
         columns=columns,
         planned=int(overall[f"{model} planned"]) if overall else sum(1 for _ in records),
-        scored=int(overall[f"{model} scored"]) if overall else sum(not is_excluded(r) for r in records),
+        scored=int(overall[f"{model} scored"]) if overall else sum(r.counts for r in records),
         comparability=row_comparability(by_task, suite),
         basis=_summary_basis(records, profile),
         layouts=(f"suite:{profile}:{suite}",),
@@ -292,18 +284,18 @@ def measured_rows(results: RunResults, source: str) -> list[Row]:
         source: how the rows name the run.
     """
     skipped = results.skipped()
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str, str], list[GradedSample]] = defaultdict(list)
     for r in results.records:
-        groups[(str(r["model"]), str(r.get("profile") or "v2"), str(r.get("protocol") or "not recorded"))].append(r)
+        groups[(str(r.model), str(r.get("profile") or "v2"), str(r.get("protocol") or "not recorded"))].append(r)
     summary = set(summary_tasks())
     rows: list[Row] = []
     for (model, profile, protocol), records in sorted(groups.items()):
-        sparse = [r for r in records if r.get("task") in summary]
+        sparse = [r for r in records if r.task in summary]
         if sparse:
             rows.append(_suite_row(sparse, model, profile, protocol, skipped, source))
         for spec in all_tasks():
             board = spec.aggregation().board
-            mine = [r for r in records if r.get("task") == spec.name]
+            mine = [r for r in records if r.task == spec.name]
             if board is None or not mine:
                 continue
             comparability = row_comparability({spec.name: mine}, None)

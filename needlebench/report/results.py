@@ -2,7 +2,9 @@
 
 Our evaluator writes ``results/<model>/<dataset>.samples.jsonl`` beside
 OpenCompass's own result file. Reports are built from those lines alone, so
-they can be rebuilt from any finished or partial run. Bad or half-written
+they can be rebuilt from any finished or partial run: each line is read back
+as a :class:`~needlebench.record.GradedSample` tagged with its model and
+dataset, and every table computes over those records. Bad or half-written
 files are reported as warnings and skipped; they never stop a report.
 """
 
@@ -16,26 +18,70 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..aggregate.records import is_shortened
 from ..errors import ConfigError
+from ..record import GradedSample
 from ..tasks import task_names
 
-__all__ = ["RunResults", "load_results", "run_dirs", "check_comparable"]
+__all__ = ["RunResults", "Overlength", "load_results", "run_dirs", "check_comparable"]
+
+
+@dataclass(frozen=True)
+class Overlength:
+    """One (model, dataset) entry of a run's ``needlebench_overlength.json``: the prompts cut or skipped to fit.
+
+    Attributes:
+        model: the model (labelled like its records: with its work dir's name when comparing dirs).
+        dataset: the dataset's abbr.
+        task: the dataset's task, where the entry records it.
+        lang: the dataset's language, where the entry records it.
+        policy: ``shorten`` or ``skip``.
+        max_prompt_tokens: the model's room in cl100k tokens.
+        shortened: how many prompts were shortened.
+        skipped: how many were skipped.
+        shortened_cells: ``(coarse coordinate, depth, count)`` per shortened cell (length, N or k first).
+        skipped_cells: the same for the skipped cells.
+    """
+
+    model: str
+    dataset: str
+    task: str | None = None
+    lang: str | None = None
+    policy: str | None = None
+    max_prompt_tokens: int | None = None
+    shortened: int = 0
+    skipped: int = 0
+    shortened_cells: tuple[tuple[Any, Any, int], ...] = ()
+    skipped_cells: tuple[tuple[Any, Any, int], ...] = ()
+
+    def table_row(self) -> dict[str, Any]:
+        """The entry as the report's over-length table shows it (its cells as ``length/depth``)."""
+        cells = [
+            f"{c[0]}/{c[1]}" if c[1] is not None else str(c[0]) for c in self.shortened_cells or self.skipped_cells
+        ]
+        return {
+            "model": self.model,
+            "dataset": self.dataset,
+            "policy": self.policy,
+            "max_prompt_tokens": self.max_prompt_tokens,
+            "shortened": self.shortened,
+            "skipped": self.skipped,
+            "cells (length/depth)": ", ".join(cells),
+        }
 
 
 @dataclass
 class RunResults:
-    """Every sample record found, tagged with model, dataset and source run."""
+    """Every graded sample found, tagged with its model and dataset, and the runs they came from."""
 
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: list[GradedSample] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
-    overlength: list[dict[str, Any]] = field(default_factory=list)
+    overlength: list[Overlength] = field(default_factory=list)
 
     @property
     def models(self) -> list[str]:
         """The models with records, sorted."""
-        return sorted({r["model"] for r in self.records})
+        return sorted({str(r.model) for r in self.records})
 
     def skipped(self) -> dict[tuple[str, str, str, Any], int]:
         """Samples skipped as over length, per (model, task, lang, cell).
@@ -47,19 +93,18 @@ class RunResults:
         """
         where: dict[tuple[str, str], tuple[str, str]] = {}
         for r in self.records:
-            where.setdefault((r["model"], r["dataset"]), (r.get("task"), r.get("lang")))
+            where.setdefault((str(r.model), str(r.dataset)), (r.task, r.lang))
         out: dict[tuple[str, str, str, Any], int] = defaultdict(int)
-        for row in self.overlength:
-            detail = row.get("detail", {})
+        for entry in self.overlength:
             found = (
-                where.get((row["model"], row["dataset"]))
-                or ((detail["task"], detail.get("lang", "en")) if detail.get("task") else None)
-                or _task_lang_from_abbr(row["dataset"])
+                where.get((entry.model, entry.dataset))
+                or ((entry.task, entry.lang or "en") if entry.task else None)
+                or _task_lang_from_abbr(entry.dataset)
             )
             if found is None:
                 continue
-            for coord, _depth, n in row.get("detail", {}).get("skipped", []):
-                out[(row["model"], found[0], found[1], coord)] += int(n)
+            for coord, _depth, n in entry.skipped_cells:
+                out[(entry.model, found[0], found[1], coord)] += int(n)
         return dict(out)
 
 
@@ -89,8 +134,8 @@ def load_results(paths: list[Path], label_by_dir: bool = False) -> RunResults:
         ConfigError: a path does not exist.
     """
     out = RunResults()
-    latest: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    overlength: dict[tuple[str, str], dict[str, Any]] = {}
+    latest: dict[tuple[str, str], list[GradedSample]] = {}
+    overlength: dict[tuple[str, str], Overlength] = {}
     for root in paths:
         if not root.exists():
             raise ConfigError(f"work dir {root} does not exist")
@@ -101,8 +146,8 @@ def load_results(paths: list[Path], label_by_dir: bool = False) -> RunResults:
         for run in runs:
             out.sources.append(str(run))
             prefix = f"{root.name}/" if label_by_dir else ""
-            for row in _read_overlength(run / "needlebench_overlength.json", out.warnings, prefix):
-                overlength[(row["model"], row["dataset"])] = row
+            for entry in _read_overlength(run / "needlebench_overlength.json", out.warnings, prefix):
+                overlength[(entry.model, entry.dataset)] = entry
             for model_dir in sorted(p for p in (run / "results").iterdir() if p.is_dir()):
                 files = sorted(model_dir.glob("*.samples.jsonl"))
                 ours = {p.name.removesuffix(".samples.jsonl") for p in files}
@@ -113,10 +158,7 @@ def load_results(paths: list[Path], label_by_dir: bool = False) -> RunResults:
                 model = f"{root.name}/{model_dir.name}" if label_by_dir else model_dir.name
                 for f in files:
                     dataset = f.name.removesuffix(".samples.jsonl")
-                    rows = _read_lines(f, out.warnings)
-                    for r in rows:
-                        r["model"] = model
-                        r["dataset"] = dataset
+                    rows = _read_lines(f, model, dataset, out.warnings)
                     if rows:
                         latest[(model, dataset)] = rows
     for rows in latest.values():
@@ -127,7 +169,10 @@ def load_results(paths: list[Path], label_by_dir: bool = False) -> RunResults:
     return out
 
 
-def _read_lines(path: Path, warnings: list[str]) -> list[dict[str, Any]]:
+def _read_lines(path: Path, model: str, dataset: str, warnings: list[str]) -> list[GradedSample]:
+    """The graded samples of one ``samples.jsonl``, tagged with their model and dataset; a line that is not a
+    graded sample (not JSON, no ``task`` or ``score``, a record that does not hold together) is counted and
+    skipped."""
     rows = []
     bad = 0
     try:
@@ -140,22 +185,20 @@ def _read_lines(path: Path, warnings: list[str]) -> list[dict[str, Any]]:
             continue
         try:
             row = json.loads(line)
-        except ValueError:
-            bad += 1
-            continue
-        if isinstance(row, dict) and "task" in row and "score" in row:
-            rows.append(row)
-        else:
+            if not (isinstance(row, dict) and "task" in row and "score" in row):
+                raise ValueError("not a graded sample")
+            rows.append(GradedSample.from_json({**row, "model": model, "dataset": dataset}))
+        except (ValueError, TypeError):
             bad += 1
     if bad:
         warnings.append(f"{path}: skipped {bad} malformed line(s)")
     return rows
 
 
-def _read_overlength(path: Path, warnings: list[str], prefix: str = "") -> list[dict[str, Any]]:
+def _read_overlength(path: Path, warnings: list[str], prefix: str = "") -> list[Overlength]:
     """The partitioner's record of prompts shortened or skipped to fit each model.
 
-    ``detail`` keeps the per-cell lists ([length or N or k, depth, count]) so
+    Each entry keeps the per-cell lists ([length or N or k, depth, count]) so
     each summary cell gets its own skipped count; ``prefix`` labels the model
     like its records (work dir name when comparing dirs).
     """
@@ -169,24 +212,24 @@ def _read_overlength(path: Path, warnings: list[str], prefix: str = "") -> list[
     rows = []
     for model, per_dataset in data.items():
         for dataset, info in per_dataset.items():
-            cells = [f"{c[0]}/{c[1]}" if c[1] is not None else str(c[0]) for c in info.get("skipped", [])]
-            short = [f"{c[0]}/{c[1]}" if c[1] is not None else str(c[0]) for c in info.get("shortened", [])]
             rows.append(
-                {
-                    "model": f"{prefix}{model}",
-                    "dataset": dataset,
-                    "policy": info.get("policy"),
-                    "max_prompt_tokens": info.get("max_prompt_tokens"),
-                    "shortened": info.get("num_shortened", 0),
-                    "skipped": info.get("num_skipped", 0),
-                    "cells (length/depth)": ", ".join(short or cells),
-                    "detail": {"skipped": info.get("skipped", []), "shortened": info.get("shortened", [])},
-                }
+                Overlength(
+                    model=f"{prefix}{model}",
+                    dataset=dataset,
+                    task=info.get("task"),
+                    lang=info.get("lang"),
+                    policy=info.get("policy"),
+                    max_prompt_tokens=info.get("max_prompt_tokens"),
+                    shortened=info.get("num_shortened", 0),
+                    skipped=info.get("num_skipped", 0),
+                    shortened_cells=tuple(tuple(c) for c in info.get("shortened", [])),
+                    skipped_cells=tuple(tuple(c) for c in info.get("skipped", [])),
+                )
             )
     return rows
 
 
-def check_comparable(records: Sequence[dict[str, Any]]) -> None:
+def check_comparable(records: Sequence[GradedSample]) -> None:
     """Refuse a results set that mixes dataset versions or models whose prompts differ.
 
     Why: a score difference between two prompt sets says nothing about the
@@ -202,16 +245,16 @@ def check_comparable(records: Sequence[dict[str, Any]]) -> None:
     versions: dict[str, set[str]] = defaultdict(set)
     for r in records:
         if r.get("version") is not None:
-            versions[str(r["version"])].add(f"{r['model']}:{r['dataset']}")
+            versions[str(r.fields["version"])].add(f"{r.model}:{r.dataset}")
     if len(versions) > 1:
         detail = "; ".join(f"version {v}: {', '.join(sorted(w)[:3])}" for v, w in sorted(versions.items()))
         raise ConfigError(f"results mix dataset versions {sorted(versions)} ({detail}); compare runs of one version")
     ids: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     version_of: dict[str, str] = {}
     for r in records:
-        if r.get("id") is not None and not is_shortened(r):
-            ids[r["dataset"]][r["model"]].add(str(r["id"]))
-            version_of.setdefault(r["model"], str(r.get("version", "unknown")))
+        if not r.shortened:
+            ids[str(r.dataset)][str(r.model)].add(r.id)
+            version_of.setdefault(str(r.model), str(r.get("version", "unknown")))
     for dataset, per_model in sorted(ids.items()):
         models = sorted(per_model)
         for i, a in enumerate(models):

@@ -25,8 +25,8 @@ from ..aggregate.cells import format_failure_rate as _rate
 from ..aggregate.cells import output_notes, truncated_rate
 from ..aggregate.cells import put_interval as _ci
 from ..aggregate.metrics import mean
-from ..aggregate.records import is_answered, is_excluded, is_failed, is_shortened
 from ..aggregate.uncertainty import resample_means, significant
+from ..record import GradedSample
 from ..tasks import all_tasks, get_task
 from ..taskspec import Skipped, TaskSpec
 
@@ -70,11 +70,11 @@ def _counts_note(planned: int, shortened: int, skipped: int, failed: int = 0) ->
 class _Cell:
     """One (task, lang, length) cell of one model: the samples that count, and those that do not."""
 
-    rows: list[dict[str, Any]] = field(default_factory=list)  # scored: not shortened, request answered
+    rows: list[GradedSample] = field(default_factory=list)  # scored: not shortened, request answered
     shortened: int = 0
     skipped: int = 0
     failed: int = 0  # requests the server never answered
-    truncated: list[dict[str, Any]] = field(default_factory=list)  # cut off and left out (truncated="unscored")
+    truncated: list[GradedSample] = field(default_factory=list)  # cut off and left out (truncated="unscored")
 
     @property
     def planned(self) -> int:
@@ -82,7 +82,7 @@ class _Cell:
         return len(self.rows) + self.shortened + self.skipped + self.failed + len(self.truncated)
 
     @property
-    def answered(self) -> list[dict[str, Any]]:
+    def answered(self) -> list[GradedSample]:
         """The records with an output of the nominal prompt: scored, or left out for being cut off."""
         return [*self.rows, *self.truncated]
 
@@ -127,25 +127,25 @@ class _Summary:
     suite combines its languages' draws with its weights.
     """
 
-    def __init__(self, records: Sequence[dict[str, Any]], skipped: Skipped | None = None) -> None:
+    def __init__(self, records: Sequence[GradedSample], skipped: Skipped | None = None) -> None:
         self.cells: dict[str, dict[Leaf, _Cell]] = defaultdict(lambda: defaultdict(_Cell))  # plain dicts after init
         self.profiles: dict[str, set[str]] = defaultdict(set)
         self.order = summary_tasks()
         for r in records:
-            if r.get("task") not in self.order:
+            if r.task not in self.order:
                 continue
-            cell = self.cells[r["model"]][(r["task"], r["lang"], r.get("length"))]
-            if is_shortened(r):
+            cell = self.cells[str(r.model)][(r.task, r.lang, r.get("length"))]
+            if r.shortened:
                 cell.shortened += 1
-            elif is_failed(r):
+            elif r.failed:
                 cell.failed += 1
-            elif is_excluded(r) and is_answered(r):  # cut off at its budget, left out (truncated="unscored")
+            elif r.unscored == "truncated":  # cut off at its budget, left out (truncated="unscored")
                 cell.truncated.append(r)
-            elif is_excluded(r):  # any other unscored reason (a record of a skipped sample)
+            elif not r.counts:  # any other unscored reason (a record of a skipped sample)
                 cell.skipped += 1
             else:
                 cell.rows.append(r)
-            self.profiles[r["model"]].add(str(r.get("profile") or "v2"))
+            self.profiles[str(r.model)].add(str(r.get("profile") or "v2"))
         for (model, task, lang, length), n in (skipped or {}).items():
             if task in self.order and n:
                 self.cells[model][(task, lang, int(length))].skipped += int(n)
@@ -280,7 +280,7 @@ class _Summary:
         """Bootstrap means of the samples of ``leaves`` taken together, computed once per identity."""
         key = (model, identity)
         if key not in self._draws:
-            scores = [float(r["score"]) for leaf in leaves for r in self.cells[model][leaf].rows]
+            scores = [float(r.score) for leaf in leaves for r in self.cells[model][leaf].rows]
             self._draws[key] = resample_means(scores, "summary", model, *identity)
         return self._draws[key]
 
@@ -314,7 +314,7 @@ class _Summary:
         out: dict[str, Any] = {model: _NAN}
         _ci(out, model, None)
         if w is not None:
-            out[model] = sum(v * float(np.mean([float(r["score"]) for r in mine[leaf].rows])) for leaf, v in w.items())
+            out[model] = sum(v * float(np.mean([float(r.score) for r in mine[leaf].rows])) for leaf, v in w.items())
             _ci(out, model, self.draws(model, spec, w))
         cells = [mine[leaf] for leaf in self.leaves(spec) if leaf in mine]
         planned = sum(c.planned for c in cells)
@@ -346,7 +346,7 @@ class _Summary:
 
 
 def summary_table(
-    records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Skipped | None = None
+    records: Sequence[GradedSample], models: Sequence[str], skipped: Skipped | None = None
 ) -> pd.DataFrame:
     """Rows per (task, lang, length), per-task EN / ZH / overall, and the suite overall.
 
@@ -367,7 +367,7 @@ def summary_table(
     (the records' ``profile``; records without one are v2).
 
     Args:
-        records: per-sample records (with ``model``), any tasks; only S-RT, M-RT and M-RS are used.
+        records: graded samples (with ``model``), any tasks; only S-RT, M-RT and M-RS are used.
         models: the model columns, in order.
         skipped: over-length skips per (model, task, lang, length), from ``RunResults.skipped()``.
     """
@@ -385,11 +385,11 @@ def summary_table(
     return df
 
 
-def _corpora(records: Sequence[dict[str, Any]]) -> dict[tuple[str, str], set[str]]:
+def _corpora(records: Sequence[GradedSample]) -> dict[tuple[str, str], set[str]]:
     """The haystack corpora each (task, language) was built from (``corpus`` in the sample metadata)."""
     out: dict[tuple[str, str], set[str]] = {}
     for r in records:
-        out.setdefault((str(r.get("task")), str(r.get("lang"))), set()).add(str(r.get("corpus") or "not recorded"))
+        out.setdefault((r.task, r.lang), set()).add(str(r.get("corpus") or "not recorded"))
     return out
 
 
@@ -405,7 +405,7 @@ def _row_corpus(corpora: dict[tuple[str, str], set[str]], spec: Any) -> str:
 
 
 def difference_table(
-    records: Sequence[dict[str, Any]], base: str, other: str, skipped: Skipped | None = None
+    records: Sequence[GradedSample], base: str, other: str, skipped: Skipped | None = None
 ) -> pd.DataFrame:
     """``other - base`` per summary row, with a paired bootstrap and a ``significant`` flag.
 
@@ -416,7 +416,7 @@ def difference_table(
     interval excludes 0. Check the prompts match first (``check_comparable``).
 
     Args:
-        records: per-sample records of both models.
+        records: graded samples of both models.
         base: the model subtracted.
         other: the model compared with it.
         skipped: as for :func:`summary_table`.
@@ -425,8 +425,8 @@ def difference_table(
     diffs: dict[Leaf, np.ndarray] = {}
     mine, theirs = summary.cells.get(base, {}), summary.cells.get(other, {})
     for leaf in set(mine) & set(theirs):
-        a = {(r["dataset"], r["id"]): float(r["score"]) for r in mine[leaf].rows if "id" in r}
-        b = {(r["dataset"], r["id"]): float(r["score"]) for r in theirs[leaf].rows if "id" in r}
+        a = {(r.dataset, r.id): float(r.score) for r in mine[leaf].rows}
+        b = {(r.dataset, r.id): float(r.score) for r in theirs[leaf].rows}
         common = sorted(set(a) & set(b), key=lambda key: (str(key[0]), str(key[1])))
         diffs[leaf] = np.array([b[k] - a[k] for k in common], dtype=float)
     label = f"{other} - {base}"
@@ -450,39 +450,39 @@ def difference_table(
 
 
 def grid_members(
-    records: Sequence[dict[str, Any]], model: str, task: str | TaskSpec, lang: str
-) -> dict[tuple[float, int], list[tuple[dict[str, Any], float]]]:
+    records: Sequence[GradedSample], model: str, task: str | TaskSpec, lang: str
+) -> dict[tuple[float, int], list[tuple[GradedSample, float]]]:
     """The records of each (depth, length) heatmap cell, with the score each contributes there.
 
     Shortened and unanswered prompts are left out: they are not their nominal length. Empty when the
     task has no heatmap.
 
     Args:
-        records: per-sample records (with ``model``).
+        records: graded samples (with ``model``).
         model: the model whose cells are wanted.
         task: the task (name or spec).
         lang: the language.
     """
     spec = task if isinstance(task, TaskSpec) else get_task(task)
     points = spec.aggregation().heatmap_points
-    cells: dict[tuple[float, int], list[tuple[dict[str, Any], float]]] = defaultdict(list)
+    cells: dict[tuple[float, int], list[tuple[GradedSample, float]]] = defaultdict(list)
     if points is None:
         return cells
     for r in records:
-        if r["model"] != model or r["task"] != spec.name or r["lang"] != lang or r.get("length") is None:
+        if r.model != model or r.task != spec.name or r.lang != lang or r.get("length") is None:
             continue
-        if is_excluded(r):
+        if not r.counts:
             continue
         for depth, score in points(r):
-            cells[(depth, int(r["length"]))].append((r, score))
+            cells[(depth, int(r.fields["length"]))].append((r, score))
     return cells
 
 
-def grid(records: Sequence[dict[str, Any]], model: str, task: str | TaskSpec, lang: str) -> pd.DataFrame:
+def grid(records: Sequence[GradedSample], model: str, task: str | TaskSpec, lang: str) -> pd.DataFrame:
     """Mean score over depth (rows) x length (columns), placed by the task's ``heatmap_points``.
 
     Args:
-        records: per-sample records (with ``model``).
+        records: graded samples (with ``model``).
         model: the model whose cells are shown.
         task: the task (name or spec).
         lang: the language.
@@ -490,7 +490,7 @@ def grid(records: Sequence[dict[str, Any]], model: str, task: str | TaskSpec, la
     return grid_frame(grid_members(records, model, task, lang))
 
 
-def grid_frame(cells: Mapping[tuple[float, int], list[tuple[dict[str, Any], float]]]) -> pd.DataFrame:
+def grid_frame(cells: Mapping[tuple[float, int], list[tuple[GradedSample, float]]]) -> pd.DataFrame:
     """The depth x length table of means of :func:`grid_members`' cells (empty for no cells).
 
     Args:

@@ -31,7 +31,7 @@ import functools
 import random
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +40,7 @@ from ..context.tokenizer import get_encoding
 from ..errors import ConfigError
 from ..grading.matching import prepare
 from ..protocol import Option, ProtocolParams
-from ..record import SampleScore, ScoreOptions
+from ..record import GradedSample, SampleScore, ScoreOptions
 from ..sample import DATASET_VERSION, Sample, sample_id
 from ..seeding import rng
 from ..taskspec import BoardRow, Conformance, ReportParts, Skipped, TaskResults, TaskSpec
@@ -728,26 +728,27 @@ def generate_atc_mc(p: AtcMcParams) -> Iterator[Sample]:
 
 
 def circular_outcomes(
-    records: Iterable[Mapping[str, Any]],
+    records: Iterable[GradedSample],
 ) -> tuple[dict[tuple[str, str, str], dict[int, dict[str, float]]], dict[tuple[str, str, str], list[str]]]:
     """Each question's circular outcome: 100 when all four rotations are present and right, else 0.
 
     Args:
-        records: per-sample dicts as for :func:`circular_scores`.
+        records: graded samples as for :func:`circular_scores`.
 
     Returns:
         ``({(model, lang, style): {step: {group id: 0 or 100}}}, {(model, lang, style): [incomplete group ids]})``.
     """
     groups: dict[tuple[str, str, str, str], dict[str, Any]] = {}
     for rec in records:
-        key = (str(rec["model"]), str(rec["lang"]), str(rec.get("style") or ""), str(rec["circular_group"]))
-        g = groups.setdefault(key, {"step": int(rec["num_needles"]), "rotations": set(), "n": 0, "all": True})
-        if int(rec["num_needles"]) != g["step"]:
-            raise ConfigError(f"circular_group {key[3]!r} mixes step counts {g['step']} and {rec['num_needles']}")
+        step = int(rec.fields["num_needles"])
+        key = (str(rec.model), rec.lang, str(rec.get("style") or ""), str(rec.fields["circular_group"]))
+        g = groups.setdefault(key, {"step": step, "rotations": set(), "n": 0, "all": True})
+        if step != g["step"]:
+            raise ConfigError(f"circular_group {key[3]!r} mixes step counts {g['step']} and {step}")
         g["n"] += 1
         if rec.get("rotation") is not None:
-            g["rotations"].add(int(rec["rotation"]))
-        g["all"] = g["all"] and bool(rec["correct"])
+            g["rotations"].add(int(rec.fields["rotation"]))
+        g["all"] = g["all"] and rec.correct
     outcomes: dict[tuple[str, str, str], dict[int, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
     incomplete: dict[tuple[str, str, str], list[str]] = defaultdict(list)
     for (model, lang, style, gid), g in sorted(groups.items()):
@@ -758,16 +759,15 @@ def circular_outcomes(
     return {k: dict(v) for k, v in outcomes.items()}, dict(incomplete)
 
 
-def circular_scores(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], dict[str, Any]]:
+def circular_scores(records: Iterable[GradedSample]) -> dict[tuple[str, str, str], dict[str, Any]]:
     """Per (model, lang, style): circular accuracy per step count and the weighted task score.
 
     A question is right only if all four rotations are present and right; a question with a
     missing rotation counts as wrong and is listed under ``incomplete`` (never dropped).
 
     Args:
-        records: per-sample dicts with ``model``, ``lang``, ``circular_group``, ``num_needles``,
-            ``correct`` and optionally ``style`` (default "") and ``rotation`` (without it,
-            four records make a group complete).
+        records: graded samples with a ``model`` and the fields ``circular_group`` and ``num_needles``, and
+            optionally ``style`` (default "") and ``rotation`` (without it, four records make a group complete).
 
     Returns:
         ``{(model, lang, style): {"per_step": {step: P}, "questions": {step: n},
@@ -789,11 +789,11 @@ def circular_scores(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str
     return out
 
 
-def atc_mc_table(records: Iterable[Mapping[str, Any]], models: Sequence[str] | None = None) -> Any:
+def atc_mc_table(records: Iterable[GradedSample], models: Sequence[str] | None = None) -> Any:
     """One row per (model, lang, style): P per step count, the weighted score and a complete flag.
 
     Args:
-        records: per-sample records as for ``circular_scores``.
+        records: graded samples as for ``circular_scores``.
         models: row order (and filter); all models in ``records`` when None.
     """
     import pandas as pd
@@ -813,20 +813,19 @@ def atc_mc_table(records: Iterable[Mapping[str, Any]], models: Sequence[str] | N
     return pd.DataFrame(rows, columns=["model", "lang", "style", *steps, "weighted", "complete"])
 
 
-def _report(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Skipped) -> ReportParts:
+def _report(records: Sequence[GradedSample], models: Sequence[str], skipped: Skipped) -> ReportParts:
     """The circular-evaluation table (shortened and unanswered samples are not scored), with the share of
     answered samples whose output was cut off at its budget."""
     from ..aggregate.cells import truncated_rate  # results only: generating samples never imports them
-    from ..aggregate.records import is_answered, is_excluded
 
-    scored = [r for r in records if not is_excluded(r)]
+    scored = [r for r in records if r.counts]
     if not scored:
         return ReportParts()
     table = atc_mc_table(scored, models)
-    by_row: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    by_row: dict[tuple[str, str, str], list[GradedSample]] = defaultdict(list)
     for r in records:
-        if is_answered(r):
-            by_row[(str(r["model"]), str(r["lang"]), str(r.get("style") or ""))].append(r)
+        if r.answered:
+            by_row[(str(r.model), r.lang, str(r.get("style") or ""))].append(r)
     table["truncated%"] = [truncated_rate(by_row[key]) for key in zip(table["model"], table["lang"], table["style"])]
     return ReportParts(tables={"needlebench_atc_v1": table})
 
@@ -834,7 +833,7 @@ def _report(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: S
 BOARD = "ATC (NeedleBench v1, multiple choice)"
 
 
-def atc_mc_board(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Skipped) -> list[BoardRow]:
+def atc_mc_board(records: Sequence[GradedSample], models: Sequence[str], skipped: Skipped) -> list[BoardRow]:
     """One leaderboard row per model in the 2024 paper's Table 5 shape: the task score per language and
     style, and their mean (the paper's overall).
 
@@ -847,10 +846,9 @@ def atc_mc_board(records: Sequence[dict[str, Any]], models: Sequence[str], skipp
         skipped: unused (these prompts are short).
     """
     from ..aggregate.cells import Estimate
-    from ..aggregate.records import is_excluded
     from ..aggregate.uncertainty import resample_means
 
-    scored = [r for r in records if not is_excluded(r)]
+    scored = [r for r in records if r.counts]
     if not scored:
         return []
     outcomes, incomplete = circular_outcomes(scored)
@@ -891,7 +889,7 @@ def atc_mc_board(records: Sequence[dict[str, Any]], models: Sequence[str], skipp
             not missing,
             f"without {', '.join(missing)}" if missing else "",
         )
-        mine = [r for r in records if r.get("model") == model]
+        mine = [r for r in records if r.model == model]
         rows.append(
             BoardRow(
                 board=BOARD,
@@ -901,14 +899,14 @@ def atc_mc_board(records: Sequence[dict[str, Any]], models: Sequence[str], skipp
                 rank_by="overall",
                 layouts=("atc-2024",),
                 planned=len(mine),
-                scored=sum(not is_excluded(r) for r in mine),
+                scored=sum(r.counts for r in mine),
                 basis={leaf: (w * share, scores) for leaf, (w, scores) in basis.items()},
             )
         )
     return rows
 
 
-def atc_mc_conformance(records: Sequence[Mapping[str, Any]], suite: str | None) -> Conformance:
+def atc_mc_conformance(records: Sequence[GradedSample], suite: str | None) -> Conformance:
     """One model's records against the 2024 paper's ATC: steps 2..19, both styles, 10 repeats.
 
     Args:
@@ -920,11 +918,11 @@ def atc_mc_conformance(records: Sequence[Mapping[str, Any]], suite: str | None) 
     if not records:
         return Conformance()
     parts = [
-        coverage("step counts", {r["num_needles"] for r in records}, DEFAULT_STEPS),
+        coverage("step counts", {r.fields["num_needles"] for r in records}, DEFAULT_STEPS),
         coverage("prompt styles", {r.get("style") for r in records}, STYLES),
     ]
-    for lang in sorted({str(r.get("lang")) for r in records}):
-        repeats = {r.get("repeat") for r in records if r.get("lang") == lang}
+    for lang in sorted({r.lang for r in records}):
+        repeats = {r.get("repeat") for r in records if r.lang == lang}
         parts.append(count_coverage("repeats", len(repeats), AtcMcParams.repeats))
     merged = conformance(parts)
     return Conformance(tuple(dict.fromkeys(merged.short)), merged.differs)

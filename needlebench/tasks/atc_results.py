@@ -31,9 +31,9 @@ import pandas as pd
 from ..aggregate.cells import NAN, Estimate, format_failure_rate, output_notes, percent, put_interval, truncated_rate
 from ..aggregate.metrics import mean
 from ..aggregate.plots import percent_axes, plt, png
-from ..aggregate.records import is_answered, is_excluded, is_truncated
 from ..aggregate.uncertainty import interval, resample_means
 from ..protocol import reference_values
+from ..record import GradedSample
 from ..taskspec import BoardRow, Conformance, ReportParts, Skipped, TaskResults
 from .atc import ATC_OPTIONS, DEFAULT_COUNTS
 from .conformance import conformance, count_coverage, coverage, option_differences
@@ -92,7 +92,7 @@ def enl(acc_by_needles: Mapping[int, float], tau: float = 50.0) -> int:
     return max(passing) if passing else 0
 
 
-def dataset_metrics(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+def dataset_metrics(details: Sequence[GradedSample]) -> dict[str, float]:
     """Weighted score, its short-context part and ENL-50 of one ATC dataset.
 
     Over every planned N (a skipped N counts as 0, never renormalised); ``planned_n_missing`` says how many.
@@ -100,8 +100,8 @@ def dataset_metrics(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     """
     by_needles: dict[int, list[float]] = defaultdict(list)
     for d in details:
-        if d.get("num_needles") is not None and not is_excluded(d):
-            by_needles[int(d["num_needles"])].append(float(d["score"]))
+        if d.get("num_needles") is not None and d.counts:
+            by_needles[int(d.fields["num_needles"])].append(float(d.score))
     if not by_needles:
         return {}
     acc = {n: mean(v) for n, v in sorted(by_needles.items())}
@@ -125,7 +125,7 @@ def _atc_note(missing_skipped: list[int], missing_other: list[int], partial: dic
 
 
 def atc_table(
-    records: Sequence[dict[str, Any]],
+    records: Sequence[GradedSample],
     models: Sequence[str],
     skipped: Skipped | None = None,
     planned: Iterable[int] | None = None,
@@ -146,16 +146,16 @@ def atc_table(
     """
     skipped = skipped or {}
     if planned is None:
-        recorded = {int(n) for r in records if r.get("task") == "atc" for n in r.get("needle_counts") or ()}
+        recorded = {int(n) for r in records if r.task == "atc" for n in r.get("needle_counts") or ()}
         planned = recorded or DEFAULT_COUNTS
-    groups: dict[tuple[str, str], dict[int, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-    cut: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)  # cut off and left out
+    groups: dict[tuple[str, str], dict[int, list[GradedSample]]] = defaultdict(lambda: defaultdict(list))
+    cut: dict[tuple[str, str], list[GradedSample]] = defaultdict(list)  # cut off and left out
     for r in records:
-        if r.get("task") == "atc" and not is_excluded(r):
-            groups[(r["model"], r["lang"])][int(r["num_needles"])].append(r)
-        elif r.get("task") == "atc" and is_answered(r):
-            cut[(r["model"], r["lang"])].append(r)
-            groups[(r["model"], r["lang"])].setdefault(int(r["num_needles"]), [])
+        if r.task == "atc" and r.counts:
+            groups[(r.model, r.lang)][int(r.fields["num_needles"])].append(r)
+        elif r.task == "atc" and r.answered:
+            cut[(r.model, r.lang)].append(r)
+            groups[(r.model, r.lang)].setdefault(int(r.fields["num_needles"]), [])
     for (m, task, lang, n), k in skipped.items():
         if task == "atc" and k:
             groups[(m, lang)].setdefault(int(n), [])
@@ -176,17 +176,17 @@ def atc_table(
 def _atc_row(
     model: str,
     lang: str,
-    by_n: Mapping[int, list[dict[str, Any]]],
+    by_n: Mapping[int, list[GradedSample]],
     skipped: Skipped,
     all_n: list[int],
-    cut: Sequence[dict[str, Any]] = (),
+    cut: Sequence[GradedSample] = (),
 ) -> dict[str, Any]:
     row: dict[str, Any] = {"model": model, "lang": lang.upper()}
     counted, draws = [], []  # P_N with skipped samples as 0, and its draws, per planned N
     missing_skipped, missing_other, partial = [], [], {}
-    cut_n = {int(r["num_needles"]) for r in cut}
+    cut_n = {int(r.fields["num_needles"]) for r in cut}
     for n in all_n:
-        scores = [float(r["score"]) for r in by_n.get(n, [])]
+        scores = [float(r.score) for r in by_n.get(n, [])]
         skip = int(skipped.get((model, "atc", lang, n), 0))
         d = resample_means(scores, "atc", model, lang, n)
         row[f"N={n}"] = float(np.mean(scores)) if scores else NAN
@@ -225,7 +225,7 @@ def _atc_row(
     return row
 
 
-def atc_curve_png(records: Sequence[dict[str, Any]], title: str) -> bytes:
+def atc_curve_png(records: Sequence[GradedSample], title: str) -> bytes:
     """ATC accuracy vs needle count (log-2 axis), one line per model and language, ENL-50 marked.
 
     Args:
@@ -238,7 +238,7 @@ def atc_curve_png(records: Sequence[dict[str, Any]], title: str) -> bytes:
     fig, ax = plt.subplots(figsize=(6.5, 3.6))
     by_model: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
-        by_model[f"{r['model']} ({r['lang'].upper()})"][int(r["num_needles"])].append(float(r["score"]))
+        by_model[f"{r.model} ({r.lang.upper()})"][int(r.fields["num_needles"])].append(float(r.score))
     for label, by_n in sorted(by_model.items()):
         xs = sorted(by_n)
         acc = {n: mean(by_n[n]) for n in xs}
@@ -264,17 +264,17 @@ ERROR_CLASSES = (
 )
 
 
-def error_class(record: Mapping[str, Any]) -> str | None:
+def error_class(record: GradedSample) -> str | None:
     """A wrong ATC answer's class (see the module doc); None for a right one.
 
     Args:
-        record: a graded ATC record (``correct``, ``error``, ``truncated``).
+        record: a graded ATC record.
     """
-    if record.get("correct"):
+    if record.correct:
         return None
-    if is_truncated(record):
+    if record.truncated:
         return "truncated"
-    error = str(record.get("error") or "wrong").split(":")[0]
+    error = (record.error or "wrong").split(":")[0]
     return "under_thinking" if error == "stopped_early" else error
 
 
@@ -282,7 +282,7 @@ def _percentile(values: Sequence[int], q: float) -> float:
     return float(np.percentile(values, q)) if values else NAN
 
 
-def atc_error_table(records: Sequence[dict[str, Any]], models: Sequence[str]) -> pd.DataFrame:
+def atc_error_table(records: Sequence[GradedSample], models: Sequence[str]) -> pd.DataFrame:
     """Per model, language and needle count: output tokens, and the wrong answers by class.
 
     Over the answered samples (those that count, and those left out for being cut off): their output
@@ -294,10 +294,10 @@ def atc_error_table(records: Sequence[dict[str, Any]], models: Sequence[str]) ->
         records: ATC records (with ``model``).
         models: the models, in order.
     """
-    groups: dict[tuple[str, str, int], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str, int], list[GradedSample]] = defaultdict(list)
     for r in records:
-        if r.get("task") == "atc" and is_answered(r):
-            groups[(r["model"], r["lang"], int(r["num_needles"]))].append(r)
+        if r.task == "atc" and r.answered:
+            groups[(r.model, r.lang, int(r.fields["num_needles"]))].append(r)
     found = {error_class(r) for rows in groups.values() for r in rows} - {None}
     classes = [*ERROR_CLASSES, *sorted(found - set(ERROR_CLASSES))]
     rows = []
@@ -305,8 +305,8 @@ def atc_error_table(records: Sequence[dict[str, Any]], models: Sequence[str]) ->
         for (model, lang, n), mine in sorted(groups.items()):
             if model != m:
                 continue
-            tokens = [int(r["output_tokens"]) for r in mine if r.get("output_tokens") is not None]
-            wrong = [error_class(r) for r in mine if not r.get("correct")]
+            tokens = [r.output_tokens for r in mine if r.output_tokens is not None]
+            wrong = [error_class(r) for r in mine if not r.correct]
             row: dict[str, Any] = {"model": m, "lang": lang.upper(), "N": n, "answered": len(mine)}
             row["output tokens p50"] = _percentile(tokens, 50)
             row["output tokens p90"] = _percentile(tokens, 90)
@@ -319,7 +319,7 @@ def atc_error_table(records: Sequence[dict[str, Any]], models: Sequence[str]) ->
     return pd.DataFrame(rows)
 
 
-def report(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Skipped) -> ReportParts:
+def report(records: Sequence[GradedSample], models: Sequence[str], skipped: Skipped) -> ReportParts:
     """The ATC table, its error analysis per needle count and the accuracy-vs-N curve.
 
     Args:
@@ -327,7 +327,7 @@ def report(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Sk
         models: the models, in order.
         skipped: over-length skips per (model, task, lang, N).
     """
-    scored = [r for r in records if not is_excluded(r)]
+    scored = [r for r in records if r.counts]
     return ReportParts(
         tables={
             "needlebench_atc": atc_table(records, models, skipped),
@@ -348,7 +348,7 @@ def _estimate(row: Mapping[str, Any], column: str, complete: bool, note: str = "
     return Estimate(value, float(low), float(high), complete and not math.isnan(value), note)
 
 
-def atc_board(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Skipped) -> list[BoardRow]:
+def atc_board(records: Sequence[GradedSample], models: Sequence[str], skipped: Skipped) -> list[BoardRow]:
     """One leaderboard row per model and language in the 2025 paper's Table 3 shape.
 
     Columns ``P/N`` per planned needle count, the short-context weighted score (N <= 64), the weighted score
@@ -374,13 +374,11 @@ def atc_board(records: Sequence[dict[str, Any]], models: Sequence[str], skipped:
     rows = []
     for row in table.to_dict(orient="records"):
         model, lang = row["model"], str(row["lang"]).lower()
-        mine = [r for r in records if r["model"] == model and r.get("lang") == lang and not is_excluded(r)]
+        mine = [r for r in records if r.model == model and r.lang == lang and r.counts]
         cells = {}
         basis: dict[Any, tuple[float, dict[tuple[str, str], float]]] = {}
         for n in counts:
-            scores = {
-                (str(r.get("dataset", "")), str(r["id"])): float(r["score"]) for r in mine if r["num_needles"] == n
-            }
+            scores = {(r.dataset or "", r.id): float(r.score) for r in mine if r.fields["num_needles"] == n}
             skip = int(skipped.get((model, "atc", lang, n), 0))
             note = f"{skip} of {skip + len(scores)} skipped (over length)" if skip else ("" if scores else "not run")
             cells[f"P/{n}"] = _estimate(row, f"N={n}", bool(scores) and not skip, note)
@@ -406,7 +404,7 @@ def atc_board(records: Sequence[dict[str, Any]], models: Sequence[str], skipped:
     return rows
 
 
-def atc_conformance(records: Sequence[Mapping[str, Any]], suite: str | None) -> Conformance:
+def atc_conformance(records: Sequence[GradedSample], suite: str | None) -> Conformance:
     """One model's ATC records against the paper's: N = 2..512, four question types, 10 repeats, reference options.
 
     Args:
@@ -416,13 +414,11 @@ def atc_conformance(records: Sequence[Mapping[str, Any]], suite: str | None) -> 
     if not records:
         return Conformance()
     parts = [
-        coverage("needle counts", {r["num_needles"] for r in records}, DEFAULT_COUNTS),
+        coverage("needle counts", {r.fields["num_needles"] for r in records}, DEFAULT_COUNTS),
         coverage("question types", {r.get("question_type") for r in records}, QUESTION_TYPES),
     ]
-    for lang in sorted({str(r.get("lang")) for r in records}):
-        parts.append(
-            count_coverage("repeats", len({r.get("repeat") for r in records if r.get("lang") == lang}), REPEATS)
-        )
+    for lang in sorted({r.lang for r in records}):
+        parts.append(count_coverage("repeats", len({r.get("repeat") for r in records if r.lang == lang}), REPEATS))
     reference = reference_values(ATC_OPTIONS)
     merged = conformance(parts, option_differences(records, reference))
     return Conformance(tuple(dict.fromkeys(merged.short)), tuple(dict.fromkeys(merged.differs)))

@@ -12,6 +12,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..record import GradedSample
 from ..taskspec import Conformance
 
 __all__ = ["coverage", "count_coverage", "option_differences", "conformance"]
@@ -66,7 +67,7 @@ def count_coverage(name: str, found: int, planned: int) -> tuple[list[str], list
     return [], []
 
 
-def option_differences(records: Sequence[Mapping[str, Any]], reference: Mapping[str, str]) -> list[str]:
+def option_differences(records: Sequence[GradedSample], reference: Mapping[str, str]) -> list[str]:
     """The protocol options of the records that are not the reference ones ("clarified options: budget=prompt").
 
     Args:

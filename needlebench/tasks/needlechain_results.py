@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -13,9 +13,9 @@ import pandas as pd
 from ..aggregate.cells import NAN, Estimate, output_notes, percent, put_interval, truncated_rate
 from ..aggregate.metrics import error_shares, mean
 from ..aggregate.plots import percent_axes, plt, png
-from ..aggregate.records import is_answered, is_excluded
 from ..aggregate.uncertainty import resample_means
 from ..protocol import reference_values
+from ..record import GradedSample
 from ..taskspec import BoardRow, Conformance, ReportParts, Skipped, TaskResults
 from .conformance import conformance, count_coverage, coverage, option_differences
 from .needlechain import CHAIN_OPTIONS, ERROR_KINDS, QUESTIONS, VARIANTS, ChainParams
@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 
-def chain_cells(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+def chain_cells(details: Sequence[GradedSample]) -> dict[str, float]:
     """NeedleChain graded, plain and strict accuracy per (variant, k, question); error shares per (variant, k).
 
     ``acc_*`` is the graded score (the sample's ``scoring`` rule); ``plain_*`` counts the value alone and
@@ -45,16 +45,16 @@ def chain_cells(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         "plain": defaultdict(list),
         "strict": defaultdict(list),
     }
-    groups: dict[tuple[str, int], list[Mapping[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, int], list[GradedSample]] = defaultdict(list)
     for d in details:
-        if is_excluded(d):
+        if not d.counts:
             continue
-        cell = (d["variant"], d["k"], d["question"])
-        cells[cell].append(float(d["score"]))
+        cell = (d.fields["variant"], d.fields["k"], d.fields["question"])
+        cells[cell].append(float(d.score))
         for name, values in shown.items():
             if d.get(f"{name}_correct") is not None:
-                values[cell].append(100.0 * bool(d[f"{name}_correct"]))
-        groups[(d["variant"], d["k"])].append(d)
+                values[cell].append(100.0 * bool(d.fields[f"{name}_correct"]))
+        groups[(d.fields["variant"], d.fields["k"])].append(d)
     for (variant, k, question), vals in sorted(cells.items()):
         out[f"acc_{variant}_k{k}_{question}"] = mean(vals)
     for name, values in shown.items():
@@ -66,7 +66,9 @@ def chain_cells(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     return out
 
 
-def position_profile(details: Sequence[dict], bins: int = 10, min_k: int = 0) -> dict[str, dict[str, list[float]]]:
+def position_profile(
+    details: Sequence[GradedSample], bins: int = 10, min_k: int = 0
+) -> dict[str, dict[str, list[float]]]:
     """Mention rate of chain names by position, per variant, in reasoning and in presented order.
 
     Positions are binned into ``bins`` equal shares of the chain so different k can be pooled.
@@ -82,12 +84,12 @@ def position_profile(details: Sequence[dict], bins: int = 10, min_k: int = 0) ->
     sums: dict[str, dict[str, list[float]]] = {}
     counts: dict[str, dict[str, list[int]]] = {}
     for d in details:
-        if d.get("task") != "needlechain" or "mentioned" not in d or d.get("k", 0) < min_k:
+        if d.task != "needlechain" or "mentioned" not in d.fields or d.get("k", 0) < min_k:
             continue
-        mentioned = d["mentioned"]
+        mentioned = d.fields["mentioned"]
         k = len(mentioned)
         presented = d.get("presented_positions") or list(range(k))
-        variant = d["variant"]
+        variant = d.fields["variant"]
         s = sums.setdefault(variant, {"reasoning": [0.0] * bins, "presented": [0.0] * bins})
         c = counts.setdefault(variant, {"reasoning": [0] * bins, "presented": [0] * bins})
         for pos, hit in enumerate(mentioned):
@@ -107,15 +109,13 @@ def position_profile(details: Sequence[dict], bins: int = 10, min_k: int = 0) ->
     }
 
 
-def sidecars(details: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+def sidecars(details: Sequence[GradedSample]) -> dict[str, str]:
     """``positions.json``: the mention profile over every k and over k >= 200 (the paper's)."""
     profile = {"all_k": position_profile(details), "k200": position_profile(details, min_k=200)}
     return {"positions.json": json.dumps(profile, indent=1)}
 
 
-def chain_table(
-    records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Skipped | None = None
-) -> pd.DataFrame:
+def chain_table(records: Sequence[GradedSample], models: Sequence[str], skipped: Skipped | None = None) -> pd.DataFrame:
     """Graded, plain and strict accuracy per (variant, k, question) per model, with error-type shares.
 
     The model's column is the graded score (the samples' ``scoring`` rule: the paper's value match
@@ -131,15 +131,15 @@ def chain_table(
         skipped: over-length skips per (model, "needlechain", lang, k), from ``RunResults.skipped()``.
     """
     skipped = skipped or {}
-    cells: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    cells: dict[tuple, list[GradedSample]] = defaultdict(list)
     failed: dict[tuple, int] = defaultdict(int)
-    cut: dict[tuple, list[dict[str, Any]]] = defaultdict(list)  # cut off at the budget and left out
+    cut: dict[tuple, list[GradedSample]] = defaultdict(list)  # cut off at the budget and left out
     for r in records:
-        if r.get("task") == "needlechain":
-            key = (r["variant"], int(r["k"]), r["question"], r["model"])
-            if is_excluded(r) and is_answered(r):
+        if r.task == "needlechain":
+            key = (r.fields["variant"], int(r.fields["k"]), r.fields["question"], r.model)
+            if not r.counts and r.answered:
                 cut[key].append(r)
-            elif is_excluded(r):
+            elif not r.counts:
                 failed[key] += 1
             else:
                 cells[key].append(r)
@@ -156,9 +156,9 @@ def chain_table(
         row: dict[str, Any] = {"variant": variant, "k": k, "question": question}
         for m in models:
             cell = cells.get((variant, k, question, m), [])
-            graded = [float(c["score"]) for c in cell]
-            plain = [100.0 * bool(c["plain_correct"]) for c in cell if c.get("plain_correct") is not None]
-            strict = [100.0 * bool(c["strict_correct"]) for c in cell if c.get("strict_correct") is not None]
+            graded = [float(c.score) for c in cell]
+            plain = [100.0 * bool(c.fields["plain_correct"]) for c in cell if c.get("plain_correct") is not None]
+            strict = [100.0 * bool(c.fields["strict_correct"]) for c in cell if c.get("strict_correct") is not None]
             columns = ((m, graded, "graded"), (f"{m} plain", plain, "plain"), (f"{m} strict", strict, "strict"))
             for column, values, name in columns:
                 row[column] = float(np.mean(values)) if values else NAN
@@ -166,7 +166,7 @@ def chain_table(
                     row, column, resample_means(values, "chain", name, m, variant, k, question) if values else None
                 )
             for kind in ERROR_KINDS:
-                row[f"{m} {kind}%"] = percent(sum(c.get("error") == kind for c in cell), len(cell))
+                row[f"{m} {kind}%"] = percent(sum(c.error == kind for c in cell), len(cell))
             answered = [*cell, *cut.get((variant, k, question, m), [])]
             row[f"{m} truncated%"] = truncated_rate(answered)
             row[f"{m} scored"] = len(cell)
@@ -186,7 +186,7 @@ def chain_table(
     return df
 
 
-def chain_k_png(records: Sequence[dict[str, Any]], model: str) -> bytes:
+def chain_k_png(records: Sequence[GradedSample], model: str) -> bytes:
     """NeedleChain accuracy vs k per variant, one panel per question.
 
     Args:
@@ -196,13 +196,13 @@ def chain_k_png(records: Sequence[dict[str, Any]], model: str) -> bytes:
     Returns:
         The figure as PNG bytes.
     """
-    questions = sorted({r["question"] for r in records if r["model"] == model})
+    questions = sorted({r.fields["question"] for r in records if r.model == model})
     fig, axes = plt.subplots(1, max(1, len(questions)), figsize=(5.2 * max(1, len(questions)), 3.4), squeeze=False)
     for ax, question in zip(axes[0], questions):
         by: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
         for r in records:
-            if r["model"] == model and r["question"] == question:
-                by[r["variant"]][int(r["k"])].append(float(r["score"]))
+            if r.model == model and r.fields["question"] == question:
+                by[r.fields["variant"]][int(r.fields["k"])].append(float(r.score))
         for variant in VARIANTS:
             if variant in by:
                 xs = sorted(by[variant])
@@ -215,7 +215,7 @@ def chain_k_png(records: Sequence[dict[str, Any]], model: str) -> bytes:
     return png(fig)
 
 
-def chain_positions_png(records: Sequence[dict[str, Any]], model: str, bins: int = 10) -> bytes:
+def chain_positions_png(records: Sequence[GradedSample], model: str, bins: int = 10) -> bytes:
     """Mention rate by position bin (x) and variant (y), by presented and by reasoning order, at the largest k.
 
     Args:
@@ -226,8 +226,8 @@ def chain_positions_png(records: Sequence[dict[str, Any]], model: str, bins: int
     Returns:
         The figure as PNG bytes.
     """
-    mine = [r for r in records if r["model"] == model]
-    k_max = max((int(r["k"]) for r in mine), default=0)
+    mine = [r for r in records if r.model == model]
+    k_max = max((int(r.fields["k"]) for r in mine), default=0)
     profile = position_profile(mine, bins=bins, min_k=k_max)
     variants = [v for v in VARIANTS if v in profile]
     fig, axes = plt.subplots(
@@ -249,7 +249,7 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 
-def report(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Skipped) -> ReportParts:
+def report(records: Sequence[GradedSample], models: Sequence[str], skipped: Skipped) -> ReportParts:
     """The NeedleChain table, and per model accuracy vs k and the position profile.
 
     Args:
@@ -258,8 +258,8 @@ def report(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Sk
         skipped: over-length skips per (model, task, lang, k).
     """
     parts = ReportParts(tables={"needlechain_summary": chain_table(records, models, skipped)})
-    scored = [r for r in records if not is_excluded(r)]
-    for m in sorted({r["model"] for r in scored}):
+    scored = [r for r in records if r.counts]
+    for m in sorted({r.model for r in scored if r.model is not None}):
         parts.figures[f"needlechain_accuracy_vs_k_{_safe(m)}"] = chain_k_png(scored, m)
         parts.figures[f"needlechain_positions_{_safe(m)}"] = chain_positions_png(scored, m)
     return parts
@@ -269,7 +269,7 @@ PAPER_ORDER = ("stack", "forward", "backward", "mixed")  # the paper's NS, F, B,
 _LAYOUTS = {"single": ("chain-accuracy",)}  # the paper's Table 1 asks q_single
 
 
-def chain_board(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Skipped) -> list[BoardRow]:
+def chain_board(records: Sequence[GradedSample], models: Sequence[str], skipped: Skipped) -> list[BoardRow]:
     """One leaderboard row per model and question in the paper's Table 1 shape: accuracy per k and variant.
 
     Columns ``k<k>/<variant>`` (the graded accuracy of :func:`chain_table`, with its interval and completeness)
@@ -297,7 +297,7 @@ def chain_board(records: Sequence[dict[str, Any]], models: Sequence[str], skippe
             by_cell = {(int(r["k"]), r["variant"]): r for r in part.to_dict(orient="records")}
             cells: dict[str, Estimate] = {}
             draws, values, basis = [], [], {}
-            mine = [r for r in records if r.get("model") == m and r.get("question") == question and not is_excluded(r)]
+            mine = [r for r in records if r.model == m and r.get("question") == question and r.counts]
             if not mine:
                 continue
             for k, v in keys:
@@ -313,9 +313,9 @@ def chain_board(records: Sequence[dict[str, Any]], models: Sequence[str], skippe
                     note if not done else "",
                 )
                 scores = {
-                    (str(r.get("dataset", "")), str(r["id"])): float(r["score"])
+                    (r.dataset or "", r.id): float(r.score)
                     for r in mine
-                    if int(r["k"]) == k and r["variant"] == v
+                    if int(r.fields["k"]) == k and r.fields["variant"] == v
                 }
                 if scores:
                     values.append(float(np.mean(list(scores.values()))))
@@ -339,7 +339,7 @@ def chain_board(records: Sequence[dict[str, Any]], models: Sequence[str], skippe
                     cells=cells,
                     rank_by="mean",
                     layouts=_LAYOUTS.get(question, ()),
-                    planned=sum(1 for r in records if r.get("model") == m and r.get("question") == question),
+                    planned=sum(1 for r in records if r.model == m and r.get("question") == question),
                     scored=len(mine),
                     basis=basis,
                 )
@@ -347,7 +347,7 @@ def chain_board(records: Sequence[dict[str, Any]], models: Sequence[str], skippe
     return out
 
 
-def chain_conformance(records: Sequence[Mapping[str, Any]], suite: str | None) -> Conformance:
+def chain_conformance(records: Sequence[GradedSample], suite: str | None) -> Conformance:
     """One model's NeedleChain records against the paper's: k = 5..200, 200 data points, every variant and
     question, the reference options (the paper's prompt, roster, names, values and scoring).
 
@@ -359,9 +359,9 @@ def chain_conformance(records: Sequence[Mapping[str, Any]], suite: str | None) -
         return Conformance()
     paper = ChainParams()
     parts = [
-        coverage("k values", {r["k"] for r in records}, paper.k_values),
-        coverage("variants", {r["variant"] for r in records}, paper.variants),
-        coverage("questions", {r["question"] for r in records}, paper.questions),
+        coverage("k values", {r.fields["k"] for r in records}, paper.k_values),
+        coverage("variants", {r.fields["variant"] for r in records}, paper.variants),
+        coverage("questions", {r.fields["question"] for r in records}, paper.questions),
         count_coverage("data points", len({r.get("point") for r in records}), paper.points),
     ]
     reference = reference_values(CHAIN_OPTIONS)

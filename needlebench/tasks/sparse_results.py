@@ -15,9 +15,9 @@ from matplotlib.ticker import MaxNLocator
 
 from ..aggregate.metrics import mean
 from ..aggregate.plots import percent_axes, plt, png
-from ..aggregate.records import is_excluded
 from ..errors import ConfigError
 from ..protocol import reference_values
+from ..record import GradedSample
 from ..suites import Suite, get_suite
 from ..taskspec import Conformance, ReportParts, Skipped, TaskResults
 from .conformance import conformance, count_coverage, coverage, option_differences
@@ -35,22 +35,22 @@ __all__ = [
 ]
 
 
-def depth_points(record: Mapping[str, Any]) -> Iterable[tuple[float, float]]:
+def depth_points(record: GradedSample) -> Iterable[tuple[float, float]]:
     """A record on the heatmap: its needle depth and its score."""
     if record.get("depth") is not None:
-        yield float(record["depth"]), float(record["score"])
+        yield float(record.fields["depth"]), float(record.score)
 
 
-def needle_points(record: Mapping[str, Any]) -> Iterable[tuple[float, float]]:
+def needle_points(record: GradedSample) -> Iterable[tuple[float, float]]:
     """An M-RT record on the heatmap: each needle at its own depth, recalled or not."""
-    if "recalled" in record and record.get("depths"):
-        for depth, hit in zip(record["depths"], record["recalled"]):
+    if "recalled" in record.fields and record.get("depths"):
+        for depth, hit in zip(record.fields["depths"], record.fields["recalled"]):
             yield float(depth), 100.0 * bool(hit)
     else:
         yield from depth_points(record)
 
 
-def mrt_position_figure(records: Sequence[dict[str, Any]], title: str) -> plt.Figure:
+def mrt_position_figure(records: Sequence[GradedSample], title: str) -> plt.Figure:
     """M-RT recall by needle position (1st, 2nd, ... in document order), one line per model.
 
     Args:
@@ -61,7 +61,7 @@ def mrt_position_figure(records: Sequence[dict[str, Any]], title: str) -> plt.Fi
     by_model: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
         for i, hit in enumerate(r.get("recalled") or []):
-            by_model[r["model"]][i + 1].append(100.0 * bool(hit))
+            by_model[r.model][i + 1].append(100.0 * bool(hit))
     for model, pos in sorted(by_model.items()):
         xs = sorted(pos)
         ax.plot(xs, [mean(pos[x]) for x in xs], marker="o", label=model)
@@ -70,7 +70,7 @@ def mrt_position_figure(records: Sequence[dict[str, Any]], title: str) -> plt.Fi
     return fig
 
 
-def mrt_position_png(records: Sequence[dict[str, Any]], title: str) -> bytes:
+def mrt_position_png(records: Sequence[GradedSample], title: str) -> bytes:
     """:func:`mrt_position_figure` as PNG bytes.
 
     Args:
@@ -80,22 +80,22 @@ def mrt_position_png(records: Sequence[dict[str, Any]], title: str) -> bytes:
     return png(mrt_position_figure(records, title))
 
 
-def _mrt_report(records: Sequence[dict[str, Any]], models: Sequence[str], skipped: Skipped) -> ReportParts:
-    scored = [r for r in records if not is_excluded(r)]
+def _mrt_report(records: Sequence[GradedSample], models: Sequence[str], skipped: Skipped) -> ReportParts:
+    scored = [r for r in records if r.counts]
     if not scored:
         return ReportParts()
     return ReportParts(figures={"mrt_recall_by_position": mrt_position_png(scored, "M-RT recall by needle position")})
 
 
-def needle_depths(record: Mapping[str, Any]) -> list[float]:
+def needle_depths(record: GradedSample) -> list[float]:
     """Where a sample's needles sit, as the drill-down labels them: each needle's realised depth (percent of
     the haystack before it) where the record has it, else the depth(s) asked for."""
     realised = record.get("realised_depths") or (
-        [record["realised_depth"]] if record.get("realised_depth") is not None else []
+        [record.fields["realised_depth"]] if record.get("realised_depth") is not None else []
     )
     if realised:
         return [round(float(d), 2) for d in realised]
-    return list(record.get("depths") or ([record["depth"]] if record.get("depth") is not None else []))
+    return list(record.get("depths") or ([record.fields["depth"]] if record.get("depth") is not None else []))
 
 
 def single_needle(gold: Mapping[str, Any]) -> list[str]:
@@ -113,15 +113,15 @@ def kinship_names(gold: Mapping[str, Any]) -> list[str]:
     return list(gold.get("chain_names") or ()) or single_needle(gold)
 
 
-def _asked_depths(record: Mapping[str, Any]) -> list[Any]:
+def _asked_depths(record: GradedSample) -> list[Any]:
     """The depths a record's cell was asked for: its depth, or (M-RT) every needle's depth."""
-    return [record["depth"]] if record.get("depth") is not None else list(record.get("depths") or ())
+    return [record.fields["depth"]] if record.get("depth") is not None else list(record.get("depths") or ())
 
 
 def sparse_conformance(
     spec: str,
     counts: Callable[[Suite], Sequence[int]] | None = None,
-) -> Callable[[Sequence[Mapping[str, Any]], str | None], Conformance]:
+) -> Callable[[Sequence[GradedSample], str | None], Conformance]:
     """A sparse task's ``conformance``: its records against the suite's lengths, depths and repeats.
 
     The reference is the suite as OpenCompass's configs (and ``needlebench_datasets``) build it for the
@@ -138,7 +138,7 @@ def sparse_conformance(
 
     reference = reference_values(SPARSE_OPTIONS)
 
-    def check(records: Sequence[Mapping[str, Any]], suite: str | None) -> Conformance:
+    def check(records: Sequence[GradedSample], suite: str | None) -> Conformance:
         if not records:
             return Conformance()
         options = option_differences(records, reference)
@@ -156,10 +156,10 @@ def sparse_conformance(
             coverage("depths", {d for r in records for d in _asked_depths(r)}, planned.depths),
         ]
         if counts is not None:
-            found = {r["num_needles"] for r in records if r.get("num_needles") is not None}
+            found = {r.fields["num_needles"] for r in records if r.get("num_needles") is not None}
             parts.append(coverage("needle counts", found, counts(planned)))
-        for lang in sorted({str(r.get("lang")) for r in records}):
-            repeats = {r.get("repeat") for r in records if r.get("lang") == lang}
+        for lang in sorted({r.lang for r in records}):
+            repeats = {r.get("repeat") for r in records if r.lang == lang}
             want = task.suite_defaults(suite, lang, profile)["repeats"] if task.suite_defaults else len(repeats)
             parts.append(count_coverage("repeats", len(repeats), int(want)))
         merged = conformance(parts, options)
