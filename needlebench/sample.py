@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import ConfigError
 from .seeding import content_digest
 
 __all__ = ["Sample", "DATASET_VERSION", "RECORD_KEYS", "sample_id"]
@@ -91,10 +92,12 @@ class Sample:
         """The prompt's size in cl100k tokens, as its generator counted it (``meta["prompt_tokens"]``).
 
         Raises:
-            ValueError: the task recorded no ``prompt_tokens`` (every task must: planning reads it).
+            ConfigError: the task recorded no ``prompt_tokens`` (every task must: planning reads it).
         """
         if "prompt_tokens" not in self.meta:
-            raise ValueError(f"sample {self.id}: its metadata has no prompt_tokens (every task must record them)")
+            raise ConfigError(
+                f"task {self.task!r}: sample {self.id} has no prompt_tokens in its metadata (every task must record them)"
+            )
         return int(self.meta["prompt_tokens"])
 
     @property
