@@ -5,11 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["ConfigError", "OutOfSpace", "OutOfMemory", "check_choices", "check_at_least"]
+__all__ = ["ConfigError", "PlanChanged", "OutOfSpace", "OutOfMemory", "check_choices", "check_at_least"]
 
 
 class ConfigError(ValueError):
     """A config value, file or input is wrong; the message names what and where."""
+
+
+class PlanChanged(ConfigError):
+    """A resumed run's config gives another plan than the one it stored; the message names each difference."""
 
 
 class OutOfSpace(RuntimeError):

@@ -22,7 +22,17 @@ from .protocol import Option
 from .record import GradedSample, SampleScore, ScoreOptions
 from .sample import RECORD_KEYS, Sample
 
-__all__ = ["TaskSpec", "TaskResults", "ReportParts", "Skipped", "BoardRow", "Conformance", "Basis", "load_ref"]
+__all__ = [
+    "TaskSpec",
+    "TaskResults",
+    "ReportParts",
+    "Skipped",
+    "BoardRow",
+    "Conformance",
+    "Basis",
+    "load_ref",
+    "planned_values",
+]
 
 T = TypeVar("T")
 
@@ -104,6 +114,9 @@ class TaskResults:
     Attributes:
         dataset_metrics: ``records -> {name: value}``: numbers of one evaluated dataset beyond the
             common ones (score, accuracy, per length, per needle count, error shares).
+        metric_names: ``planned metadata -> names``: every name ``dataset_metrics`` can report for a dataset
+            whose planned samples have this metadata, in its order; a dataset reports each of them (NaN where
+            nothing counted), so every model's result file of the dataset names the same numbers.
         sidecars: ``records -> {suffix: text}``: extra files written beside a dataset's results.
         report: ``(records, models, skipped) -> ReportParts``: the task's tables and figures. It gets
             every record of the task, shortened and failed ones included, and decides what counts.
@@ -121,6 +134,7 @@ class TaskResults:
     """
 
     dataset_metrics: Callable[[Sequence[GradedSample]], dict[str, float]] | None = None
+    metric_names: Callable[[Sequence[Mapping[str, Any]]], tuple[str, ...]] | None = None
     sidecars: Callable[[Sequence[GradedSample]], dict[str, str]] | None = None
     report: Callable[[Sequence[GradedSample], Sequence[str], Skipped], ReportParts] | None = None
     heatmap_points: Callable[[GradedSample], Iterable[tuple[float, float]]] | None = None
@@ -159,6 +173,8 @@ class TaskSpec:
             length) and the depth second when the task has one; over-length cells are recorded by them.
         breakdowns: ``{metadata key: metric prefix}``: the dataset's mean score per value of each key, beside
             the common numbers (``{"num_needles": "needles"}`` gives ``needles_2``, ``needles_4``, ...).
+        error_kinds: the error kinds its grader can give (``SampleScore.error``); a dataset reports the share
+            of each (``error_<kind>``), 0 where none occurred.
         report_text: HTML sentences for the report's "How to read" part: what the task's numbers mean.
         prefix_group: ``(lang, meta) -> (group, position)``: samples of one group open with the same text up to
             ``position`` tokens (a shared haystack up to the first needle), so the partitioner sends them
@@ -184,6 +200,7 @@ class TaskSpec:
     meta_keys: tuple[str, ...] = ()
     cell: tuple[str, ...] = ("length",)
     breakdowns: Mapping[str, str] = field(default_factory=dict)
+    error_kinds: tuple[str, ...] = ()
     report_text: str = ""
     prefix_group: Callable[[str, Mapping[str, Any]], tuple[Hashable, float]] | None = None
     inputs: Callable[[Any], Mapping[str, str]] | None = None
@@ -250,10 +267,26 @@ def _with_breakdowns(ref: str | None, breakdowns: tuple[tuple[str, str], ...]) -
         return results
     own = results.dataset_metrics
 
+    own_names = results.metric_names
+
     def dataset_metrics(details: Sequence[GradedSample]) -> dict[str, float]:
         out: dict[str, float] = {}
         for key, prefix in breakdowns:
             out.update(breakdown(details, key, prefix))
         return {**out, **own(details)} if own else out
 
-    return dataclasses.replace(results, dataset_metrics=dataset_metrics)
+    def metric_names(metas: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+        names = [f"{prefix}_{value}" for key, prefix in breakdowns for value in planned_values(metas, key)]
+        return (*names, *(own_names(metas) if own_names else ()))
+
+    return dataclasses.replace(results, dataset_metrics=dataset_metrics, metric_names=metric_names)
+
+
+def planned_values(metas: Iterable[Mapping[str, Any]], key: str) -> list[Any]:
+    """The values one metadata key takes over a dataset's planned samples, sorted (as the breakdowns sort them).
+
+    Args:
+        metas: the planned samples' metadata.
+        key: the key (``length``, ``num_needles``, ...).
+    """
+    return sorted({m[key] for m in metas if m.get(key) is not None})

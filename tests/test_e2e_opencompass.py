@@ -290,10 +290,25 @@ def _numbers(rows: list[dict[str, str]], columns: list[str]) -> list[float]:
 
 @pytest.mark.parametrize(("model", "expected"), [("oracle", 100.0), ("garbage", 0.0)])
 def test_oracle_scores_100_and_garbage_0_in_every_table(scripted_run: Path, model: str, expected: float) -> None:
-    """The install check: across shards, templates, graders and the summarizer nothing is lost or mixed up."""
+    """The install check: across shards, templates, graders and the summarizer nothing is lost or mixed up.
+
+    The garbage model's 6k context skips its 2000-token sparse prompts: those cells are empty and
+    incomplete (counted under ``skipped``), every other cell is 0."""
     summary = _table(scripted_run, "needlebench_summary")
     tasks = {r["task"] for r in summary}
     assert {"S-RT", "M-RT", "M-RS"} <= tasks and {r["lang"] for r in summary} >= {"EN", "ZH"}
+    if model == "garbage":  # the 2000-token cells of M-RS and of Chinese S-RT / M-RT
+        short = [r for r in summary if int(r[f"{model} skipped"])]
+        assert {(r["task"], r["lang"]) for r in short if r["length"] == "2000"} == {
+            ("S-RT", "ZH"),
+            ("M-RT", "ZH"),
+            ("M-RS", "EN"),
+            ("M-RS", "ZH"),
+        }
+        for r in short:
+            assert r[f"{model} complete"] == "False" and "skipped (over length)" in r[f"{model} note"], r
+            assert (r[model] == "") == (r[f"{model} skipped"] == r[f"{model} planned"]), r
+        summary = [r for r in summary if not int(r[f"{model} skipped"])]
     assert set(_numbers(summary, [model])) == {expected}
     atc = [r for r in _table(scripted_run, "needlebench_atc") if r["model"] == model]
     score_columns = [c for c in atc[0] if c.startswith("N=") or c in ("weighted", "weighted_short")]
@@ -321,6 +336,77 @@ def test_oracle_scores_100_and_garbage_0_in_every_table(scripted_run: Path, mode
     assert len({s["task"] for s in samples}) == 6
     assert {s["score"] for s in samples} == {expected}
     assert all(s["correct"] == bool(expected) and (expected or s["error"]) for s in samples)
+
+
+def test_opencompass_summary_has_a_column_per_model_though_their_rows_differ(scripted_run: Path) -> None:
+    """OpenCompass's own summary_<time>.csv is written for the three models (the garbage model's datasets hold
+    fewer rows): every dataset reports the same numbers for each, NaN where nothing counted."""
+    (path,) = (scripted_run / "summary").glob("summary_*.csv")
+    rows = list(csv.DictReader(path.open(encoding="utf-8")))
+    assert {"oracle", "garbage", "thinker"} <= set(rows[0])
+    scores = {(r["dataset"], r["metric"]): r for r in rows}
+    srt = "needlebench_srt_zh_4k"  # the garbage model's 2000-token prompts skipped
+    assert scores[(srt, "score")]["oracle"] == "100.00" and scores[(srt, "score")]["garbage"] == "0.00"
+    assert scores[(srt, "length_2000")]["garbage"] == "nan" and scores[(srt, "length_2000")]["oracle"] == "100.00"
+    assert scores[(srt, "num_samples")]["garbage"] == "3.00" and scores[(srt, "num_samples")]["oracle"] == "6.00"
+    for (_, metric), row in scores.items():
+        if metric.startswith(("score", "accuracy", "length_", "needles_", "acc_")):
+            assert row["oracle"] in ("100.00", "-"), (metric, row)
+    for model in ("oracle", "garbage", "thinker"):
+        names = [
+            [k for k in json.loads(f.read_text()) if k != "details"]
+            for f in sorted((scripted_run / "results" / model).glob("*.json"))
+        ]
+        assert names == [
+            [k for k in json.loads(f.read_text()) if k != "details"]
+            for f in sorted((scripted_run / "results" / "oracle").glob("*.json"))
+        ]
+    logs = "".join(p.read_text(errors="replace") for p in (scripted_run / "logs").rglob("*") if p.is_file())
+    assert "has different metrics" not in logs
+
+
+def _share_columns(row: dict[str, str]) -> list[tuple[str, str, list[str]]]:
+    """(share column, its count column, the columns whose sum is its denominator) of a table row."""
+    out = []
+    for column in row:
+        if column.endswith("truncated%") and not column.startswith("wrong"):
+            head = column[: -len("truncated%")]
+            if f"{head}truncated" in row:
+                out.append((column, f"{head}truncated", [f"{head}scored", f"{head}truncated_excluded"]))
+            elif "wrong: truncated" in row:  # the ATC error table: a share of the wrong answers
+                out.append((column, "wrong: truncated", ["wrong"]))
+    return out
+
+
+def assert_counts_agree(rows: list[dict[str, Any]]) -> int:
+    """Every count beside a share of the same thing agrees with it: never a zero beside a non-zero share."""
+    checked = 0
+    for row in rows:
+        for share, count, parts in _share_columns(row):
+            if row[share] in ("", "nan") or (isinstance(row[share], float) and row[share] != row[share]):
+                continue
+            value, n = float(row[share]), int(float(row[count]))
+            assert (n > 0) == (value > 0), (share, row)
+            if all(p in row for p in parts):
+                total = sum(int(float(row[p])) for p in parts)
+                assert n == round(value * total / 100), (share, count, row)
+            checked += 1
+    return checked
+
+
+def test_no_table_shows_a_zero_count_beside_a_non_zero_share(scripted_run: Path) -> None:
+    """Every table of a run with cut-off outputs (scored as written) shows the cut-off count beside its share."""
+    checked = 0
+    for path in sorted((scripted_run / "summary").glob("*.csv")):
+        if path.name.startswith("summary_"):
+            continue
+        checked += assert_counts_agree(list(csv.DictReader(path.open(encoding="utf-8"))))
+    assert checked > 50
+    (path,) = (scripted_run / "summary").glob("summary_*.csv")
+    oc = {(r["dataset"], r["metric"]): r["thinker"] for r in csv.DictReader(path.open(encoding="utf-8"))}
+    for (dataset, metric), value in oc.items():
+        if metric == "truncated_rate" and value not in ("-", "nan"):
+            assert (float(oc[(dataset, "num_truncated")]) > 0) == (float(value) > 0), dataset
 
 
 def test_scripted_run_logs_hold_no_traceback(scripted_run: Path) -> None:
@@ -402,7 +488,8 @@ def test_every_table_counts_the_reasoning_models_cut_off_outputs_cell_by_cell(sc
         mine = (cells if row["length"] != "all" else langs)[(row["task"], row["lang"], row["length"])]
         assert float(row["thinker truncated%"]) == pytest.approx(_share(mine), abs=0.01), row
         _notes_say(row["thinker note"], mine, len(mine))
-        assert row["thinker complete"] == "True" and int(row["thinker truncated"]) == 0
+        assert row["thinker complete"] == "True" and int(row["thinker truncated_excluded"]) == 0
+        assert int(row["thinker truncated"]) == sum(r["truncated"] for r in mine)
         checked += 1
     assert checked >= 12 and any(float(r["thinker truncated%"]) > 0 for r in summary)
     atc = [r for r in records if r["task"] == "atc"]
@@ -476,7 +563,8 @@ def test_left_out_as_truncated_the_cut_off_outputs_move_no_score(scripted_run: P
         cut = len(mine) - len(kept)
         if kept:
             assert row["thinker"] == pytest.approx(sum(kept) / len(kept)), row
-        assert row["thinker truncated"] == cut and row["thinker planned"] == len(mine)
+        assert row["thinker truncated_excluded"] == cut and row["thinker truncated"] == cut
+        assert row["thinker planned"] == len(mine)
         assert bool(row["thinker complete"]) is (cut == 0) and (
             f"{cut} of {len(mine)} truncated (excluded)" in row["thinker note"]
         ) == bool(cut)
@@ -485,6 +573,14 @@ def test_left_out_as_truncated_the_cut_off_outputs_move_no_score(scripted_run: P
         )
         moved += cut
     assert moved > 0
+    # left out as truncated, every table still counts the cut-off outputs beside their share
+    from needlebench.tasks.atc_results import atc_error_table, atc_table
+    from needlebench.tasks.needlechain_results import chain_table
+
+    records = graded(after)
+    tables = [new, *(t(records, ["thinker"]).to_dict(orient="records") for t in (atc_table, atc_error_table))]
+    tables.append(chain_table(records, ["thinker"]).to_dict(orient="records"))
+    assert sum(assert_counts_agree(t) for t in tables) > 20
 
 
 def test_leaderboard_of_real_runs_beside_the_published_rows(

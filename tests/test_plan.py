@@ -170,17 +170,51 @@ def test_reasoning_model_gets_its_thinking_room_at_the_longest_cell(plan: PlanRe
     longest: dict[str, dict] = {}
     for row in exported:
         best = longest.get(row["dataset"])
-        if best is None or row["meta"]["prompt_tokens"] > best["meta"]["prompt_tokens"]:
+        if best is None or row["meta"]["budget_tokens"] > best["meta"]["budget_tokens"]:
             longest[row["dataset"]] = row
     for d in thinker.datasets:
         t = d.thinking
         assert t is not None and t.cell == f"length {longest[d.abbr]['meta']['length']}" == "length 2000"
-        assert t.prompt_tokens == longest[d.abbr]["meta"]["prompt_tokens"] == t.model_tokens  # no local tokenizer
+        assert t.prompt_tokens == longest[d.abbr]["meta"]["budget_tokens"] == t.model_tokens  # no local tokenizer
         assert t.room == 2700 - t.prompt_tokens - thinker.reserve and t.budget == 1200
-        # about 1,600 prompt tokens leave about 1,000 of the 1,200: the partitioner shortens the 2k cells
+        # 2,000 budgeted prompt tokens leave about 600 of the 1,200: the partitioner shortens the 2k cells
         assert not t.fits and t.action == "shortened" and d.num_shortened > 0
         assert {c[0] for c in d.shortened} == {2000}
     text = format_plan(plan)
     assert "thinking room at each dataset's longest cell" in text
     assert "less than the budget 1,200: the run shortens such prompts (overlength=shorten" in text
     assert text.count("thinking room at each") == 1
+
+
+def test_the_plans_thinking_room_and_the_eval_stages_output_settings_are_one_limit(
+    plan: PlanReport, tmp_path: Path
+) -> None:
+    """``needlebench plan`` and the run read the same ``Limit``: the thinking room's budget and the eval stage's
+    output budget and tokenizer for the reasoning model are the plan's, and the room fits where the rows do."""
+    from mmengine.config import Config
+
+    from needlebench.opencompass.partitioner import NeedleBenchPartitioner
+    from needlebench.planning.run import write_plan
+
+    thinker = next(m for m in plan.models if m.abbr == "thinker")
+    run = plan.run.model("thinker")
+    cfg = Config.fromfile(str(ROOT / CONFIG))
+    models = [dict(m) for m in cfg["models"]]
+    write_plan(plan.run, tmp_path)
+    tasks = NeedleBenchPartitioner(out_dir=str(tmp_path / "results"), stage="eval").partition(
+        [{"models": models, "datasets": [dict(d) for d in cfg["datasets"]]}],
+        work_dir=str(tmp_path),
+        out_dir=str(tmp_path / "results"),
+    )
+    evaluators = {
+        d["abbr"]: d["eval_cfg"]["evaluator"]
+        for t in tasks
+        if t["models"][0]["abbr"] == "thinker"
+        for d in t["datasets"][0]
+    }
+    for d in thinker.datasets:
+        limit = run.limits[d.abbr]
+        assert d.thinking.budget == limit.out_len == evaluators[d.abbr]["max_out_len"] == d.max_out_len
+        assert evaluators[d.abbr]["output_tokenizer"] == limit.output_tokenizer
+        assert d.thinking.fits == (d.thinking.prompt_tokens <= limit.max_prompt_tokens)
+        assert d.thinking.fits == (d.thinking.room >= d.thinking.budget) == (d.num_shortened + d.num_skipped == 0)

@@ -24,7 +24,8 @@ from needlebench.cache.rows import load_rows
 from needlebench.errors import ConfigError
 from needlebench.grading.evaluation import grade_rows
 from needlebench.grading.outputs import TIKTOKEN, OutputMeter, measure, think_unclosed, tiktoken_meter
-from needlebench.opencompass.outputs import is_reasoning_model, output_settings, reference_strip
+from needlebench.opencompass.outputs import is_reasoning_model, reference_strip
+from needlebench.planning.limits import Limits
 from needlebench.record import GradedSample, ScoreOptions, cut_prediction, failed_prediction
 from needlebench.tasks import get_task
 
@@ -179,7 +180,8 @@ def test_the_evaluator_reads_saved_outputs_and_the_partitioners_settings(tmp_pat
         "output_tokenizer": "org/m",
         "max_out_len": 512,
     }
-    assert output_settings({**model, "tokenizer_path": "/tok"}, datasets[0])["output_tokenizer"] == "/tok"
+    tokenizer = Limits().decide({**model, "tokenizer_path": "/tok"}, datasets[0]).output_tokenizer
+    assert tokenizer == "/tok"
 
     rows = _rows("atc", lang="en", needle_counts=[2], question_types=["eldest_ancestor"], repeats=2)
     rows = [{**r, "subdivision": r["task"], "idx": i} for i, r in enumerate(rows)]  # as our dataset class adds them
@@ -196,7 +198,8 @@ def test_the_evaluator_reads_saved_outputs_and_the_partitioners_settings(tmp_pat
         True,
     ]
     assert details[0]["output_tokenizer"] == TIKTOKEN and details[0]["output_tokens"] > details[1]["output_tokens"]
-    assert out["num_truncated"] == 0 and out["truncated_rate"] == 50.0  # reference: counted, scored as written
+    assert out["num_truncated"] == 1 and out["truncated_rate"] == 50.0  # reference: counted, scored as written
+    assert out["num_truncated_excluded"] == 0
     with pytest.raises(ConfigError, match="truncated"):
         NeedleBenchEvaluator(truncated="dropped")
 
@@ -291,7 +294,8 @@ def test_tables_show_cut_off_outputs_beside_format_failures_and_in_their_notes()
     for policy, excluded in (("scored", 0), ("unscored", 2)):
         records = _graded("srt", preds, ScoreOptions(truncated=policy), "m", **srt)
         row = summary_table(records, ["m"]).set_index(["task", "lang", "length"]).loc[("S-RT", "EN", 1000)]
-        assert row["m truncated%"] == pytest.approx(100 * 2 / 6) and row["m truncated"] == excluded
+        assert row["m truncated%"] == pytest.approx(100 * 2 / 6) and row["m truncated"] == 2
+        assert row["m truncated_excluded"] == excluded
         assert row["m planned"] == 6 and row["m scored"] == 6 - excluded
         kept = [r.score for r in records if r.counts]
         assert row["m"] == pytest.approx(sum(kept) / len(kept))  # the cut-off samples move no score when left out
@@ -305,7 +309,8 @@ def test_tables_show_cut_off_outputs_beside_format_failures_and_in_their_notes()
     preds = [cut_prediction("<think>A is the mother of"), early[1], get_task("atc").oracle(golds[2]), "\\boxed{Nobody}"]
     records = _graded("atc", preds, ScoreOptions(), "m", **atc)
     (row,) = atc_table(records, ["m"]).to_dict(orient="records")
-    assert row["truncated%"] == 25.0 and row["truncated"] == 0 and "1 of 4 truncated (scored as written)" in row["note"]
+    assert row["truncated%"] == 25.0 and row["truncated"] == 1 and row["truncated_excluded"] == 0
+    assert "1 of 4 truncated (scored as written)" in row["note"]
     errors = atc_error_table(records, ["m"]).set_index("N")
     assert (
         errors.loc[2, "wrong"] == 2 and errors.loc[2, "truncated%"] == 50.0 and errors.loc[2, "under_thinking%"] == 50.0
@@ -319,4 +324,5 @@ def test_tables_show_cut_off_outputs_beside_format_failures_and_in_their_notes()
         "needlechain", [cut_prediction("<think>"), "## Answer: 1"], ScoreOptions(truncated="unscored"), "m", **chain
     )
     (row,) = chain_table(records, ["m"]).to_dict(orient="records")
-    assert row["m truncated%"] == 50.0 and row["m truncated"] == 1 and not row["m complete"]
+    assert row["m truncated%"] == 50.0 and row["m truncated"] == 1 and row["m truncated_excluded"] == 1
+    assert not row["m complete"]

@@ -33,7 +33,7 @@ DATASETS = (
 )
 # the counts every dataset reports beside its numbers, and the share of outputs cut off (which counts the ones
 # left out for it): the only ones unscored samples may change
-COUNTS = {"num_samples", "num_failed", "num_shortened", "num_truncated", "truncated_rate"}
+COUNTS = {"num_samples", "num_failed", "num_shortened", "num_truncated", "num_truncated_excluded", "truncated_rate"}
 
 
 def _rows(task: str, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -169,8 +169,9 @@ def test_every_metric_skips_unscored_samples(task: str, params: dict[str, Any], 
     assert everything["num_samples"] == n and everything["num_scored"] == len(counted)
     assert everything["num_failed"] == sum(s in ("request_failed", "no_prediction") for s in states)
     assert everything["num_shortened"] == states.count("shortened")
-    assert everything["num_truncated"] == states.count("truncated") > 0
+    assert everything["num_truncated_excluded"] == states.count("truncated") > 0
     answered = [r for r in records if r.unscored in (None, "truncated")]
+    assert everything["num_truncated"] == sum(r.truncated for r in answered) >= everything["num_truncated_excluded"]
     assert everything["truncated_rate"] == pytest.approx(100 * states.count("truncated") / len(answered))
 
     # the file the report reads holds the same records, unscored reasons and all

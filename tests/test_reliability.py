@@ -215,3 +215,71 @@ def test_resume_after_sigkill_in_inference_and_in_evaluation(tmp_path: Path) -> 
     assert _summary(run) == _summary(clean)
     table = list(csv.DictReader((run / "summary" / "needlebench_summary.csv").open(encoding="utf-8")))
     assert table and all(float(r["slow"]) == 100.0 and r["slow complete"] == "True" for r in table)
+
+
+# ---- a resume after a setting changed: the stored plan is the authority ---------------------------------------
+
+
+def _replan_run(work: Path, calls: Path, *extra: str, **env: str) -> subprocess.CompletedProcess:
+    """tests/configs/e2e_replan.py through opencompass, its settings from ``env``; the counted oracle on the path."""
+    path = os.pathsep.join(filter(None, [str(ROOT / "tests"), str(ROOT), os.environ.get("PYTHONPATH")]))
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "opencompass"), "tests/configs/e2e_replan.py", "-w", str(work), *extra],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": path, "NEEDLEBENCH_TEST_CALLS": str(calls), **env},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+def _tiny_tokenizer(folder: Path) -> Path:
+    """A local tokenizer folder (words split on whitespace): another tokenizer for the same model."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]").save_pretrained(str(folder))
+    return folder
+
+
+def test_a_resume_under_another_plan_stops_before_any_call_and_replans_keeping_valid_answers(tmp_path: Path) -> None:
+    """Resumed with another shard count, output budget or tokenizer, a run stops before any model call naming the
+    change; with NEEDLEBENCH_REPLAN=1 it finishes, asking only the prompts whose answers are no longer valid
+    (none for the shards and the tokenizer, every one for the budget), and its summary is the clean run's."""
+    work, calls = tmp_path / "work", tmp_path / "calls.txt"
+    first = _replan_run(work, calls)
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    (run,) = [p for p in work.iterdir() if p.is_dir()]
+    asked = calls.read_text().splitlines()
+    assert len(asked) == len(set(asked)) == 8  # S-RT and M-RS, 2 lengths x 2 depths each
+    clean = _summary(run)
+    tokenizer = str(_tiny_tokenizer(tmp_path / "tok"))
+    changes = (
+        ({"NEEDLEBENCH_TEST_SHARDS": "3"}, "partitioner num_shards: 2 -> 3", 0),
+        ({"NEEDLEBENCH_TEST_SHARDS": "3", "NEEDLEBENCH_TEST_OUT": "24"}, "out_len 16 -> 24", 8),
+        (
+            {"NEEDLEBENCH_TEST_SHARDS": "3", "NEEDLEBENCH_TEST_OUT": "24", "NEEDLEBENCH_TEST_TOKENIZER": tokenizer},
+            "output_tokenizer None -> ",
+            0,
+        ),
+    )
+    for env, named, reasked in changes:
+        before = len(calls.read_text().splitlines())
+        stopped = _replan_run(work, calls, "-r", run.name, **env)
+        said = stopped.stdout + stopped.stderr
+        assert stopped.returncode != 0 and named in said and "NEEDLEBENCH_REPLAN=1" in said, said[-3000:]
+        assert len(calls.read_text().splitlines()) == before  # no model was asked anything
+        done = _replan_run(work, calls, "-r", run.name, NEEDLEBENCH_REPLAN="1", **env)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        again = calls.read_text().splitlines()[before:]
+        assert len(again) == len(set(again)) == reasked, named
+        assert _summary(run) == clean, named
+        for abbr in ("needlebench_srt_en_4k", "needlebench_mrs_en_4k"):
+            rows = [
+                json.loads(x) for x in (run / "results" / "counted" / f"{abbr}.samples.jsonl").read_text().splitlines()
+            ]
+            assert len(rows) == len({r["id"] for r in rows}) == 4  # every sample once
+        plan = json.loads((run / "needlebench_plan.json").read_text())
+        assert plan["settings"]["num_shards"] == 3

@@ -20,7 +20,22 @@ from typing import Any
 from ..record import GradedSample
 from .cells import format_failure_rate, percent, truncated_rate
 
-__all__ = ["mean", "summarise_details", "breakdown", "error_shares"]
+__all__ = ["COMMON_METRICS", "GRADER_ERROR", "mean", "summarise_details", "breakdown", "error_shares"]
+
+# the numbers every dataset reports first, in this order (``summarise_details``)
+COMMON_METRICS = (
+    "score",
+    "accuracy",
+    "format_failure_rate",
+    "num_samples",
+    "num_scored",
+    "num_failed",
+    "num_shortened",
+    "num_truncated",
+    "num_truncated_excluded",
+    "truncated_rate",
+)
+GRADER_ERROR = "grader_error"  # the error kind of a grader that raised, for every task (``grading.evaluation``)
 
 
 def mean(values: Iterable[float]) -> float:
@@ -38,18 +53,22 @@ def _group(records: Sequence[GradedSample], key: str) -> dict[Any, list[float]]:
     return out
 
 
-def summarise_details(details: Sequence[GradedSample]) -> dict[str, float]:
+def summarise_details(details: Sequence[GradedSample], error_kinds: Iterable[str] = ()) -> dict[str, float]:
     """The numbers an evaluator reports for one dataset: score, failure rate, per length / needles, counts.
 
     Every rate and mean is over the scored samples only; the unscored ones are counted beside them
-    (``num_samples`` = ``num_scored`` + ``num_failed`` + ``num_shortened`` + ``num_truncated``), never
-    averaged in as 0. ``truncated_rate`` is the share of answered samples (scored, or left out for being cut
-    off) whose output was cut off at its budget.
+    (``num_samples`` = ``num_scored`` + ``num_failed`` + ``num_shortened`` + ``num_truncated_excluded``),
+    never averaged in as 0. ``truncated_rate`` is the share of answered samples (scored, or left out for
+    being cut off) whose output was cut off at its budget, and ``num_truncated`` their count (its
+    numerator); ``num_truncated_excluded`` counts those of them left out (``truncated="unscored"``).
 
     Args:
         details: the dataset's graded samples.
+        error_kinds: the error kinds the task's grader can give (``TaskSpec.error_kinds``): each gets its
+            ``error_<kind>`` share, 0 where none occurred (NaN where nothing was scored).
     """
     scored = [d for d in details if d.counts]
+    answered = [d for d in details if d.answered]
     out: dict[str, float] = {
         "score": mean(float(d.score) for d in scored),
         "accuracy": percent(sum(d.correct for d in scored), len(scored)),
@@ -58,11 +77,12 @@ def summarise_details(details: Sequence[GradedSample]) -> dict[str, float]:
         "num_scored": len(scored),
         "num_failed": sum(d.failed for d in details),  # a shortened prompt is counted as shortened
         "num_shortened": sum(d.shortened for d in details),
-        "num_truncated": sum(d.unscored == "truncated" for d in details),
-        "truncated_rate": truncated_rate([d for d in details if d.answered]),
+        "num_truncated": sum(d.truncated for d in answered),
+        "num_truncated_excluded": sum(d.unscored == "truncated" for d in details),
+        "truncated_rate": truncated_rate(answered),
     }
     out.update(breakdown(scored, "length", "length"))
-    for kind, share in error_shares(scored).items():
+    for kind, share in error_shares(scored, (*error_kinds, GRADER_ERROR)).items():
         out[f"error_{kind}"] = share
     return out
 
@@ -82,14 +102,17 @@ def breakdown(details: Sequence[GradedSample], key: str, prefix: str) -> dict[st
     return {f"{prefix}_{value}": mean(vals) for value, vals in sorted(_group(scored, key).items())}
 
 
-def error_shares(details: Sequence[GradedSample]) -> dict[str, float]:
-    """Percentage of the given samples that failed with each error kind.
+def error_shares(details: Sequence[GradedSample], kinds: Iterable[str] = ()) -> dict[str, float]:
+    """Percentage of the given samples that failed with each error kind, sorted by kind.
 
     Args:
         details: graded samples; pass the scored ones for shares of what was scored.
+        kinds: the kinds reported even where none occurred (0, or NaN for no samples), so every dataset of a
+            task reports the same names; a kind that occurred is reported whether declared or not.
     """
-    counts: dict[str, int] = defaultdict(int)
+    counts: dict[str, int] = dict.fromkeys(kinds, 0)
     for d in details:
         if not d.correct and d.error:
-            counts[d.error.split(":")[0]] += 1
+            kind = d.error.split(":")[0]
+            counts[kind] = counts.get(kind, 0) + 1
     return {k: percent(v, len(details)) for k, v in sorted(counts.items())}

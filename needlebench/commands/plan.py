@@ -47,11 +47,11 @@ class ThinkingRoom:
 
     Args:
         cell: the cell of the dataset's longest prompt (its coarse coordinate, e.g. ``length 128000``).
-        prompt_tokens: that prompt's cl100k tokens, as generated (before any shortening).
+        prompt_tokens: the cl100k tokens the run fits that prompt in (its ``budget_tokens``, as generated).
         model_tokens: the same in the model's tokens, as the partitioner counts them (x its tokenizer ratio).
         room: ``max_seq_len - model_tokens - reserve``: the output the context leaves there.
-        budget: the output budget (``max_out_len``).
-        fits: ``room >= budget``.
+        budget: the output budget (the plan's ``Limit.out_len``: what the eval stage counts cut-off outputs by).
+        fits: the run's rule: ``prompt_tokens`` at most the limit's ``max_prompt_tokens`` (then ``room >= budget``).
         action: where it does not fit, what the run does with such prompts (the over-length policy):
             ``shortened`` (the haystack is cut until prompt and budget fit) or ``skipped`` (never sent); ``""``
             where it fits.
@@ -289,34 +289,35 @@ def _model_ratio(tokenizer: Any, rows: Any) -> tuple[float, int, int]:
     return (theirs / ours if ours else 1.0), len(picks), ours
 
 
-def _thinking(model: dict, dataset: dict, limit: Any, reserve: int, policy: str) -> ThinkingRoom:
-    """The thinking room a reasoning model has at a dataset's longest cell (its longest prompt as generated).
+def _thinking(dataset: dict, limit: Any) -> ThinkingRoom:
+    """The thinking room a reasoning model has at a dataset's longest cell, by the rule the run applies.
+
+    A row fits when its ``budget_tokens`` (the cl100k tokens its prompt is built to: its length's, or the room
+    it was cut to) are at most the limit's ``max_prompt_tokens``; the room beside it is ``max_seq_len`` - those
+    tokens in model tokens (``tokenizer_ratio``) - the reserve, against the output budget. Every number is the
+    run plan's (:class:`~needlebench.planning.limits.Limit`), so the plan and the run cannot disagree.
 
     Args:
-        model: the model config.
         dataset: the dataset config as written (before the model's limit).
-        limit: the run plan's limit for the pair (``max_seq_len``, ``tokenizer_ratio``).
-        reserve: the tokens the model's prompts leave free beyond the budget.
-        policy: the over-length policy (``shorten`` or ``skip``).
+        limit: the run plan's limit for the pair.
     """
     import math
 
     from ..cache.rows import load_rows
-    from ..planning.limits import out_len
     from ..tasks import config_params, get_task
 
     rows = load_rows(dataset["task"], **config_params(dataset))
-    sizes = rows["prompt_tokens"]
+    sizes = rows["budget_tokens"]
     at = max(range(len(sizes)), key=sizes.__getitem__)  # the first longest prompt
     longest = json.loads(rows[at]["meta"])  # its cell, as the task names it
     spec = get_task(dataset["task"])
     prompt = int(sizes[at])
     tokens = math.ceil(prompt * float(limit.tokenizer_ratio))
-    room = int(limit.max_seq_len) - tokens - reserve
-    budget = out_len(model, dataset)
-    fits = room >= budget
-    action = "" if fits else ("skipped" if policy == "skip" else "shortened")
-    return ThinkingRoom(f"{spec.cell[0]} {spec.cell_of(longest)[0]}", prompt, tokens, room, budget, fits, action)
+    room = int(limit.max_seq_len) - tokens - int(limit.reserve)
+    fits = prompt <= int(limit.max_prompt_tokens)
+    action = "" if fits else ("skipped" if limit.policy == "skip" else "shortened")
+    cell = f"{spec.cell[0]} {spec.cell_of(longest)[0]}"
+    return ThinkingRoom(cell, prompt, tokens, room, int(limit.out_len), fits, action)
 
 
 def _settings(cfg: Any, num_shards: int | None) -> Any:
@@ -383,11 +384,7 @@ def _plan_model(settings: Any, limits: Any, model: dict, datasets: list[Any], ru
                 skipped=cells.get("skipped", []),
                 prefix_tokens=prefix,
                 prefix_share=prefix / sum(tokens) if tokens else 0.0,
-                thinking=(
-                    _thinking(model, d, limit, reserved_tokens(model, settings.template_margin), settings.overlength)
-                    if thinks
-                    else None
-                ),
+                thinking=_thinking(d, limit) if thinks else None,
             )
         )
     if tok is not None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..files import atomic_write
-from ..grading.evaluation import grade_rows, write_results
+from ..grading.evaluation import grade_rows, metric_names, write_results
 from ..progress import Progress
 from ..record import ScoreOptions, Unanswered, cut_prediction
 from ..tasks import get_task
@@ -180,7 +180,8 @@ def _score_dataset(
     records = grade_rows(preds, [r["gold"] for r in d.rows], d.rows, task, options)
     folder = run.run_dir / "results" / model
     folder.mkdir(parents=True, exist_ok=True)
-    metrics = write_results(folder / d.abbr, records, task)
+    names = metric_names(task, [json.loads(r["meta"]) for r in d.rows])
+    metrics = write_results(folder / d.abbr, records, task, names)
     with atomic_write(folder / f"{d.abbr}.json") as tmp:
         tmp.write_text(json.dumps(metrics, indent=1, default=str), encoding="utf-8")
     bar.update(len(d.rows))

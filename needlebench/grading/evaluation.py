@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..aggregate.metrics import summarise_details
+from ..aggregate.metrics import COMMON_METRICS, GRADER_ERROR, summarise_details
 from ..errors import ConfigError
 from ..files import atomic_write
 from ..record import (
@@ -26,6 +27,7 @@ from ..record import (
     prediction_text,
     unanswered,
 )
+from ..taskspec import planned_values
 from .outputs import OutputFacts, OutputMeter, measure, tiktoken_meter
 
 if TYPE_CHECKING:
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "grade_rows",
     "dataset_results",
+    "metric_names",
     "write_results",
     "PREDICTION_CHARS",
     "GOLD_CHARS",
@@ -163,27 +166,58 @@ def _evidence(row: Any, gold: Any, spec: TaskSpec) -> dict[str, Any]:
     return out
 
 
-def dataset_results(records: Sequence[GradedSample], task: TaskSpec | None) -> tuple[dict[str, float], dict[str, str]]:
+def metric_names(task: TaskSpec, metas: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """Every number a dataset of ``task`` reports, in order, from its planned samples' metadata.
+
+    The names depend on what was planned (lengths, needle counts, NeedleChain's cells) and on the error kinds
+    the task declares, never on outcomes: every model's result file of one dataset names the same numbers
+    (OpenCompass's summary requires it to put models side by side), a model whose prompts were skipped or
+    whose answers never failed some way included.
+
+    Args:
+        task: the dataset's task.
+        metas: the metadata of every sample the dataset plans (before any model's over-length limit).
+    """
+    lengths = [f"length_{v}" for v in planned_values(metas, "length")]
+    errors = [f"error_{kind}" for kind in sorted({*task.error_kinds, GRADER_ERROR})]
+    results = task.aggregation()
+    own = results.metric_names(metas) if results.metric_names else ()
+    return (*COMMON_METRICS, *lengths, *errors, *own)
+
+
+def dataset_results(
+    records: Sequence[GradedSample], task: TaskSpec | None, names: Sequence[str] | None = None
+) -> tuple[dict[str, float], dict[str, str]]:
     """A dataset's numbers (the common ones plus its task's own) and its task's sidecar files.
 
     Args:
         records: the dataset's graded samples from :func:`grade_rows`.
         task: the dataset's task; None for a dataset without rows (the common numbers only).
+        names: the numbers the dataset reports (:func:`metric_names` of its planned samples), in this order,
+            NaN where nothing counted; a number computed but not named (a task that declares too little)
+            follows them, with a warning. None: the numbers computed, as they come.
 
     Returns:
         ``(metrics, {suffix: text})``.
     """
-    metrics = summarise_details(records)
+    metrics = summarise_details(records, task.error_kinds if task else ())
     files: dict[str, str] = {}
     results = task.aggregation() if task else None
     if results and results.dataset_metrics:
         metrics.update(results.dataset_metrics(records))
     if results and results.sidecars:
         files.update(results.sidecars(records))
+    if names is not None:
+        extra = [k for k in metrics if k not in set(names)]
+        if extra:
+            log.warning("task %s reports numbers it does not declare: %s", task.name if task else None, extra)
+        metrics = {**{n: metrics.get(n, math.nan) for n in names}, **{k: metrics[k] for k in extra}}
     return metrics, files
 
 
-def write_results(prefix: str | Path, records: Sequence[GradedSample], task: TaskSpec | None) -> dict[str, float]:
+def write_results(
+    prefix: str | Path, records: Sequence[GradedSample], task: TaskSpec | None, names: Sequence[str] | None = None
+) -> dict[str, float]:
     """Write ``<prefix>.samples.jsonl`` (one :meth:`GradedSample.to_json` a line) and the task's sidecars.
 
     Every file is written atomically. Returns the dataset's numbers.
@@ -192,8 +226,9 @@ def write_results(prefix: str | Path, records: Sequence[GradedSample], task: Tas
         prefix: the result file's path without ``.json`` (OpenCompass's ``results/<model>/<dataset>``).
         records: the graded samples.
         task: the dataset's task; None for a dataset without rows.
+        names: the numbers it reports (see :func:`dataset_results`).
     """
-    metrics, files = dataset_results(records, task)
+    metrics, files = dataset_results(records, task, names)
     lines = "".join(json.dumps(r.to_json(), ensure_ascii=False) + "\n" for r in records)
     for suffix, text in {"samples.jsonl": lines, **files}.items():
         with atomic_write(f"{prefix}.{suffix}") as tmp:

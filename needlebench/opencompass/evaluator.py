@@ -10,13 +10,14 @@ was cut off at its budget, whether it left a ``<think>`` block open).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from opencompass.openicl.icl_evaluator import BaseEvaluator
 
 from ..cache.pages import RELEASE_EVERY, dataset_mappings, released_every
 from ..errors import ConfigError
-from ..grading.evaluation import dataset_results, grade_rows, write_results
+from ..grading.evaluation import dataset_results, grade_rows, metric_names, write_results
 from ..record import METRICS, TRUNCATED_POLICIES, ScoreOptions, prediction_text, unanswered
 from ..tasks import get_task
 from ..taskspec import TaskSpec
@@ -44,6 +45,9 @@ class NeedleBenchEvaluator(BaseEvaluator):
         output_tokenizer: the model's tokenizer (path or hub name) outputs are counted with; None: cl100k.
         output_tokenizer_kwargs: the model config's ``tokenizer_kwargs``.
         max_out_len: the output budget the outputs were generated with (None: unknown).
+        metric_names: the numbers the dataset reports, in order (the eval stage writes them from the dataset's
+            planned samples, ``grading.evaluation.metric_names``, so every model reports the same names);
+            None: named from the rows this model was given.
         pred_postprocessor: OpenCompass's prediction postprocessor, if any.
 
     Raises:
@@ -59,6 +63,7 @@ class NeedleBenchEvaluator(BaseEvaluator):
         output_tokenizer: str | None = None,
         output_tokenizer_kwargs: dict | None = None,
         max_out_len: int | None = None,
+        metric_names: list[str] | None = None,
         pred_postprocessor: dict | None = None,
     ) -> None:
         super().__init__(pred_postprocessor=pred_postprocessor)
@@ -76,6 +81,7 @@ class NeedleBenchEvaluator(BaseEvaluator):
         self.output_tokenizer = output_tokenizer
         self.output_tokenizer_kwargs = dict(output_tokenizer_kwargs or {})
         self.max_out_len = max_out_len
+        self.metric_names = list(metric_names) if metric_names is not None else None
 
     def score(
         self, predictions: list[Any], references: list[str], test_set: Any, prediction: list[Any] | None = None
@@ -102,8 +108,11 @@ class NeedleBenchEvaluator(BaseEvaluator):
             meter = output_meter(self.output_tokenizer, self.output_tokenizer_kwargs, self.max_out_len)
             rows = released_every(test_set, dataset_mappings(test_set), every=RELEASE_EVERY)  # RSS: a few prompts
             records = grade_rows(predictions, references, rows, task, self.options, raw=raw, meter=meter)
+        names = self.metric_names
+        if names is None and task is not None:
+            names = metric_names(task, [json.loads(m) for m in _column(test_set, "meta")])
         out = getattr(self, "_out_dir", None)  # set by OpenCompass's eval task: results/<model>/<dataset>
-        metrics = write_results(out, records, task) if out else dataset_results(records, task)[0]
+        metrics = write_results(out, records, task, names) if out else dataset_results(records, task, names)[0]
         return {**metrics, "details": [r.to_json(prediction=False) for r in records]}
 
     def group(self, n: int, details: list[dict[str, Any]], test_set: Any) -> dict[str, list[dict[str, Any]]]:
@@ -141,8 +150,12 @@ def dataset_task(test_set: Any) -> TaskSpec | None:
     Raises:
         ConfigError: rows of several tasks.
     """
-    column = test_set["task"] if hasattr(test_set, "column_names") else [row["task"] for row in test_set]
-    names = sorted(set(column))
+    names = sorted(set(_column(test_set, "task")))
     if len(names) > 1:
         raise ConfigError(f"a needlebench dataset holds one task's samples; found tasks {names}")
     return get_task(names[0]) if names else None
+
+
+def _column(test_set: Any, name: str) -> list[Any]:
+    """One column of the dataset rows (a ``datasets.Dataset`` or a list of rows)."""
+    return test_set[name] if hasattr(test_set, "column_names") else [row[name] for row in test_set]

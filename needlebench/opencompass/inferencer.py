@@ -19,7 +19,7 @@ Options it does not take over (``multiround``, ``dump_only_message_path``, ``dum
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from opencompass.openicl.icl_inferencer.icl_base_inferencer import GenInferencer
 from opencompass.utils import batched, get_logger
 
 from ..cache.pages import dataset_mappings, release_mapped
+from .carryover import CarriedAnswer, prompt_digest, read_pool
 from .predictions import PredictionFile, PredictionLog
 
 __all__ = ["BatchGenInferencer"]
@@ -82,8 +83,9 @@ class BatchGenInferencer(GenInferencer):
         filename = output_json_filename or self.output_json_filename
         saved = PredictionLog(folder / Path("tmp_" + filename).with_suffix(".jsonl").name)
         index = saved.restore()
+        pool = read_pool(folder)  # answers a re-plan carried over (carryover.py); empty otherwise
         if not self.is_main_process:
-            self._answer(retriever, ice_template, prompt_template, index, lambda entries: None)
+            self._answer(retriever, ice_template, prompt_template, index, lambda entries: None, pool)
             return []
         out = PredictionFile(folder / filename)
         try:
@@ -93,7 +95,7 @@ class BatchGenInferencer(GenInferencer):
                 saved.append(entries)
                 out.extend(entries)
 
-            self._answer(retriever, ice_template, prompt_template, index, keep)
+            self._answer(retriever, ice_template, prompt_template, index, keep, pool)
         except BaseException:
             out.discard()  # the tmp_ file holds what was answered; a resume writes the file again from it
             raise
@@ -112,8 +114,12 @@ class BatchGenInferencer(GenInferencer):
         prompt_template: Any,
         index: int,
         keep: Callable[[list[tuple[str, dict[str, Any]]]], None],
+        pool: Mapping[str, CarriedAnswer] | None = None,
     ) -> None:
         """Render, send and hand to ``keep`` the rows from ``index`` on, one batch at a time.
+
+        A row whose sample id has a carried answer (``pool``) for the very prompt rendered now is not sent:
+        its answer is kept as it was saved.
 
         Args:
             retriever: OpenCompass's retriever over the task's dataset.
@@ -121,6 +127,7 @@ class BatchGenInferencer(GenInferencer):
             prompt_template: the prompt template.
             index: the first row not predicted yet.
             keep: takes each batch's ``(key, sample dict)`` pairs, as OpenCompass's output handler makes them.
+            pool: carried answers by sample id with their prompts' digests (``carryover.read_pool``).
         """
         ice_idx_list = retriever.retrieve()  # one (empty, for ZeroRetriever) list per row: no prompt yet
         reader = retriever.dataset_reader
@@ -136,6 +143,9 @@ class BatchGenInferencer(GenInferencer):
         batch = self.batch_size or 1
         logger = get_logger()
         logger.info(f"Starting inference: {len(ice_idx_list) - index} prompts, {batch} at a time")
+        test = reader.dataset["test"]
+        ids = test["id"] if pool and "id" in test.column_names else None
+        carried_total = 0
         for start in range(index, len(ice_idx_list), batch):
             end = min(start + batch, len(ice_idx_list))
             entry = self.get_generation_prompt_list_from_retriever_indices(
@@ -148,12 +158,36 @@ class BatchGenInferencer(GenInferencer):
             )
             with torch.no_grad():
                 parsed = self.model.parse_template(entry, mode="gen")
-                generated = self.model.generate_from_template(entry, max_out_len=self.max_out_len, **extra)
+                carried = _carried(parsed, ids[start:end], pool) if ids is not None and pool else {}
+                asked = [i for i in range(len(parsed)) if i not in carried]
+                generated = (
+                    self.model.generate_from_template([entry[i] for i in asked], max_out_len=self.max_out_len, **extra)
+                    if asked
+                    else []
+                )
+            answers = dict(zip(asked, batched(generated, returns), strict=False))
+            carried_total += len(carried)
             handler = GenInferencerOutputHandler()  # OpenCompass's sample dict, for this batch only
-            for offset, (prompt, prediction) in enumerate(zip(parsed, batched(generated, returns), strict=False)):
+            for offset, prompt in enumerate(parsed):
                 gold = golds[start + offset] if golds is not None else None
-                handler.save_results(prompt, prediction[0] if returns == 1 else prediction, start + offset, gold=gold)
+                if offset in carried:
+                    prediction = carried[offset]
+                else:
+                    prediction = answers[offset][0] if returns == 1 else answers[offset]
+                handler.save_results(prompt, prediction, start + offset, gold=gold)
             keep(list(handler.results_dict.items()))
             release_mapped(mapped)  # this batch's prompts leave the task's RSS with it
             if (end - index) // batch % 100 == 0 or end == len(ice_idx_list):
                 logger.info(f"{end} of {len(ice_idx_list)} prompts answered")
+        if carried_total:
+            logger.info(f"{carried_total} answers carried over from the run's earlier plan, not asked again")
+
+
+def _carried(parsed: list[Any], ids: list[str], pool: Mapping[str, CarriedAnswer]) -> dict[int, Any]:
+    """The batch's rows (by offset) whose carried answer was given for the prompt rendered now, and that answer."""
+    out = {}
+    for offset, (prompt, sample_id) in enumerate(zip(parsed, ids, strict=False)):
+        hit = pool.get(sample_id)
+        if hit is not None and hit[0] == prompt_digest(prompt):
+            out[offset] = hit[1]["prediction"]
+    return out

@@ -8,9 +8,10 @@ OpenCompass would; :func:`reference_strip` is that function for ``strip_think=Tr
 
 How outputs are counted (``output_tokens``, ``truncated``: :mod:`needlebench.grading.outputs`): the
 partitioner's eval stage writes the evaluator's settings into each needlebench dataset of the eval task
-config it renders (:func:`output_settings`: the model's tokenizer path and the output budget), and the
-evaluator builds its :class:`~needlebench.grading.outputs.OutputMeter` from them (:func:`output_meter`).
-Nothing else carries them: an eval task config says how its outputs were counted.
+config it renders, read from the run's plan (``Limit.evaluator_settings``: the model's tokenizer, found by
+the same rule as for its room, and the output budget), and the evaluator builds its
+:class:`~needlebench.grading.outputs.OutputMeter` from them (:func:`output_meter`). Nothing else carries
+them: an eval task config says how its outputs were counted.
 """
 
 from __future__ import annotations
@@ -19,18 +20,16 @@ import functools
 import json
 import logging
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from opencompass.utils.text_postprocessors import extract_non_reasoning_content
 
 from ..grading.outputs import OutputMeter, tiktoken_meter
-from ..planning.limits import out_len
+from ..planning.limits import tokenizer_readable
 
 __all__ = [
     "reference_strip",
     "is_reasoning_model",
-    "output_settings",
     "output_meter",
 ]
 
@@ -86,26 +85,6 @@ def _names_extract(kind: Any) -> bool:
     return name.rsplit(".", 1)[-1] in ("extract_non_reasoning_content", "extract-non-reasoning-content")
 
 
-def output_settings(model: Mapping[str, Any], dataset: Mapping[str, Any]) -> dict[str, Any]:
-    """The evaluator settings the eval stage writes for one (model, dataset): how its outputs are counted.
-
-    Args:
-        model: the model config: its ``tokenizer_path`` (else ``path``) and ``tokenizer_kwargs`` name its tokenizer.
-        dataset: the dataset config: its inferencer's ``max_out_len`` (else the model's) is the budget.
-
-    Returns:
-        ``output_tokenizer`` (path or None), ``output_tokenizer_kwargs`` and ``max_out_len`` (None: unknown).
-    """
-    path = model.get("tokenizer_path") or model.get("path")
-    kwargs = {k: v for k, v in dict(model.get("tokenizer_kwargs") or {}).items() if k != "padding_side"}
-    budget = out_len(dict(model), dict(dataset))
-    return {
-        "output_tokenizer": str(path) if path else None,
-        "output_tokenizer_kwargs": kwargs,
-        "max_out_len": budget or None,
-    }
-
-
 def output_meter(tokenizer: str | None, kwargs: Mapping[str, Any] | None, max_out_len: int | None) -> OutputMeter:
     """How an evaluator counts its outputs: the model's own tokenizer where it loads, else cl100k.
 
@@ -114,15 +93,13 @@ def output_meter(tokenizer: str | None, kwargs: Mapping[str, Any] | None, max_ou
     the records say so, and only a server's ``finish_reason`` marks an output cut off.
 
     Args:
-        tokenizer: the model's tokenizer path or hub name (``output_settings``); None: cl100k.
+        tokenizer: the model's tokenizer path or hub name (the plan's ``Limit.output_tokenizer``); None: cl100k.
         kwargs: the model config's ``tokenizer_kwargs`` (a GGUF file, ``trust_remote_code``, ...).
         max_out_len: the output budget.
     """
-    tok = (
-        _load(tokenizer, json.dumps(dict(kwargs or {}), sort_keys=True)) if tokenizer and _readable(tokenizer) else None
-    )
+    tok = _load(tokenizer, json.dumps(dict(kwargs or {}), sort_keys=True)) if tokenizer_readable(tokenizer) else None
     if tok is None:
-        if tokenizer and _readable(tokenizer):
+        if tokenizer_readable(tokenizer):
             log.warning(
                 "outputs are counted in cl100k: no tokenizer of the model loads from %r, so an in-process "
                 "model's cut-off outputs cannot be told by their token count (an API's finish_reason still is)",
@@ -134,14 +111,6 @@ def output_meter(tokenizer: str | None, kwargs: Mapping[str, Any] | None, max_ou
         return len(tok(text.encode("utf-8", "replace").decode("utf-8"), add_special_tokens=False)["input_ids"])
 
     return OutputMeter(count, str(tokenizer), own_tokens=True, max_out_len=max_out_len)
-
-
-def _readable(path: str) -> bool:
-    """Whether a tokenizer could be read from ``path``: a local folder, or a hub name (``org/name``).
-
-    A served model's name or a scripted model's label (no slash) names no tokenizer.
-    """
-    return Path(path).is_dir() or ("/" in path and not path.startswith((".", "/")))
 
 
 @functools.lru_cache(maxsize=4)

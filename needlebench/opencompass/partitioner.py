@@ -1,41 +1,35 @@
-"""Token-aware partitioner with per-model over-length handling.
+"""Token-aware partitioner with per-model over-length handling; the run's stored plan is its authority.
 
-Infer stage: the whole (model, datasets) workload is cut into ``num_shards``
-tasks of about equal prompt tokens, read from each sample's metadata (no
-re-tokenising). Shards are contiguous runs of one stream over the model's
-datasets in which those sharing a haystack (S-RT and M-RS of a language and
-repeat) are interleaved, a batch (the model's ``batch_size``) at a time, by
-their first needle's position, farthest first (``planning/stream.py``), so an
-engine's prefix cache reuses the shared haystack across datasets too. A
-dataset that comes in several pieces (interleaved, or cut across shards)
-becomes parts ``abbr_0, abbr_1, ...`` in row order, each with a
-``test_range``, which OpenCompass's eval task merges back; a shard runs its
-pieces in stream order.
+Infer stage: every decision is made once (``planning.run.plan_run``): per model, each needlebench
+dataset's limit (room, output budget, reserve, the tokenizer its room is measured with and its outputs
+counted with: ``planning.limits.Limit``), the cells that limit shortens or skips, and ``num_shards``
+infer tasks of about equal prompt tokens plus output budget, read from the cached rows' token columns.
+Shards are contiguous runs of one stream over the model's datasets in which those sharing a haystack
+(S-RT and M-RS of a language and repeat) are interleaved, a batch at a time, farthest first needle first
+(``planning/stream.py``), so an engine's prefix cache reuses the haystack across datasets; a dataset in
+several pieces becomes parts ``abbr_0, abbr_1, ...`` with a ``test_range`` each, which OpenCompass's
+eval task merges back.
 
-Both stages inject the model's room (``max_prompt_tokens`` = max_seq_len -
-output budget - template margin, in cl100k tokens, scaled by the model
-tokenizer's measured ratio where the model config names a local tokenizer)
-and the ``overlength`` policy into every needlebench dataset; the eval stage also writes into each
-needlebench dataset's evaluator how the model's outputs are counted (its tokenizer and the output
-budget: ``outputs.output_settings``), so a record can say whether its output was cut off. Every
-decision is made once, by the infer stage (``planning.run.plan_run``: limits, over-length cells,
-shards and their pieces), and stored as the run's plan, ``<work_dir>/needlebench_plan.json``; the
-tasks are rendered from it, the eval stage reads its limits back instead of measuring again (so
-inference and evaluation build the same rows even if the tokenizer behaves differently later), and
-the summarizer's stage check reads it. A tokenizer that fails to load is a warning naming the path
-and the error, recorded in the plan. What was shortened or skipped is also written to
-``<work_dir>/needlebench_overlength.json`` for the report.
+The first run stores the plan (``<work_dir>/needlebench_plan.json``, with the memory cgroup's kill count)
+and the report's record of shortened and skipped cells (``needlebench_overlength.json``, written from the
+plan). A resume plans again from the config and compares: the same plan renders the tasks still lacking
+predictions; another plan (shards, limits, tokenizer, budget, policy, datasets, models) stops the run
+before any model call with one message naming each difference, unless ``NEEDLEBENCH_REPLAN=1`` asks to
+re-plan, which keeps every answer still valid under the new plan (``carryover.py``) and asks the rest.
+The eval stage reads the limits and the evaluators' output settings from the plan, and names every
+dataset's numbers from its planned samples (``grading.evaluation.metric_names``), so each model's result
+file of a dataset names the same numbers and OpenCompass's own summary puts the models side by side.
 
-The infer stage first builds every dataset of the run once, all cores at
-work (``arrow_rows.materialize_many``), so no task waits on generation.
-Before handing out the shards of a model served over HTTP, the infer stage asks
-the server (``GET /v1/models``) whether it is up, serves that model name, and
-holds ``max_seq_len`` tokens (``preflight.py``).
+The infer stage first builds every dataset of the run once, all cores at work
+(``arrow_rows.materialize_many``), so no task waits on generation. Before handing out the shards of a
+model served over HTTP, it asks the server (``GET /v1/models``) whether it is up, serves that model name,
+and holds ``max_seq_len`` tokens (``preflight.py``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import os.path as osp
 
 from mmengine.config import Config, ConfigDict
@@ -43,21 +37,34 @@ from opencompass.partitioners.base import BasePartitioner
 from opencompass.utils import get_infer_output_path
 
 from ..cache.arrow_rows import materialize_many
+from ..cache.rows import load_rows
 from ..cgroups import memory_limit
-from ..errors import ConfigError, OutOfMemory, OutOfSpace
-from ..planning.limits import PartitionSettings, is_api_model, limited_dataset
-from ..planning.run import PLAN_FILE, MemoryBaseline, ModelRun, RunPlan, part_config, plan_run, read_plan, write_plan
+from ..errors import ConfigError, OutOfMemory, OutOfSpace, PlanChanged
+from ..grading.evaluation import metric_names
+from ..planning.limits import Limit, PartitionSettings, is_api_model, limited_dataset
+from ..planning.run import (
+    PLAN_FILE,
+    MemoryBaseline,
+    ModelRun,
+    RunPlan,
+    part_config,
+    plan_changes,
+    plan_run,
+    read_plan,
+    write_plan,
+)
 from ..planning.shards import shard_ranges
-from ..tasks import config_params, is_needlebench
-from .outputs import output_settings
+from ..tasks import config_params, get_task, is_needlebench
+from .carryover import carry_over
 from .preflight import check_api_server
 from .resume import repair_predictions
 from .slurm_preflight import check_slurm, is_slurm_runner
 
-__all__ = ["NeedleBenchPartitioner", "OVERLENGTH_FILE"]
+__all__ = ["NeedleBenchPartitioner", "OVERLENGTH_FILE", "REPLAN_ENV"]
 
 
 OVERLENGTH_FILE = "needlebench_overlength.json"
+REPLAN_ENV = "NEEDLEBENCH_REPLAN"  # =1: a resume whose config gives another plan re-plans, keeping valid answers
 
 
 def _write_overlength(plan: RunPlan, work_dir: str) -> None:
@@ -83,15 +90,31 @@ def _groups(datasets: list[dict], count: int) -> list[list[dict]]:
     return [datasets[a:b] for a, b in shard_ranges([1] * len(datasets), count)]
 
 
-def _count_outputs(dataset: dict, model: dict) -> None:
-    """Tell a (limited, copied) dataset's evaluator how its model's outputs are counted, in the eval task config.
-
-    The model's tokenizer and the output budget (``outputs.output_settings``) go into the evaluator's own
-    settings, so the eval task config says how its outputs were measured; a value the config set wins.
-    """
-    evaluator = dataset.setdefault("eval_cfg", {}).setdefault("evaluator", {})
-    for key, value in output_settings(model, dataset).items():
+def _evaluated(dataset: dict, limit: Limit, names: tuple[str, ...]) -> dict:
+    """A dataset config as an eval task scores it: the model's limit in, its evaluator told how the outputs are
+    counted (the plan's ``Limit.evaluator_settings``) and which numbers to report; a value the config set wins."""
+    out = limited_dataset(dataset, limit)
+    evaluator = out.setdefault("eval_cfg", {}).setdefault("evaluator", {})
+    for key, value in {**limit.evaluator_settings(), "metric_names": list(names)}.items():
         evaluator.setdefault(key, value)
+    return out
+
+
+def _planned_names(dataset: dict) -> tuple[str, ...]:
+    """Every number a dataset reports, from its planned samples (before any model's limit)."""
+    rows = load_rows(dataset["task"], **config_params(dataset))
+    return metric_names(get_task(dataset["task"]), [json.loads(m) for m in rows["meta"]])
+
+
+def _changed_message(path: str, changes: list[str]) -> str:
+    """The one message a resume with another plan stops with: each difference and the two ways on."""
+    lines = "\n".join(f"  - {c}" for c in changes)
+    return (
+        f"this run's stored plan ({path}) is not what the config gives now; nothing was asked of any model.\n"
+        f"{lines}\n"
+        "Either run into a new work dir (leave out -r), or re-plan this one, keeping every answer still valid "
+        f"(same prompt, model and output budget) and asking the rest: {REPLAN_ENV}=1 opencompass <config> -r <time>"
+    )
 
 
 class NeedleBenchPartitioner(BasePartitioner):
@@ -142,7 +165,7 @@ class NeedleBenchPartitioner(BasePartitioner):
             check_slurm(runner.get("partition"))
         try:
             return super().__call__(cfg)
-        except (OutOfSpace, OutOfMemory) as exc:
+        except (OutOfSpace, OutOfMemory, PlanChanged) as exc:
             self.logger.error(str(exc))
             raise SystemExit(f"needlebench: {exc}") from None
 
@@ -187,6 +210,12 @@ class NeedleBenchPartitioner(BasePartitioner):
         except OSError as exc:
             self.logger.warning(f"dataset cache not writable ({exc}); every task builds its rows in memory")
         plan = self.plan(model_dataset_combinations)
+        stored = read_plan(work_dir)
+        changes = plan_changes(stored, plan) if stored is not None else []
+        if changes:
+            if os.environ.get(REPLAN_ENV, "") not in ("1", "true", "yes"):
+                raise PlanChanged(_changed_message(osp.join(work_dir, PLAN_FILE), changes))
+            self._replan(stored, plan, model_dataset_combinations, out_dir, work_dir, changes)
         write_plan(plan, work_dir)
         _write_overlength(plan, work_dir)
         for run in plan.models:
@@ -206,6 +235,31 @@ class NeedleBenchPartitioner(BasePartitioner):
                     check_api_server(model)
                 tasks.extend(shards)
         return tasks
+
+    def _replan(
+        self,
+        stored: RunPlan,
+        plan: RunPlan,
+        model_dataset_combinations: list[dict],
+        out_dir: str,
+        work_dir: str,
+        changes: list[str],
+    ) -> None:
+        """Carry each changed model's still-valid answers into the new plan (``carryover.py``), saying what changed."""
+        self.logger.warning(f"{REPLAN_ENV}=1: re-planning this run:\n" + "\n".join(f"  - {c}" for c in changes))
+        runs = iter(plan.models)
+        for comb in model_dataset_combinations:
+            ours = [d for d in comb["datasets"] if is_needlebench(d)]
+            for model in comb["models"]:
+                run = next(runs)
+                old = stored.model(run.abbr)
+                if old is None or old == run:
+                    continue
+                kept, dropped = carry_over(model, ours, old, run, out_dir, osp.join(work_dir, "results"))
+                self.logger.warning(
+                    f"{run.abbr}: {kept} answers kept for the new plan (asked again only if their prompt changed), "
+                    f"{dropped} dropped (another output budget, a failed request, or a changed dataset)"
+                )
 
     def plan(self, model_dataset_combinations: list[dict]) -> RunPlan:
         """The run's plan, with the memory cgroup's kill count now (see ``planning/run.py``).
@@ -257,6 +311,7 @@ class NeedleBenchPartitioner(BasePartitioner):
         """
         plan = read_plan(work_dir)
         limits = self.settings.limits(self.logger)
+        names: dict[str, tuple[str, ...]] = {}  # per dataset abbr, every model's
         tasks: list[ConfigDict] = []
         for comb in model_dataset_combinations:
             for model in comb["models"]:
@@ -279,9 +334,9 @@ class NeedleBenchPartitioner(BasePartitioner):
                             f"{m_abbr} / {d['abbr']}: inference used overlength={limit.policy!r}; "
                             f"evaluating with it, not {self.settings.overlength!r}"
                         )
-                    limited = limited_dataset(d, limit)
-                    _count_outputs(limited, model)
-                    datasets.append(limited)
+                    if d["abbr"] not in names:
+                        names[d["abbr"]] = _planned_names(d)
+                    datasets.append(_evaluated(d, limit, names[d["abbr"]]))
                 for group in _groups(datasets, self.eval_tasks):
                     tasks.append(Config({"models": [model], "datasets": [group], "work_dir": work_dir, **add_cfg}))
         return tasks

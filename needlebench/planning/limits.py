@@ -16,7 +16,7 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,8 @@ __all__ = [
     "limit_ratio",
     "limited_dataset",
     "load_tokenizer",
+    "model_tokenizer",
+    "tokenizer_readable",
     "model_room",
     "out_len",
     "overlength_cells",
@@ -111,22 +113,50 @@ def model_room(model: dict, dataset: dict, margin: int, logger: Any = None) -> t
     return int(max_seq_len), int(max_seq_len) - out_len(model, dataset) - reserved_tokens(model, margin)
 
 
-def load_tokenizer(model: dict) -> tuple[Any, str | None, str | None]:
-    """(tokenizer or None, its path or None, load error or None) for a model config.
+def model_tokenizer(model: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """Where a model's tokenizer is found, by the one rule the room and the output counts both follow.
 
-    No local folder named is not an error (API models, hub names): the ratio is 1.
-    A folder whose tokenizer fails to load is, and the caller reports it.
+    ``tokenizer_path``, else ``path``; with the config's ``tokenizer_kwargs`` (``padding_side`` dropped:
+    it changes no count).
+
+    Args:
+        model: the model config.
+
+    Returns:
+        (the path or hub name, or None; the keyword arguments it loads with).
     """
     path = model.get("tokenizer_path") or model.get("path")
-    if not path or not Path(str(path)).is_dir():
+    kwargs = {k: v for k, v in dict(model.get("tokenizer_kwargs") or {}).items() if k != "padding_side"}
+    return (str(path) if path else None), kwargs
+
+
+def tokenizer_readable(path: str | None) -> bool:
+    """Whether a tokenizer could be read from ``path``: a local folder, or a hub name (``org/name``) whose
+    files the local Hugging Face cache may hold (nothing is downloaded). A served model's name or a
+    scripted model's label (no slash) names no tokenizer.
+
+    Args:
+        path: the path or hub name (:func:`model_tokenizer`).
+    """
+    return bool(path) and (Path(str(path)).is_dir() or ("/" in str(path) and not str(path).startswith((".", "/"))))
+
+
+def load_tokenizer(model: dict) -> tuple[Any, str | None, str | None]:
+    """(tokenizer or None, its path or None, load error or None) for a model config (:func:`model_tokenizer`).
+
+    No tokenizer named is not an error (API models, a hub name not in the local cache): the ratio is 1.
+    A local folder whose tokenizer fails to load is, and the caller reports it.
+    """
+    path, kwargs = model_tokenizer(model)
+    if not tokenizer_readable(path):
         return None, None, None
     try:
         from transformers import AutoTokenizer
 
-        kwargs = dict(model.get("tokenizer_kwargs") or {})
-        kwargs.pop("padding_side", None)
         return AutoTokenizer.from_pretrained(str(path), local_files_only=True, **kwargs), str(path), None
     except Exception as exc:  # transformers raises many types for a broken folder; all are reported
+        if not Path(str(path)).is_dir():  # a hub name the local cache lacks: none, as for an API model
+            return None, None, None
         return None, str(path), f"{type(exc).__name__}: {exc}"
 
 
@@ -237,6 +267,7 @@ class Limits:
             dataset: a needlebench dataset config.
         """
         max_seq_len, room = model_room(model, dataset, self.margin, self.logger)
+        output_tokenizer, output_kwargs = model_tokenizer(model)
         path = error = None
         ratio = 1.0
         if self.measure:
@@ -245,7 +276,19 @@ class Limits:
                 rows = load_rows(dataset["task"], **config_params(dataset))
                 prompts = [rows[i]["prompt"] for i in range(0, len(rows), max(1, len(rows) // 3))][:3]
                 ratio = limit_ratio(tok, prompts)
-        return Limit(max_seq_len, room, self.overlength, path, ratio, error, max(1, math.floor(room / ratio)))
+        return Limit(
+            max_seq_len,
+            room,
+            self.overlength,
+            path,
+            ratio,
+            error,
+            max(1, math.floor(room / ratio)),
+            out_len=out_len(model, dataset),
+            reserve=reserved_tokens(model, self.margin),
+            output_tokenizer=output_tokenizer,
+            output_tokenizer_kwargs=output_kwargs,
+        )
 
 
 @dataclass(frozen=True)
@@ -260,6 +303,11 @@ class Limit:
         tokenizer_ratio: model tokens per cl100k token the room was divided by (at least 1).
         tokenizer_error: why that tokenizer failed to load (None: it loaded, or there was none).
         max_prompt_tokens: the room in cl100k tokens: what the dataset's prompts are fitted to.
+        out_len: the output budget (the dataset's inferencer ``max_out_len``, else the model's; 0: unset).
+        reserve: tokens the prompts leave free beyond the budget (chat template; an API client's reserve).
+        output_tokenizer: the model's tokenizer (path or hub name, :func:`model_tokenizer`) its outputs are
+            counted with; None: cl100k.
+        output_tokenizer_kwargs: the keyword arguments it loads with.
     """
 
     max_seq_len: int
@@ -269,6 +317,21 @@ class Limit:
     tokenizer_ratio: float
     tokenizer_error: str | None
     max_prompt_tokens: int
+    out_len: int = 0
+    reserve: int = 0
+    output_tokenizer: str | None = None
+    output_tokenizer_kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    def evaluator_settings(self) -> dict[str, Any]:
+        """What the eval stage writes into the pair's evaluator: how its outputs are counted.
+
+        ``output_tokenizer`` (path or None), ``output_tokenizer_kwargs`` and ``max_out_len`` (None: unknown).
+        """
+        return {
+            "output_tokenizer": self.output_tokenizer,
+            "output_tokenizer_kwargs": dict(self.output_tokenizer_kwargs),
+            "max_out_len": self.out_len or None,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Limit:
@@ -277,7 +340,12 @@ class Limit:
         Args:
             data: the JSON object :func:`dataclasses.asdict` wrote.
         """
-        return cls(**{f: data[f] for f in cls.__dataclass_fields__})
+        return cls(**{f: data[f] for f in cls.__dataclass_fields__ if f in data or f in _REQUIRED})
+
+
+# a plan file's limits need these; the later fields (the budget, reserve, output tokenizer) read as unset
+# where an older plan lacks them, and such a plan differs from a new one (``planning.run.plan_changes``)
+_REQUIRED = ("max_seq_len", "room", "policy", "tokenizer", "tokenizer_ratio", "tokenizer_error", "max_prompt_tokens")
 
 
 def _cells(task: str, metas: Iterable[Mapping[str, Any]]) -> dict[tuple, int]:

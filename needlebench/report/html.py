@@ -35,8 +35,8 @@ the bottom row is the mean of each length; click a cell to list its samples (ans
 haystack around each needle). Grey cells marked "-" were not run: they are missing, not zero.
 <i>fmt_fail%</i> is the share of answers with no parsable final answer (for example no <code>\\boxed{{}}</code>).
 <i>truncated%</i> is the share of answered samples whose output was cut off at its budget (a reasoning model that
-spent it thinking): scored as written under the reference protocol, as OpenCompass scores them, or left out and
-counted under <i>truncated</i> with <code>truncated="unscored"</code>; the note says how many, and how many outputs
+spent it thinking) and <i>truncated</i> their count: scored as written under the reference protocol, as OpenCompass
+scores them, or left out and also counted under <i>truncated_excluded</i> with <code>truncated="unscored"</code>; the note says how many, and how many outputs
 left a <code>&lt;think&gt;</code> block open.
 {overall}</p>
 <p><b>Intervals and completeness.</b> The bracket under a score is its 95% bootstrap interval (1000 resamples of

@@ -332,12 +332,13 @@ class _Summary:
             {
                 f"{model} fmt_fail%": _rate([r for c in cells for r in c.rows]),
                 f"{model} truncated%": truncated_rate(answered),
+                f"{model} truncated": sum(r.truncated for r in answered),
                 f"{model} planned": planned,
                 f"{model} scored": sum(len(c.rows) for c in cells),
                 f"{model} shortened": shortened,
                 f"{model} skipped": skipped,
                 f"{model} failed": failed,
-                f"{model} truncated": sum(len(c.truncated) for c in cells),
+                f"{model} truncated_excluded": sum(len(c.truncated) for c in cells),
                 f"{model} complete": bool(w is not None and self.complete(model, spec)),
                 f"{model} note": mismatch or "; ".join(notes),
             }
@@ -356,10 +357,10 @@ def summary_table(
     counted in ``shortened``, and the cell is marked incomplete with a note
     such as "3 of 110 shortened (excluded)". Samples skipped as over length
     (from ``needlebench_overlength.json``) are counted in ``skipped``; planned
-    = scored + shortened + skipped + failed + truncated. ``truncated%`` is the
-    share of the answered samples whose output was cut off at its budget; a
-    cell with any says how many in its note, scored as written (reference) or
-    left out (``truncated="unscored"``: counted in ``truncated``, the cell
+    = scored + shortened + skipped + failed + truncated_excluded. ``truncated%`` is the
+    share of the answered samples whose output was cut off at its budget, and ``truncated`` their
+    count (its numerator); a cell with any says how many in its note, scored as written (reference) or
+    left out (``truncated="unscored"``: also counted in ``truncated_excluded``, the cell
     incomplete), and so does one whose outputs left a think block open. A language, task or suite row whose parts
     are incomplete or missing is flagged too (``complete`` False, with a
     note); it is never silently renormalised into a complete-looking number.

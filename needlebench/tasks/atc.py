@@ -34,6 +34,7 @@ from .needles import haystack_inputs
 from .reference_text import REFERENCE_PROMPTS
 
 __all__ = [
+    "BOXED_ERRORS",
     "AtcParams",
     "generate_atc",
     "atc_prompt",
@@ -226,6 +227,10 @@ def oracle_boxed(gold: dict) -> str:
     return f"Following the chain link by link, the answer is \\boxed{{{gold['answer']}}}."
 
 
+# the error kinds of the boxed-answer grader (ATC, M-RS), as ``grade_boxed`` explains them
+BOXED_ERRORS = ("no_boxed_answer", "repetition", "stopped_early", "wrong_chain_name", "hallucination", "wrong_distance")
+
+
 def grade_boxed(prediction: object, gold: dict, options: ScoreOptions) -> SampleScore:
     """ATC and M-RS: the boxed answer against a name or an integer, with an error kind.
 
@@ -322,6 +327,7 @@ ATC = TaskSpec(
     meta_keys=("repeat", "num_needles", "question_type", "needle_counts"),
     cell=("num_needles",),
     breakdowns={"num_needles": "needles"},
+    error_kinds=BOXED_ERRORS,
     report_text=(
         "ATC: accuracy per needle count N; <i>weighted</i> = sum(P_N * N) / sum(N); <i>weighted_short</i> uses "
         "N &lt;= 64; ENL-50 is the largest N with accuracy of at least 50. The weighted scores and ENL-50 cover "

@@ -826,7 +826,10 @@ def _report(records: Sequence[GradedSample], models: Sequence[str], skipped: Ski
     for r in records:
         if r.answered:
             by_row[(str(r.model), r.lang, str(r.get("style") or ""))].append(r)
-    table["truncated%"] = [truncated_rate(by_row[key]) for key in zip(table["model"], table["lang"], table["style"])]
+    keys = list(zip(table["model"], table["lang"], table["style"]))
+    table["truncated%"] = [truncated_rate(by_row[key]) for key in keys]
+    table["truncated"] = [sum(r.truncated for r in by_row[key]) for key in keys]
+    table["truncated_excluded"] = [sum(r.unscored == "truncated" for r in by_row[key]) for key in keys]
     return ReportParts(tables={"needlebench_atc_v1": table})
 
 
@@ -943,6 +946,7 @@ ATC_MC = TaskSpec(
     meta_keys=("repeat", "num_needles", "style", "circular_group", "rotation", "circular_pattern"),
     cell=("num_needles",),
     breakdowns={"num_needles": "needles"},
+    error_kinds=("no_option", "wrong_option"),
     report_text=(
         "ATC (v1): multiple choice under circular evaluation: a question counts as right only when all four "
         "rotations of its options are answered right."

@@ -114,6 +114,14 @@ def dataset_metrics(details: Sequence[GradedSample]) -> dict[str, float]:
     }
 
 
+ATC_METRICS = ("weighted_score", "weighted_score_short", "enl50", "planned_n_missing")
+
+
+def metric_names(metas: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The names :func:`dataset_metrics` reports for a dataset with these planned samples (its metadata)."""
+    return ATC_METRICS if any(m.get("num_needles") is not None for m in metas) else ()
+
+
 def _atc_note(missing_skipped: list[int], missing_other: list[int], partial: dict[int, tuple[int, int]]) -> str:
     parts = []
     if missing_skipped:
@@ -213,9 +221,10 @@ def _atc_row(
     mine = [r for rs in by_n.values() for r in rs]
     row["fmt_fail%"] = format_failure_rate(mine)
     row["truncated%"] = truncated_rate([*mine, *cut])
+    row["truncated"] = sum(r.truncated for r in (*mine, *cut))
     n_skipped = sum(int(skipped.get((model, "atc", lang, n), 0)) for n in all_n)
     planned = len(mine) + n_skipped + len(cut)
-    row.update(planned=planned, scored=len(mine), skipped=n_skipped, truncated=len(cut))
+    row.update(planned=planned, scored=len(mine), skipped=n_skipped, truncated_excluded=len(cut))
     gaps = {n for n in missing_skipped + missing_other + list(partial)} | cut_n
     row["complete"] = not gaps
     row["complete_short"] = not any(n <= SHORT_CONTEXT_NEEDLES for n in gaps)
@@ -286,8 +295,8 @@ def atc_error_table(records: Sequence[GradedSample], models: Sequence[str]) -> p
     """Per model, language and needle count: output tokens, and the wrong answers by class.
 
     Over the answered samples (those that count, and those left out for being cut off): their output
-    tokens (median and 90th percentile), how many were wrong, the share of the wrong ones cut off vs
-    answered, and each class's share of the wrong ones (``truncated`` + ``under_thinking`` + the rest =
+    tokens (median and 90th percentile), how many were wrong, how many of the wrong ones were cut off
+    (``wrong: truncated``) and their share vs answered, and each class's share of the wrong ones (``truncated`` + ``under_thinking`` + the rest =
     100). Under-thinking and running out of budget look alike in a score; here they are apart.
 
     Args:
@@ -311,6 +320,7 @@ def atc_error_table(records: Sequence[GradedSample], models: Sequence[str]) -> p
             row["output tokens p50"] = _percentile(tokens, 50)
             row["output tokens p90"] = _percentile(tokens, 90)
             row["wrong"] = len(wrong)
+            row["wrong: truncated"] = wrong.count("truncated")
             row["wrong: truncated%"] = percent(wrong.count("truncated"), len(wrong))
             row["wrong: answered%"] = percent(len(wrong) - wrong.count("truncated"), len(wrong))
             for kind in classes:
@@ -424,4 +434,10 @@ def atc_conformance(records: Sequence[GradedSample], suite: str | None) -> Confo
     return Conformance(tuple(dict.fromkeys(merged.short)), tuple(dict.fromkeys(merged.differs)))
 
 
-RESULTS = TaskResults(dataset_metrics=dataset_metrics, report=report, board=atc_board, conformance=atc_conformance)
+RESULTS = TaskResults(
+    dataset_metrics=dataset_metrics,
+    metric_names=metric_names,
+    report=report,
+    board=atc_board,
+    conformance=atc_conformance,
+)

@@ -702,6 +702,7 @@ NEEDLECHAIN = TaskSpec(
     results="needlebench.tasks.needlechain_results:RESULTS",
     meta_keys=("k", "variant", "question", "point", "presented_positions"),
     cell=("k",),
+    error_kinds=ERROR_KINDS,
     report_text=(
         "NeedleChain: the graded accuracy per chain variant, k and question (the paper's value match under "
         'reference, strict under <code>scoring="strict"</code>) beside <i>plain</i> accuracy (the value alone) '

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..aggregate.cells import NAN, Estimate, output_notes, percent, put_interval, truncated_rate
-from ..aggregate.metrics import error_shares, mean
+from ..aggregate.metrics import GRADER_ERROR, error_shares, mean
 from ..aggregate.plots import percent_axes, plt, png
 from ..aggregate.uncertainty import resample_means
 from ..protocol import reference_values
@@ -61,9 +61,18 @@ def chain_cells(details: Sequence[GradedSample]) -> dict[str, float]:
         for (variant, k, question), vals in sorted(values.items()):
             out[f"{name}_{variant}_k{k}_{question}"] = mean(vals)
     for (variant, k), rows in sorted(groups.items()):
-        for kind, share in error_shares(rows).items():
+        for kind, share in error_shares(rows, (*ERROR_KINDS, GRADER_ERROR)).items():
             out[f"err_{variant}_k{k}_{kind}"] = share
     return out
+
+
+def chain_names(metas: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The names :func:`chain_cells` reports for a dataset with these planned samples (its metadata), in its order."""
+    cells = sorted({(m["variant"], m["k"], m["question"]) for m in metas})
+    names = [f"{name}_{v}_k{k}_{q}" for name in ("acc", "plain", "strict") for v, k, q in cells]
+    kinds = sorted((*ERROR_KINDS, GRADER_ERROR))
+    names += [f"err_{v}_k{k}_{kind}" for v, k in sorted({c[:2] for c in cells}) for kind in kinds]
+    return tuple(names)
 
 
 def position_profile(
@@ -123,7 +132,8 @@ def chain_table(records: Sequence[GradedSample], models: Sequence[str], skipped:
     strict the share whose value matched with every needed name mentioned (``strict_correct``), where
     the grader reports them, so lucky guesses show as plain-but-not-strict. A k with skipped
     (over-length) samples is flagged. ``truncated%`` is the share of answered samples whose output was cut
-    off at its budget (the note says how many, scored as written or left out as ``truncated``).
+    off at its budget and ``truncated`` their count; those left out (``truncated="unscored"``) are also
+    counted in ``truncated_excluded`` (the note says how many, scored as written or left out).
 
     Args:
         records: NeedleChain records (with ``model``).
@@ -169,9 +179,10 @@ def chain_table(records: Sequence[GradedSample], models: Sequence[str], skipped:
                 row[f"{m} {kind}%"] = percent(sum(c.error == kind for c in cell), len(cell))
             answered = [*cell, *cut.get((variant, k, question, m), [])]
             row[f"{m} truncated%"] = truncated_rate(answered)
+            row[f"{m} truncated"] = sum(r.truncated for r in answered)
             row[f"{m} scored"] = len(cell)
             nfail = row[f"{m} failed"] = failed.get((variant, k, question, m), 0)
-            ncut = row[f"{m} truncated"] = len(answered) - len(cell)
+            ncut = row[f"{m} truncated_excluded"] = len(answered) - len(cell)
             skip = skipped_k.get((m, k), 0)
             row[f"{m} complete"] = bool(cell) and not skip and not nfail and not ncut
             notes = [f"k={k}: {skip} samples skipped (over length)"] if skip else []
@@ -370,6 +381,7 @@ def chain_conformance(records: Sequence[GradedSample], suite: str | None) -> Con
 
 RESULTS = TaskResults(
     dataset_metrics=chain_cells,
+    metric_names=chain_names,
     sidecars=sidecars,
     report=report,
     board=chain_board,

@@ -34,7 +34,7 @@ from ..grading.matching import prepare
 from ..record import SampleScore, ScoreOptions
 from ..sample import Sample
 from ..seeding import rng
-from .atc import grade_boxed, kinship_gold, kinship_meta, oracle_boxed
+from .atc import BOXED_ERRORS, grade_boxed, kinship_gold, kinship_meta, oracle_boxed
 from .kinship import (
     QUESTION_TYPES,
     KinshipChain,
@@ -49,6 +49,7 @@ from .prompts import PromptParts, sparse_prompt
 from .reference_text import MRS_REFERENCE_FRAMES, MRS_REFERENCE_QUESTION
 from .reference_v1 import v1_prompt, v1_question
 from .sparse import (
+    RECALL_ERRORS,
     SparseParams,
     cell_order,
     grade_srt,
@@ -354,4 +355,5 @@ MRS = sparse_task(
     10,
     "needlebench.tasks.sparse_results:REASONING",
     report_text="M-RS needs several hidden facts combined (answer in <code>\\boxed{}</code>).",
+    error_kinds=(*RECALL_ERRORS, *BOXED_ERRORS),  # the 2024 multihop form is graded as a recall
 )

@@ -46,6 +46,7 @@ from .prompts import QUESTION_POSITIONS, PromptParts, reference_prompt, referenc
 from .reference_v1 import v1_prompt, v1_question
 
 __all__ = [
+    "RECALL_ERRORS",
     "SparseParams",
     "grade_srt",
     "grade_mrt",
@@ -635,6 +636,9 @@ def _needle_score(text: str, matcher: KeywordMatcher, needle: dict, options: Sco
     return 100.0 if matcher.hit(needle["keywords"]) else 0.0
 
 
+RECALL_ERRORS = ("empty", "missed")  # the error kinds of the recall graders (S-RT, M-RT, v1 M-RS)
+
+
 def grade_srt(prediction: object, gold: dict, options: ScoreOptions) -> SampleScore:
     """S-RT (and M-RS's multihop form): the needle's keyword in the answer.
 
@@ -686,6 +690,7 @@ def sparse_task(
     score_options: tuple[str, ...] = (),
     report_text: str = "",
     profile_scoring: dict[str, dict[str, str]] | None = None,
+    error_kinds: tuple[str, ...] = RECALL_ERRORS,
 ) -> TaskSpec:
     """A sparse task's spec: a haystack that can be shortened, a row of the summary table, a suite default.
 
@@ -702,6 +707,7 @@ def sparse_task(
         score_options: grading options a suite config sets for it.
         report_text: what its numbers mean, for the report's "How to read" part.
         profile_scoring: profile -> its grading options when a suite config sets none.
+        error_kinds: the error kinds its grader can give.
     """
     return TaskSpec(
         name,
@@ -721,6 +727,7 @@ def sparse_task(
         breakdowns={"num_needles": "needles"},
         report_text=report_text,
         profile_scoring=profile_scoring or {},
+        error_kinds=error_kinds,
         prefix_group=haystack_group,
         inputs=haystack_inputs,
     )

@@ -1,0 +1,158 @@
+"""Answers carried from a run's stored plan into a new one (``NEEDLEBENCH_REPLAN=1``), never asked twice.
+
+A resumed run whose config now gives another plan than the one it stored (shards, limits, tokenizer,
+output budget, policy, datasets, models) stops before any model call (``partitioner.py``). Asked to
+re-plan, the infer stage first gathers every answer the old plan's prediction files hold (finished files
+and the ``tmp_`` files of tasks that died) into one file per model, :data:`POOL_FILE`, keyed by sample
+id, with the digest of the prompt it was asked with and its output budget. An answer whose budget
+differs from the new plan's, that a request never gave (``request_failed``), or whose gold does not
+match its row (the dataset changed under the same name) is dropped. It then removes the old prediction
+and result files of the re-planned models and stores the new plan. The inferencer (``inferencer.py``)
+takes an answer from the pool only where the prompt it renders now has the pooled digest, so an answer
+is reused exactly when its prompt id, prompt bytes, model and budget match; every other prompt is asked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os.path as osp
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from opencompass.utils import get_infer_output_path
+
+from ..cache.rows import load_rows
+from ..files import atomic_write
+from ..planning.limits import limited_dataset
+from ..planning.run import ModelRun
+from ..record import unanswered
+from ..tasks import config_params
+from .predictions import PredictionLog, iter_prediction_file
+
+__all__ = ["POOL_FILE", "CarriedAnswer", "carry_over", "prompt_digest", "read_pool"]
+
+log = logging.getLogger(__name__)
+
+POOL_FILE = "needlebench_reuse.jsonl"  # in predictions/<model>/: the answers a re-plan carried over
+
+
+def prompt_digest(prompt: Any) -> str:
+    """The digest of a prompt as the model was sent it (OpenCompass's ``origin_prompt``: text or messages).
+
+    Args:
+        prompt: the rendered prompt, as the prediction file stores it.
+    """
+    text = json.dumps(prompt, ensure_ascii=False, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+CarriedAnswer = tuple[str, dict[str, Any]]  # (prompt digest, the prediction entry as OpenCompass saved it)
+
+
+def read_pool(folder: Path | str) -> dict[str, CarriedAnswer]:
+    """A model's carried answers by sample id; empty where the run was never re-planned.
+
+    Args:
+        folder: ``<work_dir>/predictions/<model>``.
+    """
+    return {item["id"]: (item["digest"], item["entry"]) for item in _pooled(Path(folder))}
+
+
+def _pooled(folder: Path) -> Iterator[dict[str, Any]]:
+    """The lines of a model's :data:`POOL_FILE` (id, dataset, output budget, prompt digest, entry); none if absent."""
+    path = folder / POOL_FILE
+    if not path.exists():
+        return
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            yield json.loads(line)
+
+
+def _saved(path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """A part's saved entries: its finished prediction file, else the ``tmp_`` file of its task."""
+    if osp.exists(path):
+        yield from iter_prediction_file(path)
+        return
+    log_file = PredictionLog(Path(path).with_name("tmp_" + Path(path).with_suffix(".jsonl").name))
+    if log_file.restore():
+        yield from log_file.samples()
+
+
+def carry_over(
+    model: Mapping[str, Any],
+    datasets: Sequence[dict],
+    old: ModelRun,
+    new: ModelRun,
+    out_dir: str,
+    results_dir: str,
+) -> tuple[int, int]:
+    """Pool one model's answers under the old plan that the new plan can reuse, then remove the old files.
+
+    Args:
+        model: the model config.
+        datasets: the run's needlebench dataset configs (as the config writes them).
+        old: the model's plan as the run stored it.
+        new: its plan as the config gives it now.
+        out_dir: the infer stage's output folder (``<work_dir>/predictions``).
+        results_dir: the eval stage's output folder (``<work_dir>/results``): the model's results of these
+            datasets are removed, as their predictions change.
+
+    Returns:
+        (answers pooled, answers dropped).
+    """
+    by_abbr = {d["abbr"]: d for d in datasets}
+    folder = Path(out_dir) / str(model.get("abbr", "model"))
+    pool: dict[str, dict[str, Any]] = {}
+    dropped = 0
+    for item in _pooled(folder):  # carried by an earlier re-plan: kept while their budget is still the plan's
+        wanted = new.limits.get(item["dataset"])
+        if wanted is not None and wanted.out_len == item["max_out_len"]:
+            pool[item["id"]] = item
+        else:
+            dropped += 1
+    files: list[Path] = []
+    for shard in old.shards:
+        for part in shard.parts:
+            d, limit = by_abbr.get(part.dataset), old.limits.get(part.dataset)
+            if d is None or limit is None:
+                continue
+            path = get_infer_output_path(dict(model), {**d, "abbr": part.abbr}, out_dir)
+            files += [Path(path), Path(path).with_name("tmp_" + Path(path).with_suffix(".jsonl").name)]
+            wanted = new.limits.get(part.dataset)
+            rows = load_rows(d["task"], **config_params(limited_dataset(d, limit)))
+            for key, entry in _saved(path):
+                at = part.start + int(key)  # a part's keys count its own rows from 0
+                if at >= min(part.end, len(rows)):
+                    dropped += 1
+                    continue
+                row = rows[at]
+                usable = (
+                    wanted is not None
+                    and wanted.out_len == limit.out_len
+                    and isinstance(entry, dict)
+                    and unanswered(entry.get("prediction")) is None
+                    and entry.get("gold") == row["answer"]
+                )
+                if usable:
+                    pool[row["id"]] = {
+                        "id": row["id"],
+                        "dataset": part.dataset,
+                        "max_out_len": limit.out_len,
+                        "digest": prompt_digest(entry["origin_prompt"]),
+                        "entry": entry,
+                    }
+                else:
+                    dropped += 1
+    folder.mkdir(parents=True, exist_ok=True)
+    with atomic_write(folder / POOL_FILE) as tmp:
+        tmp.write_text("".join(json.dumps(v, ensure_ascii=False) + "\n" for v in pool.values()), encoding="utf-8")
+    for path in files:
+        path.unlink(missing_ok=True)
+    results = Path(results_dir) / str(model.get("abbr", "model"))
+    for abbr in by_abbr:
+        for path in results.glob(f"{abbr}.*"):
+            path.unlink(missing_ok=True)
+    return len(pool), dropped
