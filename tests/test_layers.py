@@ -24,6 +24,7 @@ LAYERS: dict[str, int] = {
     "suites": 2,
     "protocol": 2,
     "files": 2,
+    "retries": 2,
     "taskspec": 3,
     "context": 3,
     "grading": 4,

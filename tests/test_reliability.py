@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, free_port, run_opencompass, wait_healthy
+from conftest import ROOT, bin_path, free_port, run_opencompass, wait_healthy
 
 pytestmark = pytest.mark.e2e
 
@@ -283,3 +283,120 @@ def test_a_resume_under_another_plan_stops_before_any_call_and_replans_keeping_v
             assert len(rows) == len({r["id"] for r in rows}) == 4  # every sample once
         plan = json.loads((run / "needlebench_plan.json").read_text())
         assert plan["settings"]["num_shards"] == 3
+
+
+# ---- failed requests asked again: in the run, and on a resume -------------------------------------------------
+
+
+def _flaky_server(port: int, log: Path, *options: str) -> subprocess.Popen:
+    server = subprocess.Popen(
+        [sys.executable, str(ROOT / "tools" / "flaky_server.py"), "--port", str(port), "--log", str(log)]
+        + ["--faults-per-prompt", "0", "--max-seconds", "600", "--echo", *options],
+    )
+    wait_healthy(port, server, 60)
+    return server
+
+
+def _stop(server: subprocess.Popen) -> None:
+    server.terminate()
+    server.wait(timeout=30)
+
+
+def _answered(log: Path) -> dict[str, int]:
+    """Per prompt, how many requests the server answered."""
+    out: dict[str, int] = {}
+    for line in log.read_text().splitlines():
+        r = json.loads(line)
+        out[r["prompt"]] = out.get(r["prompt"], 0) + (r["fault"] == "ok")
+    return out
+
+
+def _samples(run: Path, model: str) -> list[dict]:
+    return [
+        json.loads(x)
+        for lang in ("en", "zh")
+        for x in (run / "results" / model / f"needlebench_srt_{lang}_4k.samples.jsonl").read_text().splitlines()
+    ]
+
+
+def test_failed_requests_are_asked_again_in_the_run_and_each_prompt_answered_once(tmp_path: Path) -> None:
+    """A server that fails some prompts for their first requests: the run's second pass asks them again, none is
+    left failed, every prompt is answered exactly once, and every sample scores as against a healthy server;
+    the oracle model beside it is untouched."""
+    port, log = free_port(), tmp_path / "requests.jsonl"
+    server = _flaky_server(port, log, "--never-every", "3", "--fail-first", "4")
+    try:
+        env = dict(os.environ, NEEDLEBENCH_API_BASE=f"http://127.0.0.1:{port}/v1")
+        run = run_opencompass("tests/configs/e2e_retry.py", tmp_path / "work", env=env)
+    finally:
+        _stop(server)
+    answered = _answered(log)
+    assert len(answered) == 12 and set(answered.values()) == {1}, answered
+    records = [
+        json.loads(x)
+        for x in (run / "predictions" / "api-model" / "needlebench_retries.jsonl").read_text().splitlines()
+    ]
+    assert sum(r["asked_again"] for r in records) > 0 and sum(r["still_failed"] for r in records) == 0, records
+    samples = _samples(run, "api-model")
+    assert (
+        len(samples) == 12 and {s["unscored"] for s in samples} == {None} and {s["score"] for s in samples} == {100.0}
+    )
+    bundle = json.loads((run / "summary" / "results.json").read_text())
+    assert bundle["retries"]["api-model"]["asked_again"] > 0 and bundle["retries"]["api-model"]["still_failed"] == 0
+    assert bundle["retries"]["oracle"] == {"asked_again": 0, "passes": 0, "still_failed": 0}
+    assert {s["score"] for s in _samples(run, "oracle")} == {100.0}
+
+
+def test_a_retry_asks_only_what_failed_and_keeps_every_other_file(tmp_path: Path) -> None:
+    """Some prompts fail until the run ends: they stay request_failed, and the run says how to ask them again;
+    `needlebench retry` against the healthy server fills exactly those, every other prediction file byte for
+    byte as it was (the oracle's all), and the summary becomes complete."""
+    port, log = free_port(), tmp_path / "requests.jsonl"
+    server = _flaky_server(port, log, "--never-every", "3")
+    try:
+        env = dict(os.environ, NEEDLEBENCH_API_BASE=f"http://127.0.0.1:{port}/v1")
+        work = tmp_path / "work"
+        result = subprocess.run(
+            [bin_path("opencompass"), "tests/configs/e2e_retry.py", "-w", str(work)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1200,
+        )
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    finally:
+        _stop(server)
+    (run,) = [p for p in work.iterdir() if p.is_dir()]
+    failed = [s["id"] for s in _samples(run, "api-model") if s["unscored"] == "request_failed"]
+    assert failed and len(failed) < 12
+    assert f"needlebench retry {run}" in result.stdout + result.stderr
+    before = {p: p.read_bytes() for p in (run / "predictions").rglob("*.json")}
+    table = list(csv.DictReader((run / "summary" / "needlebench_summary.csv").open(encoding="utf-8")))
+    assert any(r["api-model complete"] == "False" and int(r["api-model failed"]) for r in table)
+    dry = subprocess.run([bin_path("needlebench"), "retry", str(run), "--dry-run"], capture_output=True, text=True)
+    assert dry.returncode == 0 and "api-model / needlebench_srt_" in dry.stdout and "oracle" not in dry.stdout
+    healthy_log = tmp_path / "healthy.jsonl"
+    server = _flaky_server(port, healthy_log, "--never-every", "0")
+    try:
+        done = subprocess.run(
+            [bin_path("needlebench"), "retry", str(run), "--model", "api-model"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1200,
+        )
+    finally:
+        _stop(server)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "still failed" in done.stdout and ", 0 still failed" in done.stdout
+    assert sum(_answered(healthy_log).values()) == len(failed)  # only the failed prompts were asked
+    samples = _samples(run, "api-model")
+    assert {s["unscored"] for s in samples} == {None} and {s["score"] for s in samples} == {100.0}
+    after = {p: p.read_bytes() for p in (run / "predictions").rglob("*.json")}
+    changed = {p for p in before if after.get(p) != before[p]}
+    assert changed and all(p.parent.name == "api-model" for p in changed)
+    assert all(p in after for p in before)
+    table = list(csv.DictReader((run / "summary" / "needlebench_summary.csv").open(encoding="utf-8")))
+    assert all(r["api-model complete"] == "True" and r["oracle complete"] == "True" for r in table)

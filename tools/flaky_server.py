@@ -7,7 +7,7 @@ slow trickle of a good response. With ``--echo`` the good response is
 ``FLAKY_OK`` followed by the prompt's last message, which holds the needle,
 so every answered sample scores 100 and a failed request that a summary
 averaged in as 0 would show. Prompts whose hash falls in the
-``--never-every`` class fail every time. Which prompt gets which fault is a
+``--never-every`` class fail every time (with ``--fail-first N``, their first N requests). Which prompt gets which fault is a
 pure function of the prompt, so a rerun meets the same faults. Every request
 and its fault are appended to ``--log`` (JSON lines). The server is bounded:
 it stops after ``--max-requests`` requests or ``--max-seconds`` seconds.
@@ -29,10 +29,15 @@ FAULTS = ("http_500", "http_503", "http_429", "timeout", "reset", "truncated_jso
 ANSWER = "FLAKY_OK"
 
 
-def plan(key: str, attempt: int, never_every: int, faults_per_prompt: int) -> str:
-    """The fault (or ``"ok"``) a prompt meets on its ``attempt``-th request."""
+def plan(key: str, attempt: int, never_every: int, faults_per_prompt: int, fail_first: int = 0) -> str:
+    """The fault (or ``"ok"``) a prompt meets on its ``attempt``-th request.
+
+    A prompt of the ``never_every`` class fails every request, or with ``fail_first`` only its first that
+    many (a server down for a while for some prompts)."""
     h = int(hashlib.sha256(key.encode()).hexdigest(), 16)
-    if never_every and h % never_every == 0:  # fast failures only, so the test stays short
+    if never_every and h % never_every == 0 and fail_first:
+        return "http_500" if attempt < fail_first else "ok"
+    if never_every and h % never_every == 0:
         hard = ("http_500", "http_503", "http_429", "reset", "truncated_json", "empty_content")
         return hard[(h + attempt) % len(hard)]
     if attempt < faults_per_prompt:
@@ -96,7 +101,7 @@ def make_handler(args: argparse.Namespace, state: dict[str, Any]) -> type[BaseHT
                 attempt = state["attempts"].get(key, 0)
                 state["attempts"][key] = attempt + 1
                 state["requests"] += 1
-                fault = plan(key, attempt, args.never_every, args.faults_per_prompt)
+                fault = plan(key, attempt, args.never_every, args.faults_per_prompt, args.fail_first)
                 digest = hashlib.sha256(key.encode()).hexdigest()[:16]
                 with open(args.log, "a", encoding="utf-8") as fh:
                     fh.write(json.dumps({"prompt": digest, "attempt": attempt, "fault": fault}) + "\n")
@@ -144,6 +149,9 @@ def main() -> None:
     parser.add_argument("--log", required=True, help="append each request and its fault here (JSON lines)")
     parser.add_argument("--never-every", type=int, default=5, help="1 in N prompts never succeeds (0: none)")
     parser.add_argument("--faults-per-prompt", type=int, default=2, help="faults before a prompt's first answer")
+    parser.add_argument(
+        "--fail-first", type=int, default=0, help="the --never-every prompts fail only their first N requests (0: all)"
+    )
     parser.add_argument("--timeout-sleep", type=float, default=4.0, help="seconds a 'timeout' fault waits")
     parser.add_argument("--max-model-len", type=int, default=0, help="reported in /v1/models (0: not reported)")
     parser.add_argument("--echo", action="store_true", help="answer FLAKY_OK, a newline, then the last message")

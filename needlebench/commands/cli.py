@@ -79,6 +79,12 @@ def _verify(args: argparse.Namespace) -> int:
     return 0 if found.ok else 1
 
 
+def _retry(args: argparse.Namespace) -> int:
+    from .retry import retry_run
+
+    return retry_run(Path(args.run), dry_run=args.dry_run, models=args.model or ())
+
+
 def _command(sub: argparse._SubParsersAction, name: str, text: str) -> argparse.ArgumentParser:
     """A sub-command whose one-line summary is both its entry in ``needlebench --help`` and its own description."""
     return sub.add_parser(name, help=text, description=text)
@@ -161,17 +167,24 @@ def build_parser() -> argparse.ArgumentParser:
     vf.add_argument("bundle", metavar="BUNDLE", help="the results.json to check (from a run's summary folder)")
     vf.add_argument("run", metavar="RUN", help="the run folder or work dir the bundle claims to come from")
     vf.set_defaults(func=_verify)
+    rt = _command(sub, "retry", "ask again the failed requests of a finished run (every answered sample kept)")
+    rt.add_argument("run", metavar="RUN", help="the run folder (<work_dir>/<time>) whose failed requests to ask again")
+    rt.add_argument("--dry-run", action="store_true", help="list them per model and dataset, ask nothing")
+    rt.add_argument("--model", action="append", help="only this model's (by abbr; give it again for more)")
+    rt.set_defaults(func=_retry)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the ``needlebench`` command line (``plan``, ``export``, ``score``, ``report``, ``leaderboard``, ``verify``).
+    """Run the ``needlebench`` command line (``plan``, ``export``, ``score``, ``report``, ``leaderboard``, ``verify``,
+    ``retry``).
 
     Args:
         argv: the arguments without the program name; None reads ``sys.argv``.
 
     Returns:
-        The exit status: 0 on success, 1 when ``verify`` finds a difference, 2 for a bad config or input
+        The exit status: 0 on success, 1 when ``verify`` finds a difference or ``retry`` leaves requests
+        failed, 2 for a bad config or input
         (the message goes to stderr).
     """
     parser = build_parser()

@@ -30,7 +30,20 @@ __all__ = ["ResilientOpenAISDK", "keep_unanswered"]
 
 class ResilientOpenAISDK(OpenAISDK):
     """``OpenAISDK`` whose exhausted retries yield a failed-request prediction instead of an exception, and
-    whose answers cut off at the output budget carry the server's ``finish_reason``."""
+    whose answers cut off at the output budget carry the server's ``finish_reason``.
+
+    Args:
+        retry_passes: passes after an infer task's batches that ask its failed requests again (0: none;
+            ``inferencer.BatchGenInferencer`` reads it).
+        retry_waits: seconds to wait before each pass (the last repeats); each pass sends half as many
+            requests at a time as the one before.
+        kwargs: ``OpenAISDK``'s arguments.
+    """
+
+    def __init__(self, retry_passes: int = 0, retry_waits: tuple[float, ...] = (30.0, 120.0), **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.retry_passes = retry_passes
+        self.retry_waits = tuple(retry_waits)
 
     def _create_fresh_client(self) -> Any:
         """OpenCompass's client, whose chat completions note each answer's finish reason for this thread.

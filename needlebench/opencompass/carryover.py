@@ -26,13 +26,14 @@ from opencompass.utils import get_infer_output_path
 
 from ..cache.rows import load_rows
 from ..files import atomic_write
-from ..planning.limits import limited_dataset
-from ..planning.run import ModelRun
+from ..planning.limits import Limit, limited_dataset
+from ..planning.run import ModelRun, Part
 from ..record import unanswered
+from ..retries import read_retries
 from ..tasks import config_params
 from .predictions import PredictionLog, iter_prediction_file
 
-__all__ = ["POOL_FILE", "CarriedAnswer", "carry_over", "prompt_digest", "read_pool"]
+__all__ = ["POOL_FILE", "CarriedAnswer", "carry_over", "prompt_digest", "read_pool", "requeue_failed"]
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +82,68 @@ def _saved(path: str) -> Iterator[tuple[str, dict[str, Any]]]:
         yield from log_file.samples()
 
 
+def _pool_part(
+    model: Mapping[str, Any], d: dict, limit: Limit, part: Part, out_dir: str, budget: int | None, pool: dict
+) -> tuple[int, list[Path]]:
+    """Pool one piece's saved answers made under ``limit`` that a plan with output budget ``budget`` can reuse.
+
+    Returns:
+        (answers dropped, the piece's files read).
+    """
+    path = get_infer_output_path(dict(model), {**d, "abbr": part.abbr}, out_dir)
+    files = [Path(path), Path(path).with_name("tmp_" + Path(path).with_suffix(".jsonl").name)]
+    rows = load_rows(d["task"], **config_params(limited_dataset(d, limit)))
+    dropped = 0
+    for key, entry in _saved(path):
+        at = part.start + int(key)  # a part's keys count its own rows from 0
+        if at >= min(part.end, len(rows)):
+            dropped += 1
+            continue
+        row = rows[at]
+        usable = (
+            budget == limit.out_len
+            and isinstance(entry, dict)
+            and unanswered(entry.get("prediction")) is None
+            and entry.get("gold") == row["answer"]
+        )
+        if usable:
+            pool[row["id"]] = {
+                "id": row["id"],
+                "dataset": part.dataset,
+                "max_out_len": limit.out_len,
+                "digest": prompt_digest(entry["origin_prompt"]),
+                "entry": entry,
+            }
+        else:
+            dropped += 1
+    return dropped, files
+
+
+def _write_pool(folder: Path, pool: Mapping[str, dict[str, Any]], files: Sequence[Path], results: Path, abbrs) -> None:
+    """Store the pool whole, then remove the files it was read from and the results they made."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with atomic_write(folder / POOL_FILE) as tmp:
+        tmp.write_text("".join(json.dumps(v, ensure_ascii=False) + "\n" for v in pool.values()), encoding="utf-8")
+    for path in files:
+        path.unlink(missing_ok=True)
+    for abbr in abbrs:
+        for path in results.glob(f"{abbr}.*"):
+            path.unlink(missing_ok=True)
+
+
+def _kept_pool(folder: Path, run: ModelRun) -> tuple[dict[str, dict[str, Any]], int]:
+    """The answers an earlier re-plan carried, kept while their budget is still the plan's; (pool, dropped)."""
+    pool: dict[str, dict[str, Any]] = {}
+    dropped = 0
+    for item in _pooled(folder):
+        wanted = run.limits.get(item["dataset"])
+        if wanted is not None and wanted.out_len == item["max_out_len"]:
+            pool[item["id"]] = item
+        else:
+            dropped += 1
+    return pool, dropped
+
+
 def carry_over(
     model: Mapping[str, Any],
     datasets: Sequence[dict],
@@ -105,54 +168,58 @@ def carry_over(
     """
     by_abbr = {d["abbr"]: d for d in datasets}
     folder = Path(out_dir) / str(model.get("abbr", "model"))
-    pool: dict[str, dict[str, Any]] = {}
-    dropped = 0
-    for item in _pooled(folder):  # carried by an earlier re-plan: kept while their budget is still the plan's
-        wanted = new.limits.get(item["dataset"])
-        if wanted is not None and wanted.out_len == item["max_out_len"]:
-            pool[item["id"]] = item
-        else:
-            dropped += 1
+    pool, dropped = _kept_pool(folder, new)
     files: list[Path] = []
     for shard in old.shards:
         for part in shard.parts:
             d, limit = by_abbr.get(part.dataset), old.limits.get(part.dataset)
             if d is None or limit is None:
                 continue
-            path = get_infer_output_path(dict(model), {**d, "abbr": part.abbr}, out_dir)
-            files += [Path(path), Path(path).with_name("tmp_" + Path(path).with_suffix(".jsonl").name)]
             wanted = new.limits.get(part.dataset)
-            rows = load_rows(d["task"], **config_params(limited_dataset(d, limit)))
-            for key, entry in _saved(path):
-                at = part.start + int(key)  # a part's keys count its own rows from 0
-                if at >= min(part.end, len(rows)):
-                    dropped += 1
-                    continue
-                row = rows[at]
-                usable = (
-                    wanted is not None
-                    and wanted.out_len == limit.out_len
-                    and isinstance(entry, dict)
-                    and unanswered(entry.get("prediction")) is None
-                    and entry.get("gold") == row["answer"]
-                )
-                if usable:
-                    pool[row["id"]] = {
-                        "id": row["id"],
-                        "dataset": part.dataset,
-                        "max_out_len": limit.out_len,
-                        "digest": prompt_digest(entry["origin_prompt"]),
-                        "entry": entry,
-                    }
-                else:
-                    dropped += 1
-    folder.mkdir(parents=True, exist_ok=True)
-    with atomic_write(folder / POOL_FILE) as tmp:
-        tmp.write_text("".join(json.dumps(v, ensure_ascii=False) + "\n" for v in pool.values()), encoding="utf-8")
-    for path in files:
-        path.unlink(missing_ok=True)
-    results = Path(results_dir) / str(model.get("abbr", "model"))
-    for abbr in by_abbr:
-        for path in results.glob(f"{abbr}.*"):
-            path.unlink(missing_ok=True)
+            lost, read = _pool_part(model, d, limit, part, out_dir, wanted.out_len if wanted else None, pool)
+            dropped, files = dropped + lost, files + read
+    _write_pool(folder, pool, files, Path(results_dir) / str(model.get("abbr", "model")), by_abbr)
     return len(pool), dropped
+
+
+def requeue_failed(
+    model: Mapping[str, Any], datasets: Sequence[dict], run: ModelRun, out_dir: str, results_dir: str
+) -> dict[str, int]:
+    """Take apart the prediction files whose requests still failed, so a resume asks only those again.
+
+    Which files: the last record of each in ``needlebench_retries.jsonl`` (``retries.py``) says requests
+    failed. Their answered samples are pooled (the inferencer reuses them for the very same prompt), the files
+    and their datasets' results removed; every other prediction file is left as it is.
+
+    Args:
+        model: the model config.
+        datasets: the run's needlebench dataset configs.
+        run: the model's plan (the run's stored plan: the resume runs under it).
+        out_dir: ``<work_dir>/predictions``.
+        results_dir: ``<work_dir>/results``.
+
+    Returns:
+        Per prediction file taken apart, its failed requests.
+    """
+    folder = Path(out_dir) / str(model.get("abbr", "model"))
+    failing = {abbr: rs[-1]["still_failed"] for abbr, rs in read_retries(folder).items() if rs[-1]["still_failed"]}
+    if not failing:
+        return {}
+    by_abbr = {d["abbr"]: d for d in datasets}
+    pool, _ = _kept_pool(folder, run)
+    files: list[Path] = []
+    touched, found = set(), {}
+    for shard in run.shards:
+        for part in shard.parts:
+            d, limit = by_abbr.get(part.dataset), run.limits.get(part.dataset)
+            if part.abbr not in failing or d is None or limit is None:
+                continue
+            if not osp.exists(get_infer_output_path(dict(model), {**d, "abbr": part.abbr}, out_dir)):
+                continue  # not finished: its task runs anyway and asks its failed requests again
+            _, read = _pool_part(model, d, limit, part, out_dir, limit.out_len, pool)
+            files += read
+            touched.add(part.dataset)
+            found[part.abbr] = failing[part.abbr]
+    if found:
+        _write_pool(folder, pool, files, Path(results_dir) / str(model.get("abbr", "model")), touched)
+    return found

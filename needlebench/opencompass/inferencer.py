@@ -19,7 +19,8 @@ Options it does not take over (``multiround``, ``dump_only_message_path``, ``dum
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,8 @@ from opencompass.openicl.icl_inferencer.icl_base_inferencer import GenInferencer
 from opencompass.utils import batched, get_logger
 
 from ..cache.pages import dataset_mappings, release_mapped
+from ..record import unanswered
+from ..retries import record_retries
 from .carryover import CarriedAnswer, prompt_digest, read_pool
 from .predictions import PredictionFile, PredictionLog
 
@@ -36,17 +39,17 @@ __all__ = ["BatchGenInferencer"]
 
 
 class _Window:
-    """A retriever seen from row ``start`` on: OpenCompass's prompt builder numbers a batch's rows from 0."""
+    """A retriever seen through a batch's rows: OpenCompass's prompt builder numbers a batch's rows from 0."""
 
-    def __init__(self, retriever: Any, start: int) -> None:
+    def __init__(self, retriever: Any, rows: Sequence[int]) -> None:
         self.retriever = retriever
-        self.start = start
+        self.rows = rows
 
     def generate_ice(self, idx_list: list[int], ice_template: Any = None) -> Any:
         return self.retriever.generate_ice(idx_list, ice_template=ice_template)
 
     def generate_prompt_for_generate_task(self, idx: int, ice: Any, **kwargs: Any) -> Any:
-        return self.retriever.generate_prompt_for_generate_task(self.start + idx, ice, **kwargs)
+        return self.retriever.generate_prompt_for_generate_task(self.rows[idx], ice, **kwargs)
 
 
 class BatchGenInferencer(GenInferencer):
@@ -85,17 +88,26 @@ class BatchGenInferencer(GenInferencer):
         index = saved.restore()
         pool = read_pool(folder)  # answers a re-plan carried over (carryover.py); empty otherwise
         if not self.is_main_process:
-            self._answer(retriever, ice_template, prompt_template, index, lambda entries: None, pool)
+            rows = range(index, len(retriever.retrieve()))
+            self._answer(retriever, ice_template, prompt_template, rows, lambda entries: None, pool)
             return []
         out = PredictionFile(folder / filename)
+        failed: list[int] = []  # rows whose request failed (OpenCompass's keys are the rows' numbers)
+
+        def note(entries: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+            failed.extend(int(k) for k, v in entries if unanswered(v.get("prediction")) is not None)
+            return entries
+
         try:
-            out.extend(saved.samples())  # a resumed task's samples first, as OpenCompass's dict holds them
+            # a resumed task's samples first, as OpenCompass's dict holds them (its failed requests noted)
+            out.extend(sample for sample in saved.samples() if note([sample]))
 
             def keep(entries: list[tuple[str, dict[str, Any]]]) -> None:
                 saved.append(entries)
-                out.extend(entries)
+                out.extend(note(entries))
 
-            self._answer(retriever, ice_template, prompt_template, index, keep, pool)
+            self._answer(retriever, ice_template, prompt_template, range(index, len(retriever.retrieve())), keep, pool)
+            self._ask_again(retriever, ice_template, prompt_template, failed, keep, folder, filename)
         except BaseException:
             out.discard()  # the tmp_ file holds what was answered; a resume writes the file again from it
             raise
@@ -107,16 +119,62 @@ class BatchGenInferencer(GenInferencer):
         saved.path.unlink(missing_ok=True)
         return predictions
 
+    def _ask_again(
+        self,
+        retriever: Any,
+        ice_template: Any,
+        prompt_template: Any,
+        failed: list[int],
+        keep: Callable[[list[tuple[str, dict[str, Any]]]], None],
+        folder: Path,
+        filename: str,
+    ) -> None:
+        """Ask the rows whose request failed again, after a cool-down, with fewer in flight each pass.
+
+        The model's ``retry_passes`` (passes after the first; 0 or none: never) and ``retry_waits`` (seconds
+        before each pass; the last repeats) say how (``models.api_model``). An answer replaces the failed
+        one in the task's files (the log keeps both; the prediction file holds the last). What was asked
+        again and how it ended is appended to ``<folder>/needlebench_retries.jsonl``
+        (:func:`~needlebench.retries.record_retries`).
+        """
+        passes = int(getattr(self.model, "retry_passes", 0) or 0)
+        if not failed:
+            return
+        waits = tuple(float(w) for w in (getattr(self.model, "retry_waits", None) or (0.0,)))
+        logger = get_logger()
+        first, asked, done = len(set(failed)), 0, 0
+        batch = self.batch_size or 1
+        for number in range(passes):
+            rows = sorted(set(failed))
+            if not rows:
+                break
+            wait = waits[min(number, len(waits) - 1)]
+            batch = max(1, batch // 2)
+            logger.warning(
+                f"{len(rows)} requests failed; asking them again in {wait:g} s ({number + 1} of {passes}, "
+                f"{batch} at a time)"
+            )
+            time.sleep(wait)
+            failed.clear()
+            self._answer(retriever, ice_template, prompt_template, rows, keep, batch=batch)
+            asked, done = asked + len(rows), number + 1
+            logger.warning(f"asked again: {len(rows)}; answered now: {len(rows) - len(set(failed))}")
+        left = len(set(failed))
+        if left:
+            logger.warning(f"{left} requests still failed after {done} more passes; they are recorded as failed")
+        record_retries(folder, Path(filename).stem, first=first, asked=asked, passes=done, still_failed=left)
+
     def _answer(
         self,
         retriever: Any,
         ice_template: Any,
         prompt_template: Any,
-        index: int,
+        rows: Sequence[int],
         keep: Callable[[list[tuple[str, dict[str, Any]]]], None],
         pool: Mapping[str, CarriedAnswer] | None = None,
+        batch: int | None = None,
     ) -> None:
-        """Render, send and hand to ``keep`` the rows from ``index`` on, one batch at a time.
+        """Render, send and hand to ``keep`` these rows, one batch at a time.
 
         A row whose sample id has a carried answer (``pool``) for the very prompt rendered now is not sent:
         its answer is kept as it was saved.
@@ -125,9 +183,10 @@ class BatchGenInferencer(GenInferencer):
             retriever: OpenCompass's retriever over the task's dataset.
             ice_template: in-context example template, if any.
             prompt_template: the prompt template.
-            index: the first row not predicted yet.
+            rows: the rows to ask, in order (from the first not predicted yet, or the failed ones).
             keep: takes each batch's ``(key, sample dict)`` pairs, as OpenCompass's output handler makes them.
             pool: carried answers by sample id with their prompts' digests (``carryover.read_pool``).
+            batch: prompts per batch; default the model's ``batch_size``.
         """
         ice_idx_list = retriever.retrieve()  # one (empty, for ZeroRetriever) list per row: no prompt yet
         reader = retriever.dataset_reader
@@ -140,17 +199,17 @@ class BatchGenInferencer(GenInferencer):
         if "min_out_len" in parameters:
             extra["min_out_len"] = self.min_out_len
         returns = getattr(self.model, "generation_kwargs", {}).get("num_return_sequences", 1)
-        batch = self.batch_size or 1
+        batch = batch or self.batch_size or 1
         logger = get_logger()
-        logger.info(f"Starting inference: {len(ice_idx_list) - index} prompts, {batch} at a time")
+        logger.info(f"Starting inference: {len(rows)} prompts, {batch} at a time")
         test = reader.dataset["test"]
         ids = test["id"] if pool and "id" in test.column_names else None
         carried_total = 0
-        for start in range(index, len(ice_idx_list), batch):
-            end = min(start + batch, len(ice_idx_list))
+        for at in range(0, len(rows), batch):
+            chunk = list(rows[at : at + batch])
             entry = self.get_generation_prompt_list_from_retriever_indices(
-                ice_idx_list[start:end],
-                _Window(retriever, start),
+                [ice_idx_list[i] for i in chunk],
+                _Window(retriever, chunk),
                 self.gen_field_replace_token,
                 max_seq_len=self.max_seq_len,
                 ice_template=ice_template,
@@ -158,7 +217,7 @@ class BatchGenInferencer(GenInferencer):
             )
             with torch.no_grad():
                 parsed = self.model.parse_template(entry, mode="gen")
-                carried = _carried(parsed, ids[start:end], pool) if ids is not None and pool else {}
+                carried = _carried(parsed, [ids[i] for i in chunk], pool) if ids is not None and pool else {}
                 asked = [i for i in range(len(parsed)) if i not in carried]
                 generated = (
                     self.model.generate_from_template([entry[i] for i in asked], max_out_len=self.max_out_len, **extra)
@@ -169,16 +228,18 @@ class BatchGenInferencer(GenInferencer):
             carried_total += len(carried)
             handler = GenInferencerOutputHandler()  # OpenCompass's sample dict, for this batch only
             for offset, prompt in enumerate(parsed):
-                gold = golds[start + offset] if golds is not None else None
+                row = chunk[offset]
+                gold = golds[row] if golds is not None else None
                 if offset in carried:
                     prediction = carried[offset]
                 else:
                     prediction = answers[offset][0] if returns == 1 else answers[offset]
-                handler.save_results(prompt, prediction, start + offset, gold=gold)
+                handler.save_results(prompt, prediction, row, gold=gold)
             keep(list(handler.results_dict.items()))
             release_mapped(mapped)  # this batch's prompts leave the task's RSS with it
-            if (end - index) // batch % 100 == 0 or end == len(ice_idx_list):
-                logger.info(f"{end} of {len(ice_idx_list)} prompts answered")
+            end = at + len(chunk)
+            if (end // batch) % 100 == 0 or end == len(rows):
+                logger.info(f"{end} of {len(rows)} prompts answered")
         if carried_total:
             logger.info(f"{carried_total} answers carried over from the run's earlier plan, not asked again")
 

@@ -311,6 +311,8 @@ def api_model(
     tokenizer_path: str | None = None,
     temperature: float = 0.0,
     timeout: int = 3600,
+    retry_passes: int = 2,
+    retry_waits: tuple[float, ...] = (30.0, 120.0),
     **kwargs: Any,
 ) -> dict[str, Any]:
     """Any OpenAI-compatible server (vLLM serve, SGLang, llama.cpp, LMDeploy serve).
@@ -330,6 +332,10 @@ def api_model(
         tokenizer_path: a tokenizer OpenCompass counts prompt tokens with, if given.
         temperature: the sampling temperature (0: greedy).
         timeout: seconds per request.
+        retry_passes: after an infer task's batches, passes that ask its failed requests again (0: none).
+            A resume (``opencompass CONFIG -r``, ``needlebench retry RUN``) asks again what still failed.
+        retry_waits: seconds before each pass (the last repeats); ``Retry-After`` is honoured by the client
+            within each pass. Each pass sends half as many requests at a time as the one before.
         kwargs: further arguments of ``OpenAISDK`` or OpenCompass's model config (checked); ``retry``
             defaults to 2, ``query_per_second`` to 8 and ``meta_template`` to ``CHAT_META_TEMPLATE`` (the
             model gets a dataset's turns as chat messages). A ``pred_postprocessor`` is
@@ -354,6 +360,8 @@ def api_model(
         temperature=temperature,
         retry=kwargs.pop("retry", 2),
         timeout=timeout,
+        retry_passes=retry_passes,
+        retry_waits=tuple(retry_waits),
         run_cfg=dict(num_gpus=0),
         meta_template=kwargs.pop("meta_template", CHAT_META_TEMPLATE),
         **kwargs,

@@ -16,7 +16,8 @@ plan). A resume plans again from the config and compares: the same plan renders 
 predictions; another plan (shards, limits, tokenizer, budget, policy, datasets, models) stops the run
 before any model call with one message naming each difference, unless ``NEEDLEBENCH_REPLAN=1`` asks to
 re-plan, which keeps every answer still valid under the new plan (``carryover.py``) and asks the rest.
-The eval stage reads the limits and the evaluators' output settings from the plan, and names every
+A resume also asks again the requests that still failed when their task ended (``retries.py``), keeping
+every answered sample. The eval stage reads the limits and the evaluators' output settings from the plan, and names every
 dataset's numbers from its planned samples (``grading.evaluation.metric_names``), so each model's result
 file of a dataset names the same numbers and OpenCompass's own summary puts the models side by side.
 
@@ -54,8 +55,9 @@ from ..planning.run import (
     write_plan,
 )
 from ..planning.shards import shard_ranges
+from ..retries import RETRY_MODELS_ENV
 from ..tasks import config_params, get_task, is_needlebench
-from .carryover import carry_over
+from .carryover import carry_over, requeue_failed
 from .preflight import check_api_server
 from .resume import repair_predictions
 from .slurm_preflight import check_slurm, is_slurm_runner
@@ -217,6 +219,7 @@ class NeedleBenchPartitioner(BasePartitioner):
                 raise PlanChanged(_changed_message(osp.join(work_dir, PLAN_FILE), changes))
             self._replan(stored, plan, model_dataset_combinations, out_dir, work_dir, changes)
         write_plan(plan, work_dir)
+        self._requeue_failed(plan, model_dataset_combinations, out_dir, work_dir)
         _write_overlength(plan, work_dir)
         for run in plan.models:
             for abbr, cells in run.overlength.items():
@@ -260,6 +263,25 @@ class NeedleBenchPartitioner(BasePartitioner):
                     f"{run.abbr}: {kept} answers kept for the new plan (asked again only if their prompt changed), "
                     f"{dropped} dropped (another output budget, a failed request, or a changed dataset)"
                 )
+
+    def _requeue_failed(
+        self, plan: RunPlan, model_dataset_combinations: list[dict], out_dir: str, work_dir: str
+    ) -> None:
+        """A resume asks again the requests that still failed when their task ended (``carryover.requeue_failed``)."""
+        only = {m for m in os.environ.get(RETRY_MODELS_ENV, "").split(",") if m}  # `needlebench retry --model`
+        runs = iter(plan.models)
+        for comb in model_dataset_combinations:
+            ours = [d for d in comb["datasets"] if is_needlebench(d)]
+            for model in comb["models"]:
+                run = next(runs)
+                if only and run.abbr not in only:
+                    continue
+                found = requeue_failed(model, ours, run, out_dir, osp.join(work_dir, "results"))
+                if found:
+                    self.logger.warning(
+                        f"{run.abbr}: asking again the {sum(found.values())} requests that failed in "
+                        f"{', '.join(sorted(found))}; every answered sample is kept as it is"
+                    )
 
     def plan(self, model_dataset_combinations: list[dict]) -> RunPlan:
         """The run's plan, with the memory cgroup's kill count now (see ``planning/run.py``).

@@ -26,6 +26,7 @@ from opencompass.utils import get_logger
 
 from ..errors import OutOfMemory, OutOfSpace
 from ..report.html import build_report
+from ..retries import failed_requests
 from .stopped import check_stages
 
 __all__ = ["NeedleBenchSummarizer"]
@@ -76,3 +77,9 @@ class NeedleBenchSummarizer:
             )
             raise
         logger.info(f"needlebench report: {path}")
+        failed = sum(failed_requests(run).values())
+        if failed:
+            logger.warning(
+                f"{failed} requests failed and are left out of every score; ask them again, every answered "
+                f"sample kept: needlebench retry {run}"
+            )

@@ -33,6 +33,7 @@ from ..context.corpora import corpus_digest
 from ..errors import ConfigError
 from ..files import atomic_write
 from ..record import GradedSample
+from ..retries import retry_totals
 from ..tasks import all_tasks
 from .comparability import REFERENCE_CORPUS
 from .leaderboard import PUBLISHED, build_boards
@@ -214,6 +215,17 @@ def make_bundle(results: RunResults, runs: Sequence[Path]) -> dict[str, Any]:
         "samples": _samples(results),
         "tables": {name: _plain(df.to_dict(orient="records")) for name, df in sorted(tables.items())},
         "leaderboard": _board_rows(results, runs[0].name if len(runs) == 1 else "work dir"),
+        "retries": {m: _retries(runs, m) for m in results.models},
+    }
+
+
+def _retries(runs: Sequence[Path], model: str) -> dict[str, int]:
+    """A model's failed requests asked again in these runs (``retries.retry_totals``), summed."""
+    totals = [retry_totals(run / "predictions" / model) for run in runs]
+    return {
+        "asked_again": sum(t["asked_again"] for t in totals),
+        "passes": max((t["passes"] for t in totals), default=0),
+        "still_failed": sum(t["still_failed"] for t in totals),
     }
 
 

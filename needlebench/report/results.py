@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..record import GradedSample
+from ..retries import retry_totals
 from ..tasks import task_names
 
 __all__ = ["RunResults", "Overlength", "load_results", "run_dirs", "check_comparable"]
@@ -161,12 +162,27 @@ def load_results(paths: list[Path], label_by_dir: bool = False) -> RunResults:
                     rows = _read_lines(f, model, dataset, out.warnings)
                     if rows:
                         latest[(model, dataset)] = rows
+            out.warnings.extend(_retry_notes(run, f"{root.name}/" if label_by_dir else ""))
     for rows in latest.values():
         out.records.extend(rows)
     out.overlength = list(overlength.values())
     if not out.records:
         out.warnings.append("no needlebench per-sample results found (results/<model>/<dataset>.samples.jsonl)")
     return out
+
+
+def _retry_notes(run: Path, prefix: str) -> list[str]:
+    """One line per model of a run whose failed requests were asked again (``retries.retry_totals``)."""
+    notes = []
+    folder = run / "predictions"
+    for model_dir in sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else ():
+        totals = retry_totals(model_dir)
+        if totals["asked_again"]:
+            notes.append(
+                f"{prefix}{model_dir.name}: {totals['asked_again']} failed requests asked again (in up to "
+                f"{totals['passes']} passes after the first); {totals['still_failed']} still failed"
+            )
+    return notes
 
 
 def _read_lines(path: Path, model: str, dataset: str, warnings: list[str]) -> list[GradedSample]:

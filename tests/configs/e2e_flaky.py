@@ -21,6 +21,7 @@ models = [
         retry=2,
         timeout=3,
         query_per_second=50,
+        retry_passes=0,  # the failed requests stay failed here; tests/configs/e2e_retry.py asks them again
         pred_postprocessor=dict(type="opencompass.utils.text_postprocessors.extract_non_reasoning_content"),
     )
 ]
