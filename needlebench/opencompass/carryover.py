@@ -50,7 +50,7 @@ def prompt_digest(prompt: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-CarriedAnswer = tuple[str, dict[str, Any]]  # (prompt digest, the prediction entry as OpenCompass saved it)
+CarriedAnswer = tuple[str, dict[str, Any]]  # (prompt digest, {"prediction": the answer as OpenCompass saved it})
 
 
 def read_pool(folder: Path | str) -> dict[str, CarriedAnswer]:
@@ -112,7 +112,9 @@ def _pool_part(
                 "dataset": part.dataset,
                 "max_out_len": limit.out_len,
                 "digest": prompt_digest(entry["origin_prompt"]),
-                "entry": entry,
+                # the answer alone: the inferencer renders the prompt anew (its digest is checked), and a pool of
+                # whole entries would hold every prompt again (gigabytes at 1000k), read by every infer task
+                "entry": {"prediction": entry["prediction"]},
             }
         else:
             dropped += 1
