@@ -336,12 +336,12 @@ def _plan_model(settings: Any, limits: Any, model: dict, datasets: list[Any], ru
     """One model's plan report: the run plan's limits, cells and shards, with the rows, estimates and prefix share."""
     from ..cache.rows import load_rows
     from ..opencompass.outputs import is_reasoning_model
-    from ..planning.limits import limited_dataset, model_room, out_len, reserved_tokens
+    from ..planning.limits import limited_dataset, model_room, model_tokenizer, out_len, reserved_tokens
     from ..tasks import config_params
 
     thinks = is_reasoning_model(model)
     tok, where, error = limits.tokenizer(model)
-    path = str(model.get("tokenizer_path") or model.get("path") or "")
+    path = model_tokenizer(model)[0] or ""
     if tok is not None:
         estimate = TokenizerEstimate(where, True, "")
     elif error:

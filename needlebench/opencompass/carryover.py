@@ -77,7 +77,7 @@ def _saved(path: str) -> Iterator[tuple[str, dict[str, Any]]]:
     if osp.exists(path):
         yield from iter_prediction_file(path)
         return
-    log_file = PredictionLog(Path(path).with_name("tmp_" + Path(path).with_suffix(".jsonl").name))
+    log_file = PredictionLog.of(path)
     if log_file.restore():
         yield from log_file.samples()
 
@@ -91,7 +91,7 @@ def _pool_part(
         (answers dropped, the piece's files read).
     """
     path = get_infer_output_path(dict(model), {**d, "abbr": part.abbr}, out_dir)
-    files = [Path(path), Path(path).with_name("tmp_" + Path(path).with_suffix(".jsonl").name)]
+    files = [Path(path), PredictionLog.of(path).path]
     rows = load_rows(d["task"], **config_params(limited_dataset(d, limit)))
     dropped = 0
     for key, entry in _saved(path):

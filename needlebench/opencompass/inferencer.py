@@ -84,7 +84,7 @@ class BatchGenInferencer(GenInferencer):
             )
         folder = Path(output_json_filepath or self.output_json_filepath)
         filename = output_json_filename or self.output_json_filename
-        saved = PredictionLog(folder / Path("tmp_" + filename).with_suffix(".jsonl").name)
+        saved = PredictionLog.of(folder / filename)
         index = saved.restore()
         pool = read_pool(folder)  # answers a re-plan carried over (carryover.py); empty otherwise
         if not self.is_main_process:

@@ -108,6 +108,16 @@ def _planned_names(dataset: dict) -> tuple[str, ...]:
     return metric_names(get_task(dataset["task"]), [json.loads(m) for m in rows["meta"]])
 
 
+def _model_runs(plan: RunPlan, model_dataset_combinations: list[dict]) -> list[tuple[dict, list[dict], ModelRun]]:
+    """Each model config of the run with its needlebench datasets and its plan, in config order (as planned)."""
+    runs = iter(plan.models)
+    return [
+        (model, [d for d in comb["datasets"] if is_needlebench(d)], next(runs))
+        for comb in model_dataset_combinations
+        for model in comb["models"]
+    ]
+
+
 def _changed_message(path: str, changes: list[str]) -> str:
     """The one message a resume with another plan stops with: each difference and the two ways on."""
     lines = "\n".join(f"  - {c}" for c in changes)
@@ -250,14 +260,9 @@ class NeedleBenchPartitioner(BasePartitioner):
     ) -> None:
         """Carry each changed model's still-valid answers into the new plan (``carryover.py``), saying what changed."""
         self.logger.warning(f"{REPLAN_ENV}=1: re-planning this run:\n" + "\n".join(f"  - {c}" for c in changes))
-        runs = iter(plan.models)
-        for comb in model_dataset_combinations:
-            ours = [d for d in comb["datasets"] if is_needlebench(d)]
-            for model in comb["models"]:
-                run = next(runs)
-                old = stored.model(run.abbr)
-                if old is None or old == run:
-                    continue
+        for model, ours, run in _model_runs(plan, model_dataset_combinations):
+            old = stored.model(run.abbr)
+            if old is not None and old != run:
                 kept, dropped = carry_over(model, ours, old, run, out_dir, osp.join(work_dir, "results"))
                 self.logger.warning(
                     f"{run.abbr}: {kept} answers kept for the new plan (asked again only if their prompt changed), "
@@ -269,13 +274,8 @@ class NeedleBenchPartitioner(BasePartitioner):
     ) -> None:
         """A resume asks again the requests that still failed when their task ended (``carryover.requeue_failed``)."""
         only = {m for m in os.environ.get(RETRY_MODELS_ENV, "").split(",") if m}  # `needlebench retry --model`
-        runs = iter(plan.models)
-        for comb in model_dataset_combinations:
-            ours = [d for d in comb["datasets"] if is_needlebench(d)]
-            for model in comb["models"]:
-                run = next(runs)
-                if only and run.abbr not in only:
-                    continue
+        for model, ours, run in _model_runs(plan, model_dataset_combinations):
+            if not only or run.abbr in only:
                 found = requeue_failed(model, ours, run, out_dir, osp.join(work_dir, "results"))
                 if found:
                     self.logger.warning(

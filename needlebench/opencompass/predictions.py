@@ -65,6 +65,16 @@ class PredictionLog:
         self.path = Path(path)
         self.offsets: dict[Any, int] = {}
 
+    @classmethod
+    def of(cls, prediction_file: Path | str) -> PredictionLog:
+        """The log of a prediction file (``<folder>/<abbr>.json`` -> ``<folder>/tmp_<abbr>.jsonl``).
+
+        Args:
+            prediction_file: the prediction file the log is written for.
+        """
+        path = Path(prediction_file)
+        return cls(path.with_name("tmp_" + path.with_suffix(".jsonl").name))
+
     def restore(self) -> int:
         """Read the file left by an earlier run of the task, as OpenCompass's ``restore_from_jsonl`` does.
 

@@ -248,7 +248,7 @@ class Limits:
         Returns:
             (tokenizer or None, its folder or None, the load error or None).
         """
-        path = str(model.get("tokenizer_path") or model.get("path") or "")
+        path = model_tokenizer(model)[0] or ""
         if path not in self._tokenizers:
             self._tokenizers[path] = load_tokenizer(model)
             tok, where, error = self._tokenizers[path]
