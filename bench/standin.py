@@ -15,8 +15,9 @@ import random
 from pathlib import Path
 
 from needlebench.context.corpora import load_corpus
+from needlebench.tasks.inputs import default_needle_file
 from needlebench.tasks.kinship import load_name_list
-from needlebench.tasks.needles import default_needle_file, load_needle_bank
+from needlebench.tasks.sparse.needles import load_needle_bank
 
 __all__ = ["build_standin", "multihop_records"]
 

@@ -8,7 +8,7 @@ import os
 
 from needlebench.opencompass.configs import SUMMARIZER, needlechain_datasets, runtime
 from needlebench.opencompass.models import load_models, with_sampling
-from needlebench.tasks.needlechain import NEEDLECHAIN_SAMPLING
+from needlebench.tasks.needlechain.task import NEEDLECHAIN_SAMPLING
 
 models = [
     with_sampling(m, **NEEDLECHAIN_SAMPLING) for m in load_models(default="models/vllm_qwen2_5_7b_instruct_128k.py")

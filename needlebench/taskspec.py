@@ -158,15 +158,14 @@ class TaskSpec:
         oracle: maps a sample's structured gold to a perfect answer in the task's answer format
             (the scripted oracle model answers with it, so a run can be checked to score 100).
         label: the task's short name in tables (``S-RT``); the name in capitals when empty.
-        suite_weights: profile -> the task's weight in the suite overall (``OVERALL (v2)``). Tasks
-            with weights are the rows of the summary table, in registry order.
+        suite_weights: profile -> the task's weight in the suite overall (``OVERALL (v2)``), as the
+            profile records it (``profiles.Profile.weights``). Tasks with weights are the rows of the
+            summary table, in registry order.
         results: ``"module:attribute"`` of the task's :class:`TaskResults`, imported when results are
             read (so generating samples never imports pandas or matplotlib).
         suite_defaults: ``(suite, lang, profile) -> {parameter: value}``: the task's defaults inside a
             suite (``needlebench_datasets`` builds every task that has them), e.g. repeats and buffer.
         score_options: the grading options a suite config sets for this task (``("metric",)``).
-        profile_scoring: profile -> the grading options a suite config gives the task when the user sets
-            none (``{"v1": {"metric": "levenshtein"}}``: a profile's own evaluator).
         meta_keys: the task's own metadata copied from each sample into its graded record (beside the
             generic :data:`needlebench.sample.RECORD_KEYS`); the record is what the report reads back.
         cell: the metadata keys of a sample's cell, the coarse coordinate first (length, needle count, chain
@@ -196,7 +195,6 @@ class TaskSpec:
     results: str | None = None
     suite_defaults: Callable[[str, str, str], dict[str, Any]] | None = None
     score_options: tuple[str, ...] = ()
-    profile_scoring: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     meta_keys: tuple[str, ...] = ()
     cell: tuple[str, ...] = ("length",)
     breakdowns: Mapping[str, str] = field(default_factory=dict)

@@ -23,8 +23,8 @@ from needlebench.errors import ConfigError
 from needlebench.report.html import build_report
 from needlebench.report.results import load_results
 from needlebench.report.tables import difference_table, grid, summary_table
-from needlebench.tasks.atc_results import atc_table, atc_weighted_score
-from needlebench.tasks.needlechain_results import chain_table
+from needlebench.tasks.atc.open_answer_results import atc_table, atc_weighted_score
+from needlebench.tasks.needlechain.results import chain_table
 
 CHECK = dict(zip([2, 4, 8, 16, 32, 64, 128, 256, 512], [100, 100, 87.5, 95, 97.5, 90, 70, 65, 15]))
 RUN = "20260101_000000"
@@ -336,7 +336,7 @@ def test_dataset_numbers_skip_unscored_samples_and_count_them() -> None:
     atc = get_task("atc").aggregation().dataset_metrics(graded({**d, "needle_counts": [2]} for d in details))
     assert atc["weighted_score"] == 50.0  # the two scored N=2 samples only
     assert atc["needles_2"] == 50.0  # TaskSpec.breakdowns: per needle count, scored samples only
-    from needlebench.tasks.needlechain_results import chain_cells
+    from needlebench.tasks.needlechain.results import chain_cells
 
     chain = chain_cells(graded({**d, "variant": "forward", "k": 5, "question": "single"} for d in details))
     assert chain["acc_forward_k5_single"] == 50.0 and "err_forward_k5_request_failed" not in chain
@@ -374,7 +374,7 @@ def test_single_model_report_names_the_model_once_and_counts_positions_in_intege
     assert not [h for h in headers if h.startswith("only-model ")]  # never "only-model planned"
 
     from needlebench.aggregate.plots import plt
-    from needlebench.tasks.sparse_results import mrt_position_figure
+    from needlebench.tasks.sparse.results import mrt_position_figure
 
     fig = mrt_position_figure(graded({**r, "model": "m"} for r in mrt), "t")
     fig.canvas.draw()

@@ -13,19 +13,18 @@ import pytest
 from conftest import assert_linear
 
 from needlebench.record import GradedSample, ScoreOptions
-from needlebench.tasks import atc_mc
-from needlebench.tasks.atc_mc import (
+from needlebench.tasks.atc import choice as atc_mc
+from needlebench.tasks.atc.choice import (
     V1_TEMPLATES,
     V1_TERMS,
     AtcMcParams,
-    atc_mc_table,
-    circular_scores,
     first_option,
     generate_atc_mc,
     grade_atc_mc,
     oc_template_rounds,
     render_question,
 )
+from needlebench.tasks.atc.choice_results import atc_mc_table, circular_scores
 from needlebench.tasks.kinship import load_name_pool
 
 oc_choice = pytest.importorskip("opencompass.datasets.needlebench.atc_choice")

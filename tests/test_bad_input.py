@@ -10,8 +10,8 @@ from needlebench.context.corpora import load_corpus
 from needlebench.errors import ConfigError
 from needlebench.opencompass.configs import needlebench_datasets
 from needlebench.tasks import get_task, make_params
-from needlebench.tasks.needles import load_needle_bank
-from needlebench.tasks.sparse import SparseParams, generate_srt
+from needlebench.tasks.sparse.needles import load_needle_bank
+from needlebench.tasks.sparse.retrieval import SparseParams, generate_srt
 
 
 def _first(p: SparseParams) -> None:

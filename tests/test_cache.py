@@ -21,7 +21,7 @@ from needlebench.context import haystack
 from needlebench.opencompass import dataset as oc_dataset
 from needlebench.seeding import canonical, content_digest, rng, stable_hash
 from needlebench.tasks import config_params
-from needlebench.tasks.sparse import SparseParams, generate_srt
+from needlebench.tasks.sparse.retrieval import SparseParams, generate_srt
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = dict(lang="en", lengths=[1000], depths=[0, 50], repeats=1)

@@ -126,7 +126,7 @@ def test_sampling_reaches_every_backend() -> None:
         vllm_model,
         with_sampling,
     )
-    from needlebench.tasks.needlechain import NEEDLECHAIN_SAMPLING
+    from needlebench.tasks.needlechain.task import NEEDLECHAIN_SAMPLING
 
     vllm = with_sampling(vllm_model("v", "/m", 8192), **NEEDLECHAIN_SAMPLING)
     assert vllm["generation_kwargs"] == {"temperature": 0.6, "top_p": 0.95}

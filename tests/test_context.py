@@ -10,7 +10,7 @@ from needlebench.context.corpora import load_corpus
 from needlebench.context.haystack import build_haystack, tokenize_corpus
 from needlebench.context.tokenizer import get_encoding
 from needlebench.tasks import config_params, make_params
-from needlebench.tasks.sparse import SparseParams, generate_mrt, generate_srt
+from needlebench.tasks.sparse.retrieval import SparseParams, generate_mrt, generate_srt
 
 ENC = get_encoding("cl100k_base")
 _EN_END = re.compile(r"[.!?][\"')\]]*$")

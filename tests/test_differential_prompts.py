@@ -662,7 +662,7 @@ def test_v1_atc_choice_prompts_match_opencompass(oc_folder: Path, lang: str) -> 
     from mmengine.config import Config
     from opencompass.datasets.needlebench import atc_choice
 
-    from needlebench.tasks.atc_mc import few_shot_rounds
+    from needlebench.tasks.atc.choice import few_shot_rounds
 
     cfg = Config.fromfile(str(_v1_config_dir() / "atc" / "atc_choice_20.py"))
     tally: Counter = Counter()

@@ -52,16 +52,16 @@ from opencompass.utils.text_postprocessors import extract_non_reasoning_content,
 from prediction_variants import boxed_outputs, chain_outputs, keyword_outputs, letter_outputs  # noqa: E402
 
 from needlebench.record import GradedSample, ScoreOptions  # noqa: E402
-from needlebench.tasks.atc import AtcParams, generate_atc  # noqa: E402
-from needlebench.tasks.atc_mc import AtcMcParams, generate_atc_mc, grade_atc_mc  # noqa: E402
-from needlebench.tasks.needlechain import (  # noqa: E402
+from needlebench.tasks.atc.choice import AtcMcParams, generate_atc_mc, grade_atc_mc  # noqa: E402
+from needlebench.tasks.atc.open_answer import AtcParams, generate_atc  # noqa: E402
+from needlebench.tasks.needlechain.task import (  # noqa: E402
     INT_DIGIT_LIMIT,
     ChainParams,
     generate_needlechain,
     grade_needlechain,
 )
-from needlebench.tasks.reasoning import generate_mrs, grade_mrs  # noqa: E402
-from needlebench.tasks.sparse import SparseParams, generate_mrt, generate_srt, grade_mrt, grade_srt  # noqa: E402  # noqa: E402
+from needlebench.tasks.sparse.mrs import generate_mrs, grade_mrs  # noqa: E402
+from needlebench.tasks.sparse.retrieval import SparseParams, generate_mrt, generate_srt, grade_mrt, grade_srt  # noqa: E402  # noqa: E402
 
 PER_FAMILY = 10_000
 # (family, why) -> a predicate over (prediction, gold) that says the disagreement is that exception.
@@ -119,7 +119,7 @@ def golds() -> dict[str, list[dict]]:
 
 
 def _v1_mrt(lang: str) -> SparseParams:
-    from needlebench.suites import get_suite
+    from needlebench.profiles import get_suite
 
     depths = get_suite("4k", "v1").depths
     return SparseParams(lang=lang, lengths=(4000,), depths=depths, repeats=3, buffer=1000, profile="v1")
@@ -466,7 +466,7 @@ def test_needlechain_released_scorer_averages_only_a_files_first_100_responses()
     """Listed difference: the released scorer averages the first 100 responses of each results file, though its
     data files hold 200 points per k (the paper's count); ours averages every point asked for. ``points=100``
     makes the first 100 of the same points, so its accuracy is the number the released scorer prints."""
-    from needlebench.tasks.needlechain_results import chain_cells
+    from needlebench.tasks.needlechain.results import chain_cells
 
     cell = dict(k_values=(5,), variants=("forward",), questions=("single",))
     full = sorted(generate_needlechain(ChainParams(points=200, **cell)), key=lambda s: s.meta["point"])
@@ -523,7 +523,7 @@ def test_box_extraction_and_cleaning_equal_opencompass_on_random_latex() -> None
     import random
 
     from needlebench.grading.matching import reference_boxed
-    from needlebench.tasks.atc import reference_clean
+    from needlebench.tasks.kinship_answer import reference_clean
 
     pieces = ("\\boxed", "\\fbox", "\\boxed ", "{", "}", "{{", "}}", "\n", "Ann", " ", "~", "'", '"', "\\text{", "\\")
     rng = random.Random(5)

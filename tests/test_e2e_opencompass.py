@@ -574,8 +574,8 @@ def test_left_out_as_truncated_the_cut_off_outputs_move_no_score(scripted_run: P
         moved += cut
     assert moved > 0
     # left out as truncated, every table still counts the cut-off outputs beside their share
-    from needlebench.tasks.atc_results import atc_error_table, atc_table
-    from needlebench.tasks.needlechain_results import chain_table
+    from needlebench.tasks.atc.open_answer_results import atc_error_table, atc_table
+    from needlebench.tasks.needlechain.results import chain_table
 
     records = graded(after)
     tables = [new, *(t(records, ["thinker"]).to_dict(orient="records") for t in (atc_table, atc_error_table))]

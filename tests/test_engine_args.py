@@ -35,7 +35,7 @@ from needlebench.opencompass.models import (
     vllm_model,
     with_sampling,
 )
-from needlebench.tasks.needlechain import NEEDLECHAIN_SAMPLING
+from needlebench.tasks.needlechain.task import NEEDLECHAIN_SAMPLING
 
 pytestmark = pytest.mark.resolver
 

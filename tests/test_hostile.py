@@ -31,8 +31,8 @@ from needlebench.grading.matching import (
 )
 from needlebench.opencompass.dataset import NeedleBenchDataset
 from needlebench.tasks import config_params, get_task
-from needlebench.tasks.atc import reference_clean
-from needlebench.tasks.needlechain import mentioned_positions, parse_answer, released_value
+from needlebench.tasks.kinship_answer import reference_clean
+from needlebench.tasks.needlechain.task import mentioned_positions, parse_answer, released_value
 
 OUTPUTS = hostile_outputs()
 SMALL = hostile_outputs(1_000_000 // 8)  # the same outputs an eighth as long, for the linear-time ratios

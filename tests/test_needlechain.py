@@ -13,7 +13,7 @@ from conftest import assert_linear, run_export
 from needlebench.errors import ConfigError
 from needlebench.record import GradedSample, ScoreOptions
 from needlebench.tasks.kinship import load_name_pool
-from needlebench.tasks.needlechain import (
+from needlebench.tasks.needlechain.task import (
     CLARIFIED,
     OPTION_CHOICES,
     REFERENCE,
@@ -467,7 +467,7 @@ def test_released_scoring_reads_the_value_the_released_way() -> None:
 
 
 def test_position_profile_bins_by_reasoning_and_presented_order() -> None:
-    from needlebench.tasks.needlechain_results import position_profile
+    from needlebench.tasks.needlechain.results import position_profile
 
     fields = {
         "k": 4,
@@ -482,7 +482,7 @@ def test_position_profile_bins_by_reasoning_and_presented_order() -> None:
 
 
 def test_position_profile_reads_grader_mentions() -> None:
-    from needlebench.tasks.needlechain_results import position_profile
+    from needlebench.tasks.needlechain.results import position_profile
 
     r = grade_needlechain("Ann Lee and Bo Park.\n## Answer: 1600", GOLD, ScoreOptions())
     detail = GradedSample("a", "needlechain", "en", {"k": 4, "variant": "forward", **r.extras}, r.score)

@@ -144,11 +144,12 @@ def test_planning_layer_imports_no_opencompass() -> None:
 
     code = (
         "import sys\n"
-        "from needlebench.planning.limits import PartitionSettings, limited_dataset, overlength_cells, token_shards\n"
+        "from needlebench.planning.limits import Limits, limited_dataset, overlength_cells, token_shards\n"
+        "from needlebench.planning.settings import RunSettings\n"
         "model = {'abbr': 'm', 'max_seq_len': 400, 'max_out_len': 16}\n"
         "d = {'abbr': 'd', 'type': 'needlebench.opencompass.dataset.NeedleBenchDataset', 'task': 'srt',"
         " 'lang': 'en', 'lengths': [1000], 'depths': [50], 'repeats': 2}\n"
-        "limits = PartitionSettings(num_shards=2).limits()\n"
+        "limits = Limits(RunSettings(num_shards=2))\n"
         "lim = limited_dataset(d, limits.decide(model, d))\n"
         "cells = overlength_cells(d, lim)\n"
         "stream, costs, ranges = token_shards(model, [(0, lim)], 2)\n"
@@ -218,3 +219,32 @@ def test_the_plans_thinking_room_and_the_eval_stages_output_settings_are_one_lim
         assert evaluators[d.abbr]["output_tokenizer"] == limit.output_tokenizer
         assert d.thinking.fits == (d.thinking.prompt_tokens <= limit.max_prompt_tokens)
         assert d.thinking.fits == (d.thinking.room >= d.thinking.budget) == (d.num_shortened + d.num_skipped == 0)
+
+
+def test_run_settings_are_declared_once_and_read_alike_by_runtime_partitioner_and_plan(tmp_path):
+    """runtime() writes one settings record into both stages; the partitioner and ``needlebench plan`` read
+    the same record back; an unknown or bad setting is one ConfigError naming it, wherever it is given."""
+    from mmengine.config import ConfigDict
+
+    from needlebench.commands.plan import _settings
+    from needlebench.errors import ConfigError
+    from needlebench.opencompass.configs import runtime
+    from needlebench.opencompass.partitioner import NeedleBenchPartitioner
+    from needlebench.planning.settings import RunSettings
+
+    infer, evaluation = runtime(num_shards=3, overlength="skip", eval_workers=2, template_margin=80)
+    want = RunSettings(num_shards=3, overlength="skip", template_margin=80, eval_tasks=2)
+    for stage, section in (("infer", infer), ("eval", evaluation)):
+        options = {k: v for k, v in section["partitioner"].items() if k != "type"}
+        partitioner = NeedleBenchPartitioner(out_dir=str(tmp_path), **options)
+        assert partitioner.stage == stage and partitioner.settings == want
+        assert partitioner.settings.eval_tasks == 2
+    assert _settings(ConfigDict(infer=infer), None) == want
+    assert _settings(ConfigDict(infer=infer), 5).num_shards == 5
+    assert "eval_tasks" not in RunSettings.planned()  # grouping eval tasks changes no prediction
+    with pytest.raises(ConfigError, match=r"unknown option\(s\) \['num_shard'\]"):
+        NeedleBenchPartitioner(out_dir=str(tmp_path), num_shard=2)
+    with pytest.raises(ConfigError, match="overlength"):
+        runtime(overlength="drop")
+    with pytest.raises(ConfigError, match="num_shards"):
+        _settings(ConfigDict(infer=infer), 0)

@@ -335,9 +335,9 @@ def test_the_packages_own_aggregation_reproduces_the_published_rows(
     tables: dict[tuple[str, int], PublishedTable],
 ) -> None:
     """The suite weights the tasks declare are the papers' (v1 0.4/0.3/0.3, v2 thirds), and the ATC weighted score
-    and ENL-50 of ``needlebench.tasks.atc_results`` give every row of the 2025 ATC table."""
+    and ENL-50 of ``needlebench.tasks.atc.open_answer_results`` give every row of the 2025 ATC table."""
     from needlebench.report.tables import suite_weights
-    from needlebench.tasks.atc_results import SHORT_CONTEXT_NEEDLES, atc_weighted_score, enl
+    from needlebench.tasks.atc.open_answer_results import SHORT_CONTEXT_NEEDLES, atc_weighted_score, enl
 
     for profile, weights in (("v1", V1_WEIGHTS), ("v2", V2_WEIGHTS)):
         declared = suite_weights(profile)

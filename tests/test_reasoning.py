@@ -13,11 +13,12 @@ from kinship_solver import solve
 from needlebench.errors import ConfigError
 from needlebench.record import ScoreOptions
 from needlebench.report.tables import suite_weights
-from needlebench.tasks.atc import AtcParams, generate_atc, grade_boxed
-from needlebench.tasks.atc_results import atc_weighted_score, enl
+from needlebench.tasks.atc.open_answer import AtcParams, generate_atc
+from needlebench.tasks.atc.open_answer_results import atc_weighted_score, enl
 from needlebench.tasks.kinship import QUESTION_TYPES, load_name_pool, make_chain, ordinal
-from needlebench.tasks.reasoning import generate_mrs, needle_depths
-from needlebench.tasks.sparse import SparseParams
+from needlebench.tasks.kinship_answer import grade_boxed
+from needlebench.tasks.sparse.mrs import generate_mrs, needle_depths
+from needlebench.tasks.sparse.retrieval import SparseParams
 
 ATC_CONFIG = "tests/configs/export_atc.py"  # the default protocol, reference
 PROTOCOLS = ("reference", "clarified")
@@ -277,7 +278,7 @@ def test_mrs_depths_are_placed_and_solvable(lang: str, protocol: str) -> None:
 
 
 def test_bring_your_own_multihop_needles(tmp_path: Path) -> None:
-    from needlebench.tasks.reasoning import grade_mrs
+    from needlebench.tasks.sparse.mrs import grade_mrs
 
     records = [
         {

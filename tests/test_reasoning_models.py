@@ -284,8 +284,8 @@ def test_tables_show_cut_off_outputs_beside_format_failures_and_in_their_notes()
     """A cell with cut-off outputs: truncated% in the summary, ATC and NeedleChain tables, and a note; scored as
     written under reference, left out (and the cell incomplete) with truncated="unscored" without moving a score."""
     from needlebench.report.tables import summary_table
-    from needlebench.tasks.atc_results import atc_error_table, atc_table
-    from needlebench.tasks.needlechain_results import chain_table
+    from needlebench.tasks.atc.open_answer_results import atc_error_table, atc_table
+    from needlebench.tasks.needlechain.results import chain_table
 
     srt = dict(lang="en", lengths=[1000], depths=[0, 50, 100], repeats=2)
     gold = [json.loads(r["answer"]) for r in _rows("srt", **srt)]

@@ -39,8 +39,8 @@ def test_a_new_task_registers_and_is_found() -> None:
 def test_importing_a_task_module_registers_nothing() -> None:
     """No hidden import loop: task modules build a TaskSpec and never import the registry back."""
     code = (
-        "import needlebench.tasks.needlechain, needlebench.tasks.atc, needlebench.tasks.reasoning\n"
-        "import needlebench.tasks.atc_mc, needlebench.tasks.sparse\n"
+        "import needlebench.tasks.needlechain.task, needlebench.tasks.atc.open_answer, needlebench.tasks.sparse.mrs\n"
+        "import needlebench.tasks.atc.choice, needlebench.tasks.sparse.retrieval\n"
         "from needlebench.tasks import registry\n"
         "assert registry._registry.cache_info().currsize == 0, 'importing a task module filled the registry'\n"
     )

@@ -16,7 +16,7 @@ from needlebench.record import GradedSample
 from needlebench.report.html import build_report
 from needlebench.report.results import load_results
 from needlebench.report.tables import summary_table
-from needlebench.tasks.atc_results import atc_table
+from needlebench.tasks.atc.open_answer_results import atc_table
 
 CHECK = dict(zip([2, 4, 8, 16, 32, 64, 128, 256, 512], [100, 100, 87.5, 95, 97.5, 90, 70, 65, 15]))
 

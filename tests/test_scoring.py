@@ -15,7 +15,7 @@ from needlebench.grading.matching import (
     strip_thinking,
 )
 from needlebench.record import ScoreOptions
-from needlebench.tasks.sparse import grade_mrt, grade_srt
+from needlebench.tasks.sparse.retrieval import grade_mrt, grade_srt
 
 SRT_GOLD = {
     "keywords": ["Pothgon spyglass"],

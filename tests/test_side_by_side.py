@@ -273,7 +273,7 @@ def _mrt_scores(builtin_run: Path, theirs: dict, ours: dict) -> None:
     from opencompass.datasets.needlebench_v2.parallel import NeedleBenchParallelEvaluator
 
     from needlebench.record import ScoreOptions
-    from needlebench.tasks.sparse import grade_mrt
+    from needlebench.tasks.sparse.retrieval import grade_mrt
 
     by_abbr: dict[str, list[dict]] = defaultdict(list)
     for key, v in theirs.items():

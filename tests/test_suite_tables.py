@@ -21,8 +21,8 @@ import pytest
 pytest.importorskip("opencompass")
 
 from needlebench.opencompass.configs import atc_datasets, needlebench_datasets  # noqa: E402
-from needlebench.suites import SUITES  # noqa: E402
-from needlebench.tasks.reasoning import MRS_COUNTS, REFERENCE_DIFF  # noqa: E402
+from needlebench.profiles import SUITES  # noqa: E402
+from needlebench.tasks.sparse.mrs import MRS_COUNTS, REFERENCE_DIFF  # noqa: E402
 
 LANGUAGE = {"English": "en", "Chinese": "zh"}
 KINDS = {"srt": "single", "mrt": "multi_retrieval", "mrs": "multi_reasoning"}
@@ -111,8 +111,8 @@ def test_sparse_suite_tables_equal_opencompass_configs(profile: str, suite: str,
 
 def test_atc_tables_equal_opencompass_configs() -> None:
     """v2: ``atc_0shot_nocot_2_power_en`` (needle counts, repeats); v1: ``atc_choice_20`` (the 2024 paper's)."""
-    from needlebench.tasks.atc import DEFAULT_COUNTS
-    from needlebench.tasks.atc_mc import DEFAULT_STEPS, STYLES, AtcMcParams
+    from needlebench.tasks.atc.choice import DEFAULT_STEPS, STYLES, AtcMcParams
+    from needlebench.tasks.atc.open_answer import DEFAULT_COUNTS
 
     v2 = _entries("opencompass.configs.datasets.needlebench_v2.atc.atc_0shot_nocot_2_power_en")
     ours_v2 = atc_datasets()

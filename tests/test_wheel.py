@@ -79,7 +79,7 @@ def test_the_wheel_carries_its_data_and_runs_from_anywhere(fresh: Path, tmp_path
         [
             str(fresh),
             "-c",
-            "import needlebench, needlebench.tasks.needles as n; print(needlebench.__file__, n.DATA_DIR)",
+            "import needlebench, needlebench.tasks.inputs as n; print(needlebench.__file__, n.DATA_DIR)",
         ],
         cwd=work,
         env=env,

@@ -321,22 +321,20 @@ def _thinking(dataset: dict, limit: Any) -> ThinkingRoom:
 
 
 def _settings(cfg: Any, num_shards: int | None) -> Any:
-    """The config's infer partitioner settings as the run would use them (checked; nothing is written)."""
-    from ..planning.limits import PartitionSettings
+    """The config's run settings as the run would use them (checked; nothing is written)."""
+    from ..planning.settings import RunSettings
 
     settings = dict((cfg.get("infer") or {}).get("partitioner") or {})
-    keep = ("num_shards", "overlength", "template_margin", "measure_with_model_tokenizer")
-    kwargs = {k: settings[k] for k in keep if k in settings}
     if num_shards is not None:
-        kwargs["num_shards"] = num_shards
-    return PartitionSettings(**kwargs)
+        settings["num_shards"] = num_shards
+    return RunSettings.of(settings)
 
 
 def _plan_model(settings: Any, limits: Any, model: dict, datasets: list[Any], run: ModelRun) -> ModelPlan:
     """One model's plan report: the run plan's limits, cells and shards, with the rows, estimates and prefix share."""
     from ..cache.rows import load_rows
     from ..opencompass.outputs import is_reasoning_model
-    from ..planning.limits import limited_dataset, model_room, model_tokenizer, out_len, reserved_tokens
+    from ..planning.limits import limited_dataset, model_tokenizer
     from ..tasks import config_params
 
     thinks = is_reasoning_model(model)
@@ -364,7 +362,7 @@ def _plan_model(settings: Any, limits: Any, model: dict, datasets: list[Any], ru
             model_tokens = int(round(ratio * sum(tokens)))
             sampled_prompts, sampled_ours = sampled_prompts + picked, sampled_ours + ours
             sampled_model += int(round(ratio * ours))
-        per_out = out_len(model, d)
+        per_out = int(limit.out_len)
         prefix = _prefix_tokens(_prompt_bytes(rows), tokens)
         plans.append(
             DatasetPlan(
@@ -401,10 +399,11 @@ def _plan_model(settings: Any, limits: Any, model: dict, datasets: list[Any], ru
         for s in run.shards
     ]
     total_prompt = sum(p.prompt_tokens for p in plans)
+    first = run.limits[datasets[0]["abbr"]]  # the model's context and reserve, as the plan decided them
     return ModelPlan(
         abbr=model.get("abbr", "model"),
-        max_seq_len=model_room(model, datasets[0], settings.template_margin)[0],
-        reserve=reserved_tokens(model, settings.template_margin),
+        max_seq_len=int(first.max_seq_len),
+        reserve=int(first.reserve),
         tokenizer=estimate,
         limit_ratio=limit_ratio,
         datasets=plans,
@@ -435,6 +434,7 @@ def plan_config(config_path: str, num_shards: int | None = None) -> PlanReport:
     """
     from ..cache.arrow_rows import materialize_many
     from ..opencompass.configs import load_config
+    from ..planning.limits import Limits
     from ..tasks import config_params, is_needlebench
 
     if num_shards is not None and num_shards < 1:
@@ -444,7 +444,7 @@ def plan_config(config_path: str, num_shards: int | None = None) -> PlanReport:
     if not models:
         raise ConfigError(f"config: {config_path} defines no models")
     settings = _settings(cfg, num_shards)
-    limits = settings.limits()  # silent: a tokenizer that fails to load is reported in the plan itself
+    limits = Limits(settings)  # silent: a tokenizer that fails to load is reported in the plan itself
     datasets = [d.to_dict() if hasattr(d, "to_dict") else dict(d) for d in ours]
     try:
         materialize_many([(d["task"], config_params(d)) for d in datasets])

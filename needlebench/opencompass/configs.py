@@ -1,7 +1,10 @@
-"""Config builders: one small function per suite family returns dataset dicts.
+"""Config builders: one small function per suite family returns dataset dicts; ``runtime()`` the stages.
 
 Users change lengths, depths, repeats, languages or prompt options in one
-call; nothing here mutates imported objects, so configs behave the same
+call; a profile's numbers (suites, buffers, metric, recall step) are read from
+its ``profiles.Profile`` record, never copied here. ``runtime()`` writes the
+run's settings (``planning.settings.RunSettings``, checked once) into both
+stages' partitioner sections. Nothing here mutates imported objects, so configs behave the same
 under ``Config.fromfile`` and plain import. Types are dotted strings: our
 configs run in mmengine's plain-Python mode (so they may call these
 functions), where OpenCompass can dump strings but not class objects.
@@ -14,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..planning.settings import RunSettings
+from ..profiles import get_profile
 from ..protocol import ProtocolParams
 from ..record import TRUNCATED_POLICIES
-from ..suites import PROFILES, get_suite
 from ..tasks import all_tasks, get_task, is_needlebench, make_params
-from ..tasks.sparse import LANGS, OVERLENGTH_POLICIES
+from ..tasks.sparse.retrieval import LANGS
 
 __all__ = [
     "load_config",
@@ -178,7 +182,8 @@ def needlebench_datasets(
     Raises:
         ConfigError: an unknown suite, task, language, option or parameter, naming the valid ones.
     """
-    spec = get_suite(suite, profile)
+    chosen_profile = get_profile(profile)
+    spec = chosen_profile.suite(suite)
     known = suite_tasks()
     tasks = known if tasks is None else tasks
     for t in tasks:
@@ -194,7 +199,7 @@ def needlebench_datasets(
     for where, opts in (("needlebench_datasets", task_options), *per_task.items()):
         if "lang" in opts:
             raise ConfigError(f"{where}: lang= is not an option; set languages with langs=[...] (a dataset each)")
-    recall = (profile == "v1") if recall_step is None else bool(recall_step)
+    recall = chosen_profile.recall_step if recall_step is None else bool(recall_step)
     out = []
     for task in tasks:
         task_spec = get_task(task)
@@ -215,7 +220,7 @@ def needlebench_datasets(
             )
             params.update(task_options)
             params.update(per_task.get(task, {}))
-            chosen = metric or task_spec.profile_scoring.get(profile, {}).get("metric", "keyword")
+            chosen = metric or chosen_profile.scoring.get(task, {}).get("metric", "keyword")
             evaluator = {k: v for k, v in {"metric": chosen}.items() if k in task_spec.score_options}
             evaluator.update(_truncated(truncated))
             out_len = _per_task(max_out_len, task, None)
@@ -264,7 +269,7 @@ def atc_datasets(
     """
     from ..tasks.kinship import QUESTION_TYPES
 
-    if profile == "v1":
+    if get_profile(profile).atc == "atc_mc":
         return atc_mc_datasets(
             langs=langs,
             repeats=repeats,
@@ -274,8 +279,6 @@ def atc_datasets(
             protocol=protocol,
             **options,
         )
-    if profile not in PROFILES:
-        raise ConfigError(f"profile: unknown profile {profile!r}; choose from {PROFILES}")
     qtypes = list(question_types or QUESTION_TYPES)
     out = []
     for lang in langs:
@@ -313,7 +316,7 @@ def atc_mc_datasets(
 
     The worked examples are chat turns of the prompt template (as OpenCompass's v1 config has them),
     so each (language, style) is its own dataset. The task score is computed from the per-sample
-    results with circular evaluation (``needlebench.tasks.atc_mc.circular_scores``), in the report's
+    results with circular evaluation (``needlebench.tasks.atc.choice_results.circular_scores``), in the report's
     ``needlebench_atc_v1`` table.
 
     Args:
@@ -328,7 +331,7 @@ def atc_mc_datasets(
         corpus: ``opencompass`` (or ``auto``) reads OpenCompass's ``names.json`` from the data folder.
         **options: named protocol options (``chain_draw``).
     """
-    from ..tasks.atc_mc import oc_template_rounds
+    from ..tasks.atc.choice import oc_template_rounds
 
     out = []
     for lang in langs:
@@ -405,6 +408,8 @@ def runtime(
     eval_workers: int = 4,
     overlength: str = "shorten",
     runner: str = "LocalRunner",
+    template_margin: int = 64,
+    measure_with_model_tokenizer: bool = True,
     **runner_options: Any,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """``infer`` and ``eval`` sections: token-aware shards, per-model over-length handling.
@@ -416,20 +421,25 @@ def runtime(
             eval tasks (one OpenCompass import, or one Slurm job, per group instead of per dataset).
         overlength: ``shorten`` (cut the haystack of prompts over the model's room) or ``skip``.
         runner: an OpenCompass runner (``LocalRunner``, ``SlurmRunner``, ``DLCRunner``, ``VOLCRunner``).
+        template_margin: tokens kept free for the chat template in each model's room.
+        measure_with_model_tokenizer: scale each room by the model tokenizer's tokens per cl100k token.
         **runner_options: that runner's own settings (e.g. ``partition`` for Slurm), checked against its
             signature so a typo fails when the config is read.
     """
-    if overlength not in OVERLENGTH_POLICIES:
-        raise ConfigError(f"overlength: {overlength!r}; choose from {OVERLENGTH_POLICIES}")
-    if num_shards < 1:
-        raise ConfigError(f"num_shards: {num_shards} must be at least 1")
+    settings = RunSettings(  # the run's settings, checked once; both stages' partitioners hold them
+        num_shards=num_shards,
+        overlength=overlength,
+        template_margin=template_margin,
+        measure_with_model_tokenizer=measure_with_model_tokenizer,
+        eval_tasks=eval_workers,
+    )
     _check_runner_options(runner, runner_options)
     infer = dict(
-        partitioner=dict(type=PARTITIONER, num_shards=num_shards, stage="infer", overlength=overlength),
+        partitioner=settings.section(PARTITIONER, "infer"),
         runner=dict(type=runner, max_num_workers=max_workers, task=dict(type="OpenICLInferTask"), **runner_options),
     )
     evaluation = dict(
-        partitioner=dict(type=PARTITIONER, stage="eval", overlength=overlength, eval_tasks=eval_workers),
+        partitioner=settings.section(PARTITIONER, "eval"),
         runner=dict(type=runner, max_num_workers=eval_workers, task=dict(type=EVAL_TASK), **runner_options),
     )
     return infer, evaluation

@@ -1,5 +1,7 @@
 """Token-aware partitioner with per-model over-length handling; the run's stored plan is its authority.
 
+Its settings are one ``planning.settings.RunSettings`` record, as ``runtime()`` writes it into both stages.
+
 Infer stage: every decision is made once (``planning.run.plan_run``): per model, each needlebench
 dataset's limit (room, output budget, reserve, the tokenizer its room is measured with and its outputs
 counted with: ``planning.limits.Limit``), the cells that limit shortens or skips, and ``num_shards``
@@ -17,9 +19,10 @@ predictions; another plan (shards, limits, tokenizer, budget, policy, datasets, 
 before any model call with one message naming each difference, unless ``NEEDLEBENCH_REPLAN=1`` asks to
 re-plan, which keeps every answer still valid under the new plan (``carryover.py``) and asks the rest.
 A resume also asks again the requests that still failed when their task ended (``retries.py``), keeping
-every answered sample. The eval stage reads the limits and the evaluators' output settings from the plan, and names every
-dataset's numbers from its planned samples (``grading.evaluation.metric_names``), so each model's result
-file of a dataset names the same numbers and OpenCompass's own summary puts the models side by side.
+every answered sample. The eval stage reads the limits and the evaluators' output settings from the
+plan, and names every dataset's numbers from its planned samples (``grading.evaluation.metric_names``),
+so each model's result file of a dataset names the same numbers and OpenCompass's own summary puts the
+models side by side.
 
 The infer stage first builds every dataset of the run once, all cores at work
 (``arrow_rows.materialize_many``), so no task waits on generation. Before handing out the shards of a
@@ -32,6 +35,7 @@ from __future__ import annotations
 import json
 import os
 import os.path as osp
+from typing import Any
 
 from mmengine.config import Config, ConfigDict
 from opencompass.partitioners.base import BasePartitioner
@@ -42,7 +46,7 @@ from ..cache.rows import load_rows
 from ..cgroups import memory_limit
 from ..errors import ConfigError, OutOfMemory, OutOfSpace, PlanChanged
 from ..grading.evaluation import metric_names
-from ..planning.limits import Limit, PartitionSettings, is_api_model, limited_dataset
+from ..planning.limits import Limit, Limits, is_api_model, limited_dataset
 from ..planning.run import (
     PLAN_FILE,
     MemoryBaseline,
@@ -54,6 +58,7 @@ from ..planning.run import (
     read_plan,
     write_plan,
 )
+from ..planning.settings import RunSettings
 from ..planning.shards import shard_ranges
 from ..retries import RETRY_MODELS_ENV
 from ..tasks import config_params, get_task, is_needlebench
@@ -134,36 +139,21 @@ class NeedleBenchPartitioner(BasePartitioner):
 
     Args:
         out_dir: the stage's output folder.
-        num_shards: infer tasks per model, of about equal prompt tokens.
         stage: ``"infer"`` (plans the run and stores the plan) or ``"eval"`` (reads its limits back).
-        overlength: ``"shorten"`` or ``"skip"`` a sparse prompt over the model's room.
-        template_margin: tokens kept free for the chat template.
-        measure_with_model_tokenizer: scale the room by the model tokenizer's tokens per cl100k token.
         keep_keys: OpenCompass's keys to keep in the task configs.
-        eval_tasks: eval stage: group each model's datasets into this many tasks (0: one per dataset).
+        **settings: the run's settings (:class:`~needlebench.planning.settings.RunSettings`: ``num_shards``,
+            ``overlength``, ``template_margin``, ``measure_with_model_tokenizer``, ``eval_tasks``), as
+            ``runtime()`` writes them.
 
     Raises:
-        ConfigError: an unknown stage or policy, or fewer than one shard.
+        ConfigError: an unknown stage, setting or value.
     """
 
-    def __init__(
-        self,
-        out_dir: str,
-        num_shards: int = 1,
-        stage: str = "infer",
-        overlength: str = "shorten",
-        template_margin: int = 64,
-        measure_with_model_tokenizer: bool = True,
-        keep_keys: list[str] | None = None,
-        eval_tasks: int = 0,
-    ) -> None:
+    def __init__(self, out_dir: str, stage: str = "infer", keep_keys: list[str] | None = None, **settings: Any) -> None:
         super().__init__(out_dir=out_dir, keep_keys=keep_keys)
         if stage not in ("infer", "eval"):
             raise ConfigError(f"partitioner stage: {stage!r}; choose from ('infer', 'eval')")
-        if eval_tasks < 0:
-            raise ConfigError(f"partitioner eval_tasks: {eval_tasks} must not be negative")
-        self.settings = PartitionSettings(num_shards, overlength, template_margin, measure_with_model_tokenizer)
-        self.eval_tasks = eval_tasks
+        self.settings = RunSettings.of(settings)
         self.stage = stage
 
     def __call__(self, cfg: ConfigDict) -> list[dict]:
@@ -332,7 +322,7 @@ class NeedleBenchPartitioner(BasePartitioner):
         limit is decided now, with a warning: it may differ from what inference used.
         """
         plan = read_plan(work_dir)
-        limits = self.settings.limits(self.logger)
+        limits = Limits(self.settings, self.logger)
         names: dict[str, tuple[str, ...]] = {}  # per dataset abbr, every model's
         tasks: list[ConfigDict] = []
         for comb in model_dataset_combinations:
@@ -359,6 +349,6 @@ class NeedleBenchPartitioner(BasePartitioner):
                     if d["abbr"] not in names:
                         names[d["abbr"]] = _planned_names(d)
                     datasets.append(_evaluated(d, limit, names[d["abbr"]]))
-                for group in _groups(datasets, self.eval_tasks):
+                for group in _groups(datasets, self.settings.eval_tasks):
                     tasks.append(Config({"models": [model], "datasets": [group], "work_dir": work_dir, **add_cfg}))
         return tasks

@@ -5,7 +5,10 @@ both call these, so the plan a user reads before the run is the plan the run
 executes. A model's room is ``max_seq_len`` - output budget - a reserve (the
 chat template's margin; an OpenAI-compatible client's own reserve), in cl100k
 tokens, scaled by the model tokenizer's measured ratio where the model config
-names a local tokenizer. Shards are contiguous runs of the generation order,
+names a local tokenizer. Each (model, dataset)'s :class:`Limit` carries all of
+it, with the tokenizer outputs are counted with (one rule finds it for both:
+``model_tokenizer``), so the eval stage and ``needlebench plan`` read the
+decision rather than make it again. Shards are contiguous runs of the generation order,
 cut to about equal prompt tokens plus output budget.
 """
 
@@ -21,9 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from ..cache.rows import load_rows
-from ..errors import ConfigError
 from ..tasks import config_params, get_task, is_needlebench
-from ..tasks.sparse import OVERLENGTH_POLICIES
+from .settings import RunSettings
 from .shards import shard_ranges
 from .stream import HEAD_CHARS, interleave
 
@@ -32,7 +34,6 @@ __all__ = [
     "OPENAI_CLIENT_RESERVE",
     "Limit",
     "Limits",
-    "PartitionSettings",
     "is_api_model",
     "limit_ratio",
     "limited_dataset",
@@ -188,54 +189,17 @@ def limit_ratio(tokenizer: Any, prompts: list[str]) -> float:
     return max(1.0, max(model / max(1, ours) for model, ours in token_counts(tokenizer, prompts)))
 
 
-@dataclass(frozen=True)
-class PartitionSettings:
-    """How a run is cut, as the config's infer partitioner sets it; checked when made.
-
-    Args:
-        num_shards: infer tasks per model, of about equal prompt tokens.
-        overlength: ``"shorten"`` or ``"skip"`` a sparse prompt over the model's room.
-        template_margin: tokens kept free for the chat template.
-        measure_with_model_tokenizer: scale the room by the model tokenizer's tokens per cl100k token.
-
-    Raises:
-        ConfigError: an unknown policy, or fewer than one shard.
-    """
-
-    num_shards: int = 1
-    overlength: str = "shorten"
-    template_margin: int = 64
-    measure_with_model_tokenizer: bool = True
-
-    def __post_init__(self) -> None:
-        if self.overlength not in OVERLENGTH_POLICIES:
-            raise ConfigError(f"partitioner overlength: {self.overlength!r}; choose from {OVERLENGTH_POLICIES}")
-        if self.num_shards < 1:
-            raise ConfigError(f"partitioner num_shards: {self.num_shards} must be at least 1")
-
-    def limits(self, logger: Any = None) -> Limits:
-        """The limit decisions these settings make.
-
-        Args:
-            logger: where a tokenizer that fails to load is warned about; None stays silent.
-        """
-        return Limits(self.overlength, self.template_margin, self.measure_with_model_tokenizer, logger)
-
-
 class Limits:
     """Each (model, dataset)'s room and over-length policy: the decision the infer stage records.
 
     Args:
-        overlength: ``"shorten"`` or ``"skip"`` a sparse prompt over the model's room.
-        margin: tokens kept free for the chat template.
-        measure: scale the room by the model tokenizer's tokens per cl100k token.
+        settings: the run's settings (policy, template margin, whether to measure with the model's
+            tokenizer); default: the defaults.
         logger: where a tokenizer that fails to load is warned about (once per path); None stays silent.
     """
 
-    def __init__(self, overlength: str = "shorten", margin: int = 64, measure: bool = True, logger: Any = None):
-        self.overlength = overlength
-        self.margin = margin
-        self.measure = measure
+    def __init__(self, settings: RunSettings | None = None, logger: Any = None) -> None:
+        self.settings = settings or RunSettings()
         self.logger = logger
         self._tokenizers: dict[str, tuple] = {}  # path -> load_tokenizer(...), one load and warning each
 
@@ -266,11 +230,11 @@ class Limits:
             model: the model config (``max_seq_len``, ``max_out_len``, a local tokenizer if any).
             dataset: a needlebench dataset config.
         """
-        max_seq_len, room = model_room(model, dataset, self.margin, self.logger)
+        max_seq_len, room = model_room(model, dataset, self.settings.template_margin, self.logger)
         output_tokenizer, output_kwargs = model_tokenizer(model)
         path = error = None
         ratio = 1.0
-        if self.measure:
+        if self.settings.measure_with_model_tokenizer:
             tok, path, error = self.tokenizer(model)
             if tok is not None:
                 rows = load_rows(dataset["task"], **config_params(dataset))
@@ -279,13 +243,13 @@ class Limits:
         return Limit(
             max_seq_len,
             room,
-            self.overlength,
+            self.settings.overlength,
             path,
             ratio,
             error,
             max(1, math.floor(room / ratio)),
             out_len=out_len(model, dataset),
-            reserve=reserved_tokens(model, self.margin),
+            reserve=reserved_tokens(model, self.settings.template_margin),
             output_tokenizer=output_tokenizer,
             output_tokenizer_kwargs=output_kwargs,
         )

@@ -24,13 +24,13 @@ from ..tasks import is_needlebench
 from .limits import (
     Limit,
     Limits,
-    PartitionSettings,
     limited_dataset,
     out_len,
     overlength_cells,
     shard_runs,
     token_shards,
 )
+from .settings import RunSettings
 
 __all__ = [
     "PLAN_FILE",
@@ -142,7 +142,7 @@ class RunPlan:
             by a run, e.g. ``needlebench plan``).
     """
 
-    settings: PartitionSettings
+    settings: RunSettings
     models: tuple[ModelRun, ...]
     memory: MemoryBaseline | None = field(default=None, compare=False)
 
@@ -186,10 +186,10 @@ class RunPlan:
             for m in data["models"]
         )
         memory = MemoryBaseline(**data["memory"]) if data.get("memory") else None
-        return cls(PartitionSettings(**data["settings"]), models, memory)
+        return cls(RunSettings.of(data["settings"]), models, memory)
 
 
-def _model_run(limits: Limits, settings: PartitionSettings, model: dict, datasets: Sequence[dict]) -> ModelRun:
+def _model_run(limits: Limits, settings: RunSettings, model: dict, datasets: Sequence[dict]) -> ModelRun:
     """One model's limits, over-length cells and shards."""
     abbr = model.get("abbr", "model")
     decided: dict[str, Limit] = {}
@@ -228,7 +228,7 @@ def _model_run(limits: Limits, settings: PartitionSettings, model: dict, dataset
 def plan_run(
     models: Sequence[dict],
     datasets: Sequence[dict],
-    settings: PartitionSettings,
+    settings: RunSettings,
     logger: Any = None,
     limits: Limits | None = None,
 ) -> RunPlan:
@@ -245,7 +245,7 @@ def plan_run(
         limits: the decisions' maker, where the caller holds one (its tokenizers are loaded once);
             None makes one from ``settings``.
     """
-    limits = limits or settings.limits(logger)
+    limits = limits or Limits(settings, logger)
     return RunPlan(settings, tuple(_model_run(limits, settings, m, datasets) for m in models))
 
 
@@ -262,7 +262,7 @@ def plan_changes(stored: RunPlan, new: RunPlan) -> list[str]:
     """
     out = [
         f"partitioner {name}: {getattr(stored.settings, name)!r} -> {getattr(new.settings, name)!r}"
-        for name in stored.settings.__dataclass_fields__
+        for name in RunSettings.planned()
         if getattr(stored.settings, name) != getattr(new.settings, name)
     ]
     settings_changed = bool(out)

@@ -34,8 +34,8 @@ import numpy as np
 from ..aggregate.cells import NAN, Estimate
 from ..aggregate.uncertainty import resample_means
 from ..errors import ConfigError
+from ..profiles import get_profile
 from ..record import GradedSample
-from ..suites import SUITES, V1_SUITES
 from ..tasks import all_tasks, get_task
 from ..taskspec import Basis
 from .comparability import Comparability, row_comparability
@@ -190,8 +190,7 @@ def infer_suite(lengths: Sequence[Any], profile: str) -> str | None:
     known = [int(x) for x in lengths if x is not None]
     if not known:
         return None
-    suites = V1_SUITES if profile == "v1" else SUITES
-    fits = [s for s in suites.values() if max(s.lengths) >= max(known)]
+    fits = [s for s in get_profile(profile).suites.values() if max(s.lengths) >= max(known)]
     return min(fits, key=lambda s: max(s.lengths)).name if fits else None
 
 

@@ -1,4 +1,4 @@
-"""The tasks: one module per task family, each exporting a ``TaskSpec``; the registry that lists them.
+"""The tasks: one folder per task family (sparse/, atc/, needlechain/), each task exporting a ``TaskSpec``; the registry.
 
 ``needlebench.tasks.registry`` holds the registry; its public names are handed on here so
 adapters write ``from needlebench.tasks import get_task``.

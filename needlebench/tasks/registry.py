@@ -37,12 +37,12 @@ CONFIG_KEYS = frozenset({"type", "abbr", "reader_cfg", "infer_cfg", "eval_cfg", 
 
 # The built-in tasks, as "module:attribute" of their TaskSpec, imported on first use.
 BUILTIN_TASKS = (
-    "needlebench.tasks.sparse:SRT",
-    "needlebench.tasks.sparse:MRT",
-    "needlebench.tasks.reasoning:MRS",
-    "needlebench.tasks.atc:ATC",
-    "needlebench.tasks.atc_mc:ATC_MC",
-    "needlebench.tasks.needlechain:NEEDLECHAIN",
+    "needlebench.tasks.sparse.retrieval:SRT",
+    "needlebench.tasks.sparse.retrieval:MRT",
+    "needlebench.tasks.sparse.mrs:MRS",
+    "needlebench.tasks.atc.open_answer:ATC",
+    "needlebench.tasks.atc.choice:ATC_MC",
+    "needlebench.tasks.needlechain.task:NEEDLECHAIN",
 )
 # Third-party tasks: an entry point ``name = "package.module:SPEC"`` in this group.
 ENTRY_POINT_GROUP = "needlebench.tasks"

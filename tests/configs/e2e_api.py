@@ -4,7 +4,7 @@ _base_ = []
 
 from needlebench.opencompass.configs import SUMMARIZER, needlebench_datasets, needlechain_datasets, runtime
 from needlebench.opencompass.models import load_models, with_sampling
-from needlebench.tasks.needlechain import NEEDLECHAIN_SAMPLING
+from needlebench.tasks.needlechain.task import NEEDLECHAIN_SAMPLING
 
 models = [
     with_sampling(m, **NEEDLECHAIN_SAMPLING)

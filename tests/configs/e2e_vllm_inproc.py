@@ -8,7 +8,7 @@ import os
 
 from needlebench.opencompass.configs import SUMMARIZER, needlebench_datasets, needlechain_datasets, runtime
 from needlebench.opencompass.models import reasoning, vllm_model, with_sampling
-from needlebench.tasks.needlechain import NEEDLECHAIN_SAMPLING
+from needlebench.tasks.needlechain.task import NEEDLECHAIN_SAMPLING
 
 _model = vllm_model(
     abbr="vllm-inproc-smollm2",

@@ -25,17 +25,16 @@ import random
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from ..context.corpora import opencompass_data_file
-from ..context.haystack import Haystack
-from ..context.reference import chain_positions, opencompass_chain_positions
-from ..context.tokenizer import count_tokens
-from ..errors import ConfigError
-from ..grading.matching import prepare
-from ..record import SampleScore, ScoreOptions
-from ..sample import Sample
-from ..seeding import rng
-from .atc import BOXED_ERRORS, grade_boxed, kinship_gold, kinship_meta, oracle_boxed
-from .kinship import (
+from ...context.corpora import opencompass_data_file
+from ...context.haystack import Haystack
+from ...context.reference import chain_positions, opencompass_chain_positions
+from ...context.tokenizer import count_tokens
+from ...errors import ConfigError
+from ...grading.matching import prepare
+from ...record import SampleScore, ScoreOptions
+from ...sample import Sample
+from ...seeding import rng
+from ..kinship import (
     QUESTION_TYPES,
     KinshipChain,
     ask,
@@ -45,10 +44,11 @@ from .kinship import (
     reference_chain,
     rules_text,
 )
+from ..kinship_answer import BOXED_ERRORS, grade_boxed, kinship_gold, kinship_meta, oracle_boxed
+from ..reference_text import MRS_REFERENCE_FRAMES, MRS_REFERENCE_QUESTION
 from .prompts import PromptParts, sparse_prompt
-from .reference_text import MRS_REFERENCE_FRAMES, MRS_REFERENCE_QUESTION
 from .reference_v1 import v1_prompt, v1_question
-from .sparse import (
+from .retrieval import (
     RECALL_ERRORS,
     SparseParams,
     cell_order,
@@ -351,9 +351,8 @@ MRS = sparse_task(
     oracle_mrs,
     "Multi-needle reasoning (M-RS)",
     "M-RS",
-    {"v2": 1 / 3, "v1": 0.3},
     10,
-    "needlebench.tasks.sparse_results:REASONING",
+    "needlebench.tasks.sparse.results:REASONING",
     report_text="M-RS needs several hidden facts combined (answer in <code>\\boxed{}</code>).",
     error_kinds=(*RECALL_ERRORS, *BOXED_ERRORS),  # the 2024 multihop form is graded as a recall
 )

@@ -1,4 +1,4 @@
-"""The information-sparse tasks: S-RT and M-RT (M-RS lives in ``reasoning``).
+"""The information-sparse tasks' shared machinery, and S-RT and M-RT (M-RS lives in ``mrs``).
 
 One generator serves every sparse task: a task is a row of data (how many
 needles, where, and how they are asked), not a function of its own.
@@ -13,8 +13,8 @@ from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..context.corpora import opencompass_data_file
-from ..context.haystack import (
+from ...context.corpora import opencompass_data_file
+from ...context.haystack import (
     FittedPrompt,
     Haystack,
     build_haystack,
@@ -24,19 +24,18 @@ from ..context.haystack import (
     place_at,
     snap_to_sentence,
 )
-from ..context.reference import depth_index, document_order, safe_boundary
-from ..context.tokenizer import count_tokens, get_encoding
-from ..errors import ConfigError
-from ..grading.matching import KeywordMatcher, levenshtein_score, prepare
-from ..protocol import Option, ProtocolParams
-from ..record import SampleScore, ScoreOptions
-from ..sample import DATASET_VERSION, Sample, sample_id
-from ..suites import get_suite
-from ..taskspec import TaskSpec
+from ...context.reference import depth_index, document_order, safe_boundary
+from ...context.tokenizer import count_tokens, get_encoding
+from ...errors import ConfigError
+from ...grading.matching import KeywordMatcher, levenshtein_score, prepare
+from ...profiles import PROFILES, get_profile
+from ...protocol import Option, ProtocolParams
+from ...record import SampleScore, ScoreOptions
+from ...sample import DATASET_VERSION, Sample, sample_id
+from ...taskspec import TaskSpec
+from ..inputs import default_needle_file, haystack_inputs
 from .needles import (
     Needle,
-    default_needle_file,
-    haystack_inputs,
     load_needle_bank,
     pick_needles,
     reference_needle,
@@ -176,8 +175,7 @@ def validate_sparse(p: SparseParams) -> None:
         raise ConfigError(f"overlength: {p.overlength!r}; choose from {OVERLENGTH_POLICIES}")
     if not 0 < p.min_fill < 1:
         raise ConfigError(f"min_fill: {p.min_fill} must be between 0 and 1")
-    if p.profile not in ("v1", "v2"):
-        raise ConfigError(f"profile: unknown profile {p.profile!r}; choose from ('v1', 'v2')")
+    get_profile(p.profile)
     p.options()
     get_encoding(p.encoding)
 
@@ -565,53 +563,9 @@ def generate_mrt(p: SparseParams) -> Iterator[Sample]:
 
 # -- defaults inside a suite ---------------------------------------------------------------------
 
-# (suite, task, lang) -> buffer. v2: OpenCompass v2 configs (English 500 up to 8k, 3000 above;
-# Chinese 200). v1: the 2024 paper's table; suites it lacks use the nearest smaller one.
-_BUFFERS: dict[str, dict[str, dict[str, int]]] = {
-    "v2": {
-        "4k": {"en": 500, "zh": 200},
-        "8k": {"en": 500, "zh": 200},
-        "_default": {"en": 3000, "zh": 200},
-    },
-    "v1": {
-        "4k": {"srt": 600, "mrt": 1000, "mrs": 600, "zh": 200},
-        "8k": {"srt": 800, "mrt": 1300, "mrs": 1000, "zh": 200},
-        "32k": {"srt": 3000, "mrt": 3000, "mrs": 3000, "zh": 200},
-        "128k": {"srt": 600, "mrt": 3000, "mrs": 600, "zh": 200},
-        "200k": {"srt": 600, "mrt": 3000, "mrs": 600, "zh": 200},
-        "256k": {"srt": 600, "mrt": 3000, "mrs": 600, "zh": 200},
-        "1000k": {"srt": 600, "mrt": 3000, "mrs": 600, "zh": 200},
-    },
-}
-
-
 # The buffers of OpenCompass v2's short suites (4k, 8k), by language: what a reference buffer shrinks to where
 # a longer suite's buffer would leave a cell no haystack (``_buffer``).
-SHORT_SUITE_BUFFERS: dict[str, int] = dict(_BUFFERS["v2"]["4k"])
-
-
-def suite_buffer(suite: str, task: str, lang: str, profile: str = "v2") -> int:
-    """The buffer a profile gives a (suite, task, language).
-
-    v2 follows OpenCompass v2's configs (by language); v1 the 2024 paper's table (by task, Chinese 200).
-
-    Args:
-        suite: the suite name, e.g. ``"32k"``.
-        task: ``"srt"``, ``"mrt"`` or ``"mrs"`` (used by v1 only).
-        lang: ``"en"`` or ``"zh"``.
-        profile: ``"v2"`` or ``"v1"``.
-
-    Raises:
-        ConfigError: an unknown profile or suite.
-    """
-    if profile not in _BUFFERS:
-        raise ConfigError(f"profile: unknown profile {profile!r}; choose from {sorted(_BUFFERS)}")
-    get_suite(suite)
-    table = _BUFFERS[profile]
-    row = table.get(suite) or table["_default"]
-    if profile == "v1":
-        return row["zh"] if lang == "zh" else row[task]
-    return row[lang]
+SHORT_SUITE_BUFFERS: dict[str, int] = dict(PROFILES["v2"].buffers["4k"])
 
 
 def suite_defaults(task: str, repeats: int, suite: str, lang: str, profile: str) -> dict[str, Any]:
@@ -624,7 +578,7 @@ def suite_defaults(task: str, repeats: int, suite: str, lang: str, profile: str)
         lang: ``"en"`` or ``"zh"``.
         profile: ``"v2"`` or ``"v1"``.
     """
-    return {"repeats": repeats, "buffer": suite_buffer(suite, task, lang, profile)}
+    return {"repeats": repeats, "buffer": get_profile(profile).buffer(suite, task, lang)}
 
 
 def _needle_score(text: str, matcher: KeywordMatcher, needle: dict, options: ScoreOptions) -> float:
@@ -684,15 +638,15 @@ def sparse_task(
     oracle: Callable[[dict], str],
     title: str,
     label: str,
-    weights: dict[str, float],
     repeats: int,
     results: str,
     score_options: tuple[str, ...] = (),
     report_text: str = "",
-    profile_scoring: dict[str, dict[str, str]] | None = None,
     error_kinds: tuple[str, ...] = RECALL_ERRORS,
 ) -> TaskSpec:
     """A sparse task's spec: a haystack that can be shortened, a row of the summary table, a suite default.
+
+    Its weight in each suite overall is the profiles' (``profiles.py``).
 
     Args:
         name: the registry name.
@@ -701,12 +655,10 @@ def sparse_task(
         oracle: a perfect answer from a gold.
         title: the task's name in prose.
         label: its short name in tables.
-        weights: profile -> its weight in the suite overall.
         repeats: samples per cell in a suite (OpenCompass v2's).
         results: ``"module:attribute"`` of its ``TaskResults``.
         score_options: grading options a suite config sets for it.
         report_text: what its numbers mean, for the report's "How to read" part.
-        profile_scoring: profile -> its grading options when a suite config sets none.
         error_kinds: the error kinds its grader can give.
     """
     return TaskSpec(
@@ -718,7 +670,7 @@ def sparse_task(
         title,
         oracle,
         label=label,
-        suite_weights=weights,
+        suite_weights={p.name: p.weights[name] for p in PROFILES.values() if name in p.weights},
         suite_defaults=functools.partial(suite_defaults, name, repeats),
         score_options=score_options,
         results=results,
@@ -726,7 +678,6 @@ def sparse_task(
         cell=("length", "depth"),
         breakdowns={"num_needles": "needles"},
         report_text=report_text,
-        profile_scoring=profile_scoring or {},
         error_kinds=error_kinds,
         prefix_group=haystack_group,
         inputs=haystack_inputs,
@@ -767,7 +718,6 @@ SPARSE_META_KEYS = (
 )
 
 
-# the suite overall: equal weights in the 2025 paper ("v2"), 0.4 / 0.3 / 0.3 in the 2024 paper ("v1")
 SRT = sparse_task(
     "srt",
     generate_srt,
@@ -775,14 +725,10 @@ SRT = sparse_task(
     oracle_srt,
     "Single-needle retrieval (S-RT)",
     "S-RT",
-    {"v2": 1 / 3, "v1": 0.4},
     10,
-    "needlebench.tasks.sparse_results:SINGLE",
+    "needlebench.tasks.sparse.results:SINGLE",
     ("metric",),
     "S-RT asks for one hidden fact.",
-    # OpenCompass v1 gives Levenshtein partial credit to S-RT only (NeedleBenchOriginEvaluator); its M-RT
-    # (NeedleBenchParallelEvaluator) and M-RS (NeedleBenchMultiEvaluator) are keyword-only
-    profile_scoring={"v1": {"metric": "levenshtein"}},
 )
 MRT = sparse_task(
     "mrt",
@@ -791,9 +737,8 @@ MRT = sparse_task(
     oracle_mrt,
     "Multi-needle retrieval (M-RT)",
     "M-RT",
-    {"v2": 1 / 3, "v1": 0.3},
     25,
-    "needlebench.tasks.sparse_results:MULTI",
+    "needlebench.tasks.sparse.results:MULTI",
     ("metric",),
     "M-RT asks for several hidden facts at once (score = share recalled).",
 )

@@ -19,7 +19,7 @@ for byte.
 
 from __future__ import annotations
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 from .prompts import QUESTION_POSITIONS, PromptParts
 
 __all__ = ["V1_FORMS", "v1_question", "v1_prompt"]

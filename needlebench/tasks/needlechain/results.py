@@ -10,15 +10,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..aggregate.cells import NAN, Estimate, output_notes, percent, put_interval, truncated_rate
-from ..aggregate.metrics import GRADER_ERROR, error_shares, mean
-from ..aggregate.plots import percent_axes, plt, png
-from ..aggregate.uncertainty import resample_means
-from ..protocol import reference_values
-from ..record import GradedSample
-from ..taskspec import BoardRow, Conformance, ReportParts, Skipped, TaskResults
-from .conformance import conformance, count_coverage, coverage, option_differences
-from .needlechain import CHAIN_OPTIONS, ERROR_KINDS, QUESTIONS, VARIANTS, ChainParams
+from ...aggregate.cells import NAN, Estimate, output_notes, percent, put_interval, truncated_rate
+from ...aggregate.metrics import GRADER_ERROR, error_shares, mean
+from ...aggregate.plots import percent_axes, plt, png
+from ...aggregate.uncertainty import resample_means
+from ...protocol import reference_values
+from ...record import GradedSample
+from ...taskspec import BoardRow, Conformance, ReportParts, Skipped, TaskResults
+from ..conformance import conformance, count_coverage, coverage, option_differences
+from .task import CHAIN_OPTIONS, ERROR_KINDS, QUESTIONS, VARIANTS, ChainParams
 
 __all__ = [
     "RESULTS",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 
 __all__ = [
     "PromptParts",

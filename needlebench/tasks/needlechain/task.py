@@ -31,15 +31,15 @@ from dataclasses import dataclass
 from fractions import Fraction
 from random import Random
 
-from ..context.tokenizer import get_encoding
-from ..errors import ConfigError, check_at_least, check_choices
-from ..grading.matching import last_match, prepare
-from ..protocol import PROTOCOLS, Option, ProtocolParams
-from ..record import SampleScore, ScoreOptions
-from ..sample import DATASET_VERSION, Sample, sample_id
-from ..seeding import rng
-from ..taskspec import TaskSpec
-from .kinship import load_name_pool
+from ...context.tokenizer import get_encoding
+from ...errors import ConfigError, check_at_least, check_choices
+from ...grading.matching import last_match, prepare
+from ...protocol import PROTOCOLS, Option, ProtocolParams
+from ...record import SampleScore, ScoreOptions
+from ...sample import DATASET_VERSION, Sample, sample_id
+from ...seeding import rng
+from ...taskspec import TaskSpec
+from ..kinship import load_name_pool
 
 __all__ = [
     "NEEDLECHAIN_SAMPLING",
@@ -699,7 +699,7 @@ NEEDLECHAIN = TaskSpec(
     "NeedleChain",
     oracle_needlechain,
     label="NeedleChain",
-    results="needlebench.tasks.needlechain_results:RESULTS",
+    results="needlebench.tasks.needlechain.results:RESULTS",
     meta_keys=("k", "variant", "question", "point", "presented_positions"),
     cell=("k",),
     error_kinds=ERROR_KINDS,

@@ -13,14 +13,14 @@ from typing import Any
 
 from matplotlib.ticker import MaxNLocator
 
-from ..aggregate.metrics import mean
-from ..aggregate.plots import percent_axes, plt, png
-from ..errors import ConfigError
-from ..protocol import reference_values
-from ..record import GradedSample
-from ..suites import Suite, get_suite
-from ..taskspec import Conformance, ReportParts, Skipped, TaskResults
-from .conformance import conformance, count_coverage, coverage, option_differences
+from ...aggregate.metrics import mean
+from ...aggregate.plots import percent_axes, plt, png
+from ...errors import ConfigError
+from ...profiles import Suite, get_suite
+from ...protocol import reference_values
+from ...record import GradedSample
+from ...taskspec import Conformance, ReportParts, Skipped, TaskResults
+from ..conformance import conformance, count_coverage, coverage, option_differences
 
 __all__ = [
     "SINGLE",
@@ -125,7 +125,7 @@ def sparse_conformance(
     """A sparse task's ``conformance``: its records against the suite's lengths, depths and repeats.
 
     The reference is the suite as OpenCompass's configs (and ``needlebench_datasets``) build it for the
-    records' profile: its lengths and depths (``needlebench.suites``), the task's repeats in that suite
+    records' profile: its lengths and depths (``needlebench.profiles``), the task's repeats in that suite
     (``suite_defaults``), its needle counts, and the reference value of every protocol option.
 
     Args:
@@ -134,7 +134,7 @@ def sparse_conformance(
         counts: the needle counts a suite plans for the task (M-RT: one needle per depth; M-RS: 2 to 5);
             None for a single-needle task.
     """
-    from .sparse import SPARSE_OPTIONS
+    from .retrieval import SPARSE_OPTIONS
 
     reference = reference_values(SPARSE_OPTIONS)
 
@@ -169,7 +169,7 @@ def sparse_conformance(
 
 
 def _mrs_counts(suite: Suite) -> Sequence[int]:
-    from .reasoning import MRS_COUNTS
+    from .mrs import MRS_COUNTS
 
     return MRS_COUNTS
 
@@ -178,18 +178,18 @@ SINGLE = TaskResults(
     heatmap_points=depth_points,
     needle_texts=single_needle,
     needle_depths=needle_depths,
-    conformance=sparse_conformance("sparse:SRT"),
+    conformance=sparse_conformance("retrieval:SRT"),
 )
 MULTI = TaskResults(
     heatmap_points=needle_points,
     report=_mrt_report,
     needle_texts=many_needles,
     needle_depths=needle_depths,
-    conformance=sparse_conformance("sparse:MRT", lambda suite: (len(suite.depths),)),
+    conformance=sparse_conformance("retrieval:MRT", lambda suite: (len(suite.depths),)),
 )
 REASONING = TaskResults(
     heatmap_points=depth_points,
     needle_texts=kinship_names,
     needle_depths=needle_depths,
-    conformance=sparse_conformance("reasoning:MRS", _mrs_counts),
+    conformance=sparse_conformance("mrs:MRS", _mrs_counts),
 )

@@ -28,16 +28,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..aggregate.cells import NAN, Estimate, format_failure_rate, output_notes, percent, put_interval, truncated_rate
-from ..aggregate.metrics import mean
-from ..aggregate.plots import percent_axes, plt, png
-from ..aggregate.uncertainty import interval, resample_means
-from ..protocol import reference_values
-from ..record import GradedSample
-from ..taskspec import BoardRow, Conformance, ReportParts, Skipped, TaskResults
-from .atc import ATC_OPTIONS, DEFAULT_COUNTS
-from .conformance import conformance, count_coverage, coverage, option_differences
-from .kinship import QUESTION_TYPES
+from ...aggregate.cells import NAN, Estimate, format_failure_rate, output_notes, percent, put_interval, truncated_rate
+from ...aggregate.metrics import mean
+from ...aggregate.plots import percent_axes, plt, png
+from ...aggregate.uncertainty import interval, resample_means
+from ...protocol import reference_values
+from ...record import GradedSample
+from ...taskspec import BoardRow, Conformance, ReportParts, Skipped, TaskResults
+from ..conformance import conformance, count_coverage, coverage, option_differences
+from ..kinship import QUESTION_TYPES
+from .open_answer import ATC_OPTIONS, DEFAULT_COUNTS
 
 __all__ = [
     "RESULTS",

@@ -12,23 +12,19 @@ import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from ..errors import ConfigError
-from ..seeding import rng
+from ...errors import ConfigError
+from ...seeding import rng
 from .prompts import reference_retrieval_question
 
 __all__ = [
     "Needle",
     "NeedleBank",
     "load_needle_bank",
-    "default_needle_file",
     "pick_needles",
     "reference_needle",
     "reference_needle_set",
 ]
-
-DATA_DIR = Path(__file__).resolve().parents[1] / "data"  # package data: found the same from a wheel
 
 
 @dataclass(frozen=True)
@@ -66,15 +62,6 @@ class NeedleBank:
             lang: ``"en"`` or ``"zh"``.
         """
         return tuple(n for n in self.needles if n.lang == lang)
-
-
-def default_needle_file(lang: str) -> Path:
-    """The needle file shipped with the package for a language (``data/needles/needles_<lang>.jsonl``).
-
-    Args:
-        lang: ``"en"`` or ``"zh"``.
-    """
-    return DATA_DIR / "needles" / f"needles_{lang}.jsonl"
 
 
 _OC_LANG = {"English": "en", "Chinese": "zh"}
@@ -219,28 +206,3 @@ def reference_needle_set(bank: NeedleBank, lang: str, count: int, seed: int) -> 
         if len(chosen) == count:
             return tuple(chosen)
     raise ConfigError(f"num_needles={count}: {bank.source} has too few needles with distinct arg1 and arg2")
-
-
-def haystack_inputs(params: Any) -> dict[str, str]:
-    """The files a haystack task's generator reads beside its corpus, by role (``TaskSpec.inputs``).
-
-    The needle file (the one given, OpenCompass's ``needles.jsonl`` beside its corpus, or ours) where the task
-    takes needles; OpenCompass's ``names.json`` (ATC and M-RS draw names from it) and v1 M-RS's multi-hop
-    records where the corpus choice reads OpenCompass's data folder and they are there. Their contents go
-    into the dataset cache key.
-
-    Args:
-        params: the task's parameter dataclass (``lang``, ``corpus``, ``needle_file`` where it has one).
-    """
-    from ..context.corpora import opencompass_data_file
-
-    lang, corpus = params.lang, params.corpus
-    files: dict[str, str] = {}
-    if hasattr(params, "needle_file"):
-        files["needles"] = (
-            params.needle_file or opencompass_data_file(lang, corpus, "needles.jsonl") or str(default_needle_file(lang))
-        )
-    for role, name in (("names", "names.json"), ("multihop", f"multi_needle_reasoning_{lang}.json")):
-        if path := opencompass_data_file(lang, corpus, name):
-            files[role] = path
-    return files

@@ -1,0 +1,90 @@
+"""A run's options, declared once: how it is cut and how over-length prompts are handled.
+
+One record, built from the config (``runtime()``'s arguments, the partitioner's config section, or
+``needlebench plan``'s reading of that section) and checked once, when it is made. The partitioner keeps
+it, the limits read it, and the run's plan stores it (a resume compares the stored record with the new one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from ..errors import ConfigError
+from ..tasks.sparse.retrieval import OVERLENGTH_POLICIES
+
+__all__ = ["RunSettings"]
+
+# OpenCompass's own keys of a partitioner's config section: not ours to check
+_OPENCOMPASS_KEYS = ("type", "stage", "out_dir", "keep_keys")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How a run is cut, checked when made.
+
+    Args:
+        num_shards: infer tasks per model, of about equal prompt tokens (one per GPU, or per Slurm job).
+        overlength: ``"shorten"`` (cut the haystack of a prompt over the model's room) or ``"skip"`` it.
+        template_margin: tokens kept free for the chat template.
+        measure_with_model_tokenizer: scale the room by the model tokenizer's tokens per cl100k token.
+        eval_tasks: the eval stage groups each model's datasets into this many tasks (0: one per dataset);
+            it changes no prediction, so a resume that changes it is the same plan.
+
+    Raises:
+        ConfigError: an unknown policy, fewer than one shard, or a negative count.
+    """
+
+    num_shards: int = 1
+    overlength: str = "shorten"
+    template_margin: int = 64
+    measure_with_model_tokenizer: bool = True
+    eval_tasks: int = field(default=0, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.overlength not in OVERLENGTH_POLICIES:
+            raise ConfigError(f"overlength: {self.overlength!r}; choose from {OVERLENGTH_POLICIES}")
+        if self.num_shards < 1:
+            raise ConfigError(f"num_shards: {self.num_shards} must be at least 1")
+        if self.template_margin < 0:
+            raise ConfigError(f"template_margin: {self.template_margin} must not be negative")
+        if self.eval_tasks < 0:
+            raise ConfigError(f"eval_tasks: {self.eval_tasks} must not be negative")
+
+    @classmethod
+    def of(cls, options: Mapping[str, Any]) -> RunSettings:
+        """The settings a partitioner config section (or a stored plan) gives; an unknown key is named.
+
+        Args:
+            options: the section's keys; OpenCompass's own (``type``, ``stage``, ``out_dir``, ``keep_keys``)
+                are passed over.
+
+        Raises:
+            ConfigError: an unknown key or a bad value.
+        """
+        known = cls.names()
+        ours = {k: v for k, v in options.items() if k not in _OPENCOMPASS_KEYS}
+        unknown = sorted(set(ours) - set(known))
+        if unknown:
+            raise ConfigError(f"partitioner: unknown option(s) {unknown}; valid: {list(known)}")
+        return cls(**ours)
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """Every setting's name, in declaration order."""
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def planned(cls) -> tuple[str, ...]:
+        """The settings that change a run's plan (a resume under other values must re-plan)."""
+        return tuple(f.name for f in fields(cls) if f.compare)
+
+    def section(self, partitioner: str, stage: str) -> dict[str, Any]:
+        """A stage's partitioner config section holding these settings.
+
+        Args:
+            partitioner: the partitioner's type name.
+            stage: ``"infer"`` or ``"eval"``.
+        """
+        return dict(type=partitioner, stage=stage, **asdict(self))

@@ -1,0 +1,1 @@
+"""NeedleChain: salary chains where every sentence is needed (the NeedleChain paper)."""

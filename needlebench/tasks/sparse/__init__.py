@@ -1,0 +1,1 @@
+"""S-RT, M-RT and M-RS: needles hidden in a haystack of real text (the information-sparse tasks)."""
