@@ -51,7 +51,8 @@ import pytest
 
 from needlebench.context import corpora, haystack
 from needlebench.context.tokenizer import get_encoding
-from needlebench.tasks import get_task, kinship, make_params, needles
+from needlebench.tasks import get_task, kinship, make_params
+from needlebench.tasks.sparse import needles
 
 ENC = get_encoding("cl100k_base")  # also places the offline BPE file where tiktoken looks for it
 LANGUAGE = {"English": "en", "Chinese": "zh"}

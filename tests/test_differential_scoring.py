@@ -119,7 +119,7 @@ def golds() -> dict[str, list[dict]]:
 
 
 def _v1_mrt(lang: str) -> SparseParams:
-    from needlebench.profiles import get_suite
+    from needlebench.tasks.profiles import get_suite
 
     depths = get_suite("4k", "v1").depths
     return SparseParams(lang=lang, lengths=(4000,), depths=depths, repeats=3, buffer=1000, profile="v1")

@@ -21,7 +21,6 @@ LAYERS: dict[str, int] = {
     "cgroups": 1,
     "aggregate": 2,
     "sample": 2,
-    "profiles": 2,
     "protocol": 2,
     "files": 2,
     "retries": 2,

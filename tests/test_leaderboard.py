@@ -23,7 +23,6 @@ from conftest import bin_path, graded
 
 from needlebench.aggregate.cells import Estimate
 from needlebench.commands.cli import main
-from needlebench.profiles import get_suite
 from needlebench.report.board_pages import write_leaderboard
 from needlebench.report.bundle import verify_bundle, write_bundle
 from needlebench.report.comparability import row_comparability
@@ -34,6 +33,7 @@ from needlebench.report.results import load_results
 from needlebench.report.tables import summary_table
 from needlebench.sample import DATASET_VERSION
 from needlebench.tasks.atc.open_answer_results import atc_table
+from needlebench.tasks.profiles import get_suite
 
 OPTIONS = {
     "prompt_style": "reference",

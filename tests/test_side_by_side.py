@@ -172,7 +172,8 @@ def generated(runs: tuple[Path, Path, Path]) -> Iterator[tuple[dict, dict]]:
     from mmengine.config import Config
 
     from needlebench.context import corpora, haystack
-    from needlebench.tasks import config_params, get_task, kinship, make_params, needles
+    from needlebench.tasks import config_params, get_task, kinship, make_params
+    from needlebench.tasks.sparse import needles
 
     _, _, data = runs
     caches = (corpora.load_corpus, corpora.corpus_digest, haystack.load_tokenized, needles.load_needle_bank)

@@ -21,7 +21,7 @@ import pytest
 pytest.importorskip("opencompass")
 
 from needlebench.opencompass.configs import atc_datasets, needlebench_datasets  # noqa: E402
-from needlebench.profiles import SUITES  # noqa: E402
+from needlebench.tasks.profiles import SUITES  # noqa: E402
 from needlebench.tasks.sparse.mrs import MRS_COUNTS, REFERENCE_DIFF  # noqa: E402
 
 LANGUAGE = {"English": "en", "Chinese": "zh"}

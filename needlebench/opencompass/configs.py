@@ -18,10 +18,10 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..planning.settings import RunSettings
-from ..profiles import get_profile
 from ..protocol import ProtocolParams
 from ..record import TRUNCATED_POLICIES
 from ..tasks import all_tasks, get_task, is_needlebench, make_params
+from ..tasks.profiles import get_profile
 from ..tasks.sparse.retrieval import LANGS
 
 __all__ = [

@@ -34,9 +34,9 @@ import numpy as np
 from ..aggregate.cells import NAN, Estimate
 from ..aggregate.uncertainty import resample_means
 from ..errors import ConfigError
-from ..profiles import get_profile
 from ..record import GradedSample
 from ..tasks import all_tasks, get_task
+from ..tasks.profiles import get_profile
 from ..taskspec import Basis
 from .comparability import Comparability, row_comparability
 from .published import PublishedTable, load_published

@@ -16,11 +16,11 @@ from matplotlib.ticker import MaxNLocator
 from ...aggregate.metrics import mean
 from ...aggregate.plots import percent_axes, plt, png
 from ...errors import ConfigError
-from ...profiles import Suite, get_suite
 from ...protocol import reference_values
 from ...record import GradedSample
 from ...taskspec import Conformance, ReportParts, Skipped, TaskResults
 from ..conformance import conformance, count_coverage, coverage, option_differences
+from ..profiles import Suite, get_suite
 
 __all__ = [
     "SINGLE",
@@ -125,7 +125,7 @@ def sparse_conformance(
     """A sparse task's ``conformance``: its records against the suite's lengths, depths and repeats.
 
     The reference is the suite as OpenCompass's configs (and ``needlebench_datasets``) build it for the
-    records' profile: its lengths and depths (``needlebench.profiles``), the task's repeats in that suite
+    records' profile: its lengths and depths (``needlebench.tasks.profiles``), the task's repeats in that suite
     (``suite_defaults``), its needle counts, and the reference value of every protocol option.
 
     Args:

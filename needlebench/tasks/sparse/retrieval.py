@@ -28,12 +28,12 @@ from ...context.reference import depth_index, document_order, safe_boundary
 from ...context.tokenizer import count_tokens, get_encoding
 from ...errors import ConfigError
 from ...grading.matching import KeywordMatcher, levenshtein_score, prepare
-from ...profiles import PROFILES, get_profile
 from ...protocol import Option, ProtocolParams
 from ...record import SampleScore, ScoreOptions
 from ...sample import DATASET_VERSION, Sample, sample_id
 from ...taskspec import TaskSpec
 from ..inputs import default_needle_file, haystack_inputs
+from ..profiles import PROFILES, get_profile
 from .needles import (
     Needle,
     load_needle_bank,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = ["Suite", "SUITES", "V1_SUITES", "get_suite", "LINEAR_DEPTHS", "Profile", "PROFILES", "get_profile"]
 
