@@ -37,7 +37,6 @@ only where OpenCompass's own context holds no haystack) and ``start_tuple``.
 
 from __future__ import annotations
 
-import itertools
 import random
 import time
 from collections import Counter
@@ -46,13 +45,21 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import numpy as np
 import pytest
 
 from needlebench.context import corpora, haystack
 from needlebench.context.tokenizer import get_encoding
+from needlebench.opencompass.parity import TokenRecorder
 from needlebench.tasks import get_task, kinship, make_params
 from needlebench.tasks.sparse import needles
+from needlebench.tasks.sparse.alignment import (
+    WrappingRandom,
+    needle_texts,
+    opencompass_answer,
+    ours_for_cells,
+    rebuild_split,
+    row_key,
+)
 
 ENC = get_encoding("cl100k_base")  # also places the offline BPE file where tiktoken looks for it
 LANGUAGE = {"English": "en", "Chinese": "zh"}
@@ -98,44 +105,6 @@ def _config_cells(path: Path) -> list[dict]:
 _ENCODED: dict[str, list[int]] = {}
 
 
-class _Recorder:
-    """tiktoken's encoding with ``decode`` recorded: the token list each OpenCompass prompt was decoded from.
-
-    ``encode`` is memoised (it is pure): OpenCompass re-encodes every document for every repeat of every
-    cell, which is most of its build time; the bytes it produces are the same.
-    """
-
-    def __init__(self) -> None:
-        self.decoded: list[list[int]] = []
-
-    def encode(self, text: str) -> list[int]:
-        if text not in _ENCODED:
-            _ENCODED[text] = ENC.encode(text)
-        return list(_ENCODED[text])
-
-    def decode(self, tokens: list[int]) -> str:
-        self.decoded.append(list(tokens))
-        return ENC.decode(tokens)
-
-
-class _Wrapping(random.Random):
-    """OpenCompass's generator for a corpus file holding its ``docs`` documents twice: the first copy is shuffled
-    with the draws that shuffle the documents alone, and the second copy follows it in that order, so the
-    loader reads the repeat's document order a second time (every other list is shuffled as usual)."""
-
-    def __init__(self, docs: int) -> None:
-        super().__init__(0)
-        self.docs = docs
-
-    def shuffle(self, x: list) -> None:  # type: ignore[override]
-        if len(x) != 2 * self.docs:
-            super().shuffle(x)
-            return
-        head = x[: self.docs]
-        super().shuffle(head)
-        x[:] = head + head
-
-
 def _run_oc(
     cell: dict, folder: Path, seed: int = 0, rng: random.Random | None = None
 ) -> list[tuple[str, str, list[int]]]:
@@ -145,7 +114,7 @@ def _run_oc(
     module = {"NeedleBenchOriginDataset": origin, "NeedleBenchParallelDataset": parallel}.get(
         cell["type"].__name__, multi
     )
-    recorder = _Recorder()
+    recorder = TokenRecorder(_ENCODED)
     args = {k: v for k, v in cell.items() if k != "type"}
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(module, "random", rng or random.Random(seed))  # private and seeded: the global state stays as it is
@@ -159,122 +128,14 @@ def _run_oc(
 # -- the fixes, rebuilt here from OpenCompass's token list --------------------------------------------------------
 
 
-def _is_word(ch: str) -> bool:
-    cjk = ("\u2e80" <= ch <= "\u9fff") or ("\uf900" <= ch <= "\ufaff") or ("\uff00" <= ch <= "\uffef")
-    return ch.isalnum() and not cjk and not ("\u3040" <= ch <= "\u30ff") and not ("\uac00" <= ch <= "\ud7af")
-
-
-def _splits(data: bytes, off: int) -> bool:
-    if off <= 0 or off >= len(data):
-        return False
-    if data[off] & 0xC0 == 0x80:
-        return True
-    left = data[max(0, off - 4) : off].decode("utf-8", errors="ignore")[-1:]  # one character is at most 4 bytes
-    right = data[off : off + 4].decode("utf-8", errors="ignore")[:1]
-    return bool(left and right) and _is_word(left) and _is_word(right)
-
-
-def _find(packed: bytes, part: list[int], start: int) -> int:
-    """The first index >= ``start`` where ``part`` occurs in the token list packed as 4-byte big-endian ids."""
-    needle = np.asarray(part, dtype=">u4").tobytes()
-    at = packed.find(needle, 4 * start)
-    while at >= 0 and at % 4:
-        at = packed.find(needle, at + 1)
-    if at < 0:
-        raise AssertionError("needle tokens not found in OpenCompass's token list")
-    return at // 4
-
-
 def _rebuild(tokens: list[int], needle_texts: list[str]) -> tuple[str, set[str]]:
-    """OpenCompass's context with the fix applied: needles moved off split points."""
-    parts = [ENC.encode(t) for t in needle_texts]
-    packed = np.asarray(tokens, dtype=">u4").tobytes()
-    hay: list[int] = []
-    points: list[int] = []
-    cursor = 0
-    for part in parts:
-        at = _find(packed, part, cursor)
-        hay += tokens[cursor:at]
-        points.append(len(hay))
-        cursor = at + len(part)
-    hay += tokens[cursor:]
-    tags: set[str] = set()
-    pieces = ENC.decode_tokens_bytes(hay)
-    ends = [0, *itertools.accumulate(len(x) for x in pieces)]
-    data = b"".join(pieces)
-    moved = []
-    for k in points:
-        best = k
-        for step in range(len(hay) + 1):
-            hits = [c for c in (k - step, k + step) if 0 <= c <= len(hay) and not _splits(data, ends[c])]
-            if hits:
-                best = hits[0]
-                break
-        if best != k:
-            tags.add("split")
-        moved.append(best)
-    out = b""
-    last = 0
-    for k, text in sorted(zip(moved, needle_texts, strict=True), key=lambda x: x[0]):
-        out += data[ends[last] : ends[k]] + text.encode()
-        last = k
-    out += data[ends[last] :]
-    return out.decode("utf-8", errors="replace"), tags
+    """OpenCompass's context with the fix applied (``rebuild_split``, from its token list): needles moved off
+    split points."""
+    fixed, moves = rebuild_split(tokens, needle_texts)
+    return fixed, {"split"} if any(moves) else set()
 
 
 # -- ours ---------------------------------------------------------------------------------------------------------
-
-
-def _key(task: str, meta: dict) -> tuple:
-    if task == "srt":
-        return (meta["length"], meta["depth"], meta["repeat"])
-    if task == "mrt":
-        return (meta["length"], meta["repeat"])
-    return (meta["length"], meta["depth"], meta["num_needles"], meta["repeat"])
-
-
-def _ours(task: str, lang: str, cells: list[dict], repeats: int) -> dict[tuple, Any]:
-    first = cells[0]
-    kwargs: dict[str, Any] = {
-        "lang": lang,
-        "lengths": tuple(sorted({c["length"] for c in cells})),
-        "repeats": repeats,
-        "buffer": first["length_buffer"],
-        "corpus": "opencompass",
-        "question_position": first.get("quesiton_position", "End").lower(),
-    }
-    if task == "mrt":
-        kwargs["depths"] = tuple(first["depths"])
-    else:
-        kwargs["depths"] = tuple(sorted({c["depth"] for c in cells}))
-    if task == "mrs":
-        kwargs["num_needles"] = tuple(sorted({c["num_needles"] for c in cells}))
-    samples = get_task(task).generate(make_params(task, **kwargs))
-    wanted = {_key(task, {**c, "repeat": r}) for c in cells for r in range(repeats)} if task != "mrt" else None
-    out = {}
-    for s in samples:
-        key = _key(task, s.meta)
-        if wanted is None or key in wanted:
-            out[key] = s
-    return out
-
-
-def _needle_texts(task: str, sample: Any) -> list[str]:
-    if task == "srt":
-        return [f"\n{sample.gold['needle']}\n"]
-    if task == "mrt":
-        return [f"\n{n['needle']}\n" for n in sample.gold["needles"]]
-    return [f"\n{t}\n" for t in sample.meta["statements"]]  # the chain's statements, in presented order
-
-
-def _gold(task: str, sample: Any) -> str:
-    """Our gold in OpenCompass's answer column form."""
-    if task == "srt":
-        return f"\n{sample.gold['needle']}\n*{sample.gold['keywords'][0]}"
-    if task == "mrt":
-        needles_ = sample.gold["needles"]
-        return "*".join(n["keywords"][0] for n in needles_) + "#" + "*".join(str(n["depth"]) for n in needles_)
-    return sample.gold["answer"]
 
 
 def _wanted(cell: dict, task: str, suite: str) -> bool:
@@ -304,14 +165,14 @@ def _compare(task: str, suite: str, folder: Path, counts: Counter, unattributed:
                 cells = [c for c in cells if c["length"] == shortest]
                 repeats = min(repeats, _SAMPLED_REPEATS)
             posed = [{**c, "num_repeats_per_file": repeats, "quesiton_position": position} for c in cells]
-            ours = _ours(task, lang, posed, repeats)
+            ours = ours_for_cells("v2", task, lang, posed, repeats)
             for cell in posed:
                 for repeat, (prompt, answer, tokens) in enumerate(_run_oc(cell, folder)):
-                    key = _key(task, {**cell, "repeat": repeat})
+                    key = row_key(task, {**cell, "repeat": repeat})
                     mine = ours[key]
                     where = f"{task} {suite} {lang} {position} {key}"
-                    if _gold(task, mine) != answer:
-                        failures.append(f"{where}: gold {_gold(task, mine)!r} != {answer!r}")
+                    if opencompass_answer("v2", task, mine) != answer:
+                        failures.append(f"{where}: gold {opencompass_answer('v2', task, mine)!r} != {answer!r}")
                     tag, rest = _explain(task, cell, folder, prompt, tokens, mine)
                     counts[(task, tag)] += 1
                     if tag == "UNATTRIBUTED":
@@ -360,13 +221,13 @@ def _explain(task: str, cell: dict, folder: Path, prompt: str, tokens: list[int]
         short["num_repeats_per_file"] = mine.meta["repeat"] + 1
         prompt, _, tokens = _run_oc(short, folder)[mine.meta["repeat"]]
         tags.add("buffer_shrink")
-    texts = _needle_texts(task, mine)
+    texts = needle_texts(task, mine)
     if mine.prompt != prompt and len(tokens) - sum(len(ENC.encode(t)) for t in texts) < mine.meta["haystack_tokens"]:
         # OpenCompass's haystack ran out of documents: its loader on the corpus read twice
         wrapped = folder.parent / "wrapped"
         docs = len((folder / cell["file_list"][0]).read_text(encoding="utf-8").splitlines())
         short = {**cell, "num_repeats_per_file": mine.meta["repeat"] + 1}
-        prompt, _, tokens = _run_oc(short, wrapped, rng=_Wrapping(docs))[mine.meta["repeat"]]
+        prompt, _, tokens = _run_oc(short, wrapped, rng=WrappingRandom(docs))[mine.meta["repeat"]]
         tags.add("wrap")
     if mine.prompt != prompt:
         context = ENC.decode(tokens)
@@ -503,9 +364,11 @@ def _v1_config_dir() -> Path:
     return _config_dir().parent / "needlebench"
 
 
-def _oc_v1_cells(suite: str, task: str) -> list[dict]:
-    """The dataset entries of one OpenCompass v1 suite config, without their reader/infer/eval parts."""
-    return _config_cells(_v1_config_dir() / f"needlebench_{suite}" / f"needlebench_{FILES[task]}_{suite}.py")
+def _oc_v1_cells(suite: str, task: str, raw: bool = False) -> list[dict]:
+    """The dataset entries of one OpenCompass v1 suite config (``raw``: its ``*_rawprompt.py`` twin), without
+    their reader/infer/eval parts."""
+    name = f"needlebench_{FILES[task]}_{suite}{'_rawprompt' if raw else ''}.py"
+    return _config_cells(_v1_config_dir() / f"needlebench_{suite}" / name)
 
 
 def _run_oc_v1(cell: dict, folder: Path) -> list[tuple[str, str, list[int], bool]]:
@@ -515,7 +378,7 @@ def _run_oc_v1(cell: dict, folder: Path) -> list[tuple[str, str, list[int], bool
     module = {"NeedleBenchOriginDataset": origin, "NeedleBenchParallelDataset": parallel}.get(
         cell["type"].__name__, multi
     )
-    recorder = _Recorder()
+    recorder = TokenRecorder(_ENCODED)
     args = {k: v for k, v in cell.items() if k != "type"}
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(module, "random", random.Random(0))  # private and seeded: the global state stays untouched
@@ -530,44 +393,13 @@ def _run_oc_v1(cell: dict, folder: Path) -> list[tuple[str, str, list[int], bool
     return out
 
 
-def _ours_v1(task: str, lang: str, cells: list[dict], repeats: int) -> dict[tuple, Any]:
-    first = cells[0]
-    kwargs: dict[str, Any] = {
-        "lang": lang,
-        "lengths": tuple(sorted({c["length"] for c in cells})),
-        "repeats": repeats,
-        "buffer": first["length_buffer"],
-        "corpus": "opencompass",
-        "question_position": first.get("position", "End").lower(),
-        "recall_step": first["guide"],
-        "profile": "v1",
-    }
-    kwargs["depths"] = tuple(first["depths"]) if task == "mrt" else tuple(sorted({c["depth"] for c in cells}))
-    if task == "mrs":
-        kwargs["num_needles"] = tuple(sorted({c["num_needles"] for c in cells}))
-    wanted = {_key(task, {**c, "repeat": r}) for c in cells for r in range(repeats)} if task != "mrt" else None
-    out = {}
-    for s in get_task(task).generate(make_params(task, **kwargs)):
-        key = _key(task, s.meta)
-        if wanted is None or key in wanted:
-            out[key] = s
-    return out
-
-
-def _gold_v1(task: str, sample: Any) -> str:
-    """Our gold in OpenCompass v1's answer column form (M-RS: the multi-hop answer, twice)."""
-    if task == "mrs":
-        return f"{sample.gold['keywords'][0]}*{sample.gold['keywords'][0]}"
-    return _gold(task, sample)
-
-
 def _explain_v1(task: str, cell: dict, folder: Path, oc: tuple[str, str, list[int], bool], mine: Any) -> str:
     """``identical`` (``seeded`` for M-RT), the listed fixes that explain a difference, or ``UNATTRIBUTED``."""
     prompt, _, tokens, tupled = oc
     tags = {"start_tuple"} if tupled else set()
     if mine.prompt == prompt:
         return "+".join(sorted(tags)) or ("seeded" if task == "mrt" else "identical")
-    texts = [f"\n{t}\n" for t in mine.meta["statements"]] if task == "mrs" else _needle_texts(task, mine)
+    texts = [f"\n{t}\n" for t in mine.meta["statements"]] if task == "mrs" else needle_texts(task, mine)
     if mine.meta.get("buffer_shrunk"):
         # only where the defect is: OpenCompass's own context holds the needles and no haystack at all
         if len(tokens) != sum(len(ENC.encode(t)) for t in texts):
@@ -621,14 +453,14 @@ def _compare_v1(task: str, suite: str, folder: Path, counts: Counter) -> list[st
             groups += list(_v1_variants(cells, repeats))
         for posed, reps in groups:
             posed = [{**c, "num_repeats_per_file": reps} for c in posed]
-            ours = _ours_v1(task, lang, posed, reps)
+            ours = ours_for_cells("v1", task, lang, posed, reps)
             for cell in posed:
                 for repeat, oc in enumerate(_run_oc_v1(cell, folder)):
-                    key = _key(task, {**cell, "repeat": repeat})
+                    key = row_key(task, {**cell, "repeat": repeat})
                     mine = ours[key]
                     where = f"v1 {task} {suite} {lang} {cell.get('position', 'End')} guide={cell['guide']} {key}"
-                    if _gold_v1(task, mine) != oc[1]:
-                        failures.append(f"{where}: gold {_gold_v1(task, mine)!r} != {oc[1]!r}")
+                    if opencompass_answer("v1", task, mine) != oc[1]:
+                        failures.append(f"{where}: gold {opencompass_answer('v1', task, mine)!r} != {oc[1]!r}")
                     tag = _explain_v1(task, cell, folder, oc, mine)
                     counts[(task, tag)] += 1
                     if tag == "UNATTRIBUTED":
@@ -655,6 +487,35 @@ def test_v1_sparse_prompts_match_opencompass(oc_folder: Path, task: str, suite: 
     )
     assert not failures, f"{len(failures)} unattributed prompts or golds; first:\n" + "\n".join(failures[:3])
     assert total > 0
+
+
+@pytest.mark.parametrize("suite", list(V1_SAMPLES))
+def test_v1_rawprompt_prompts_match_opencompass(oc_folder: Path, suite: str) -> None:
+    """OpenCompass 0.5.4's ``*_rawprompt.py`` configs (``template="raw"``): a sampled cell of every v1 suite, each
+    task and language, built by OpenCompass's loader from the raw-prompt config's own entry and by ours; every
+    difference a listed fix (the message around the prompt: ``tests/test_model_input.py``)."""
+    counts: Counter = Counter()
+    failures = []
+    wanted, _ = V1_SAMPLES[suite]
+    for task in ("srt", "mrt", "mrs"):
+        picks = wanted.get(task) if isinstance(wanted, dict) else wanted
+        length, depth = max(picks) if picks else (None, None)  # the longest sampled cell (4k: all of them)
+        for cells in _by_lang(_oc_v1_cells(suite, task, raw=True)):
+            lang = LANGUAGE[cells[0]["language"]]
+            chosen = [c for c in cells if length is None or c["length"] == length]
+            chosen = [c for c in chosen if task == "mrt" or depth is None or c.get("depth") == depth][:1]
+            posed = [{**c, "num_repeats_per_file": 1} for c in chosen]
+            ours = ours_for_cells("v1", task, lang, posed, 1)
+            for cell in posed:
+                for repeat, oc in enumerate(_run_oc_v1(cell, oc_folder)):
+                    mine = ours[row_key(task, {**cell, "repeat": repeat})]
+                    tag = _explain_v1(task, cell, oc_folder, oc, mine)
+                    counts[(task, lang, tag)] += 1
+                    if tag == "UNATTRIBUTED" or opencompass_answer("v1", task, mine) != oc[1]:
+                        failures.append(f"raw v1 {task} {suite} {lang} {cell['length']}: {tag}")
+    print(f"\nraw v1 {suite}: {dict(counts)}")
+    assert not failures, "\n".join(failures)
+    assert {(t, lang) for t, lang, _ in counts} == {(t, lang) for t in ("srt", "mrt", "mrs") for lang in ("en", "zh")}
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -710,7 +571,7 @@ def test_v1_chinese_start_prompt_reaches_the_model_as_a_list_repr(oc_folder: Pat
     args = {k: v for k, v in cell.items() if k != "type"} | {"position": "Start", "num_repeats_per_file": 1}
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(origin, "random", random.Random(0))
-        mp.setattr(origin, "tiktoken", SimpleNamespace(encoding_for_model=lambda name: _Recorder()))
+        mp.setattr(origin, "tiktoken", SimpleNamespace(encoding_for_model=lambda name: TokenRecorder(_ENCODED)))
         mp.setattr(origin, "get_data_path", lambda path, *a, **k: str(oc_folder))
         row = cell["type"].load(**args)[0]
     assert isinstance(row["prompt"], list) and len(row["prompt"]) == 2  # the tuple, stored as a list

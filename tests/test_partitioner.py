@@ -361,3 +361,17 @@ def test_datasets_sharing_a_haystack_are_cut_into_parts_in_stream_order(tmp_path
     # (length, repeat), sent alone first where the group's next prompt comes from the other dataset (where it
     # comes from its own, the two are one part: OpenCompass batches inside a part)
     assert leads and set(leads) == {1}
+
+
+def test_raw_messages_to_a_local_model_stop_the_run_before_any_model_call(tmp_path: Path) -> None:
+    """``template="raw"`` with a local model: OpenCompass 0.5.4 would fail in the model (tests/test_model_input.py);
+    the partitioner stops the run first, with one message naming the model and its datasets, and plans nothing."""
+    from mmengine.config import ConfigDict
+
+    datasets = needlebench_datasets(suite="4k", tasks=["srt"], langs=["en"], repeats=1, profile="v1", template="raw")
+    part = NeedleBenchPartitioner(out_dir=str(tmp_path / "predictions"))
+    cfg = ConfigDict(models=[MODEL], datasets=datasets, work_dir=str(tmp_path))
+    with pytest.raises(SystemExit, match=r"template='raw'.*API models only") as stopped:
+        part(cfg)
+    assert MODEL["abbr"] in str(stopped.value) and "needlebench_srt_en_4k" in str(stopped.value)
+    assert not (tmp_path / "needlebench_plan.json").exists()

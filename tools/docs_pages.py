@@ -1,4 +1,5 @@
-"""The generated parts of the documentation: performance tables from ``bench/*.json``, every command's ``--help``.
+"""The generated parts of the documentation: performance tables and the needle-placement table from
+``bench/*.json``, every command's ``--help``.
 
 A page marks each generated part with ``<!-- BEGIN name -->`` and ``<!-- END name -->``; this module
 rewrites what lies between them, and nothing else, so the prose around a table stays hand-written while
@@ -28,6 +29,7 @@ BENCH = ROOT / "bench"
 PERFORMANCE = ROOT / "docs" / "performance.md"
 DISK_MEMORY = ROOT / "docs" / "reliability" / "disk-memory.md"
 CLI = ROOT / "docs" / "reference" / "cli.md"
+DIFFERENCES = ROOT / "docs" / "protocol" / "differences.md"
 HELP_COLUMNS = "100"  # the width argparse wraps the help texts to, so the page does not depend on a terminal
 
 
@@ -592,6 +594,34 @@ def disk_memory_blocks() -> dict[str, str]:
 # ------------------------------------------------------------------------------------------------
 
 
+def placement_table(result: Mapping[str, Any]) -> str:
+    """The ``split`` fix per profile and task (``bench/placement.json``): prompts it touches, needles it moves."""
+    rows = []
+    for profile, tasks in result["profiles"].items():
+        for task, r in tasks.items():
+            rows.append(
+                [
+                    profile,
+                    {"srt": "S-RT", "mrt": "M-RT", "mrs": "M-RS"}[task],
+                    f"{r['prompts']:,}",
+                    f"{r['split']:,} ({r['split_share']}%)",
+                    f"{r['by_lang']['en']}% / {r['by_lang']['zh']}%",
+                    f"{r['moved_needles']:,}",
+                    f"{r['move_tokens_max']} / {r['move_tokens_median']:g}",
+                ]
+            )
+    header = [
+        "profile",
+        "task",
+        f"prompts ({' + '.join(result['suites'])}, every cell)",
+        "touched by `split`",
+        "of English / Chinese prompts",
+        "needles moved",
+        "tokens moved (max / median)",
+    ]
+    return _table(header, rows)
+
+
 def cli_help() -> str:
     """``needlebench --help`` and every sub-command's, as one fenced block per command."""
     from needlebench.commands.cli import main
@@ -623,7 +653,12 @@ def stale_pages(check: bool = True) -> list[Path]:
     Args:
         check: compare only.
     """
-    pages = {PERFORMANCE: performance_blocks(), CLI: {"cli-help": cli_help()}, DISK_MEMORY: disk_memory_blocks()}
+    pages = {
+        PERFORMANCE: performance_blocks(),
+        CLI: {"cli-help": cli_help()},
+        DISK_MEMORY: disk_memory_blocks(),
+        DIFFERENCES: {"placement": placement_table(_load("placement.json"))},
+    }
     return [path for path, blocks in pages.items() if sync_page(path, blocks, check)]
 
 

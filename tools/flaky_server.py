@@ -9,7 +9,7 @@ so every answered sample scores 100 and a failed request that a summary
 averaged in as 0 would show. Prompts whose hash falls in the
 ``--never-every`` class fail every time (with ``--fail-first N``, their first N requests). Which prompt gets which fault is a
 pure function of the prompt, so a rerun meets the same faults. Every request
-and its fault are appended to ``--log`` (JSON lines). The server is bounded:
+and its fault are appended to ``--log`` (JSON lines; with ``--log-messages``, the messages as sent). The server is bounded:
 it stops after ``--max-requests`` requests or ``--max-seconds`` seconds.
 
     python tools/flaky_server.py --port 8799 --log /tmp/requests.jsonl
@@ -103,8 +103,11 @@ def make_handler(args: argparse.Namespace, state: dict[str, Any]) -> type[BaseHT
                 state["requests"] += 1
                 fault = plan(key, attempt, args.never_every, args.faults_per_prompt, args.fail_first)
                 digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+                entry: dict[str, Any] = {"prompt": digest, "attempt": attempt, "fault": fault}
+                if args.log_messages:
+                    entry["messages"] = req["messages"]
                 with open(args.log, "a", encoding="utf-8") as fh:
-                    fh.write(json.dumps({"prompt": digest, "attempt": attempt, "fault": fault}) + "\n")
+                    fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
             if fault == "ok":
                 self._send(200, _completion(answer))
             elif fault in ("http_500", "http_503"):
@@ -155,6 +158,7 @@ def main() -> None:
     parser.add_argument("--timeout-sleep", type=float, default=4.0, help="seconds a 'timeout' fault waits")
     parser.add_argument("--max-model-len", type=int, default=0, help="reported in /v1/models (0: not reported)")
     parser.add_argument("--echo", action="store_true", help="answer FLAKY_OK, a newline, then the last message")
+    parser.add_argument("--log-messages", action="store_true", help="log each request's messages as sent")
     parser.add_argument("--max-requests", type=int, default=2000)
     parser.add_argument("--max-seconds", type=float, default=900.0)
     args = parser.parse_args()

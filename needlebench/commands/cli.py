@@ -1,5 +1,6 @@
 """``needlebench`` command: plan a config's cost, export its prompts, score predictions made elsewhere, rebuild
-reports, put runs on a leaderboard beside the papers' rows, verify a run's result bundle."""
+reports, put runs on a leaderboard beside the papers' rows, verify a run's result bundle, check parity with
+OpenCompass on your own files."""
 
 from __future__ import annotations
 
@@ -56,6 +57,16 @@ def _report(args: argparse.Namespace) -> int:
     for line in significance_lines(rep):
         print(line)
     return 0
+
+
+def _parity(args: argparse.Namespace) -> int:
+    from .parity import run_parity
+
+    passed, written = run_parity(
+        Path(args.data), Path(args.output), args.profile, args.suite, args.render, args.tasks, args.all, args.quiet
+    )
+    print(f"{'passed' if passed else 'FAILED'}: {written} and parity.md beside it")
+    return 0 if passed else 1
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
@@ -172,19 +183,39 @@ def build_parser() -> argparse.ArgumentParser:
     rt.add_argument("--dry-run", action="store_true", help="list them per model and dataset, ask nothing")
     rt.add_argument("--model", action="append", help="only this model's (by abbr; give it again for more)")
     rt.set_defaults(func=_retry)
+    pa = _command(
+        sub,
+        "parity",
+        "build a suite's prompts with the installed OpenCompass's loaders and ours from your data files, compare "
+        "them byte for byte and score outputs with both evaluators (exit 1 on an unattributed byte or a score "
+        "disagreement)",
+    )
+    pa.add_argument("data", metavar="DATA", help="OpenCompass's NeedleBench data folder (e.g. ./data/needlebench)")
+    pa.add_argument(
+        "--profile", default="v1", choices=("v2", "v1"), help="OpenCompass's needlebench_v2 or needlebench configs"
+    )
+    pa.add_argument("--suite", default="4k", help="4k, 8k, 32k, 128k, 200k, 256k or 1000k (default 4k)")
+    pa.add_argument(
+        "--render", default="prompt", choices=("prompt", "raw"), help="PromptTemplate or *_rawprompt.py configs (v1)"
+    )
+    pa.add_argument("--tasks", nargs="+", help="the sparse tasks to check (default: all three)")
+    pa.add_argument("--all", action="store_true", help="every cell at the config's repeats, not a sample")
+    pa.add_argument("-o", "--output", default=".", help="folder for parity.json and parity.md (default: here)")
+    pa.add_argument("--quiet", action="store_true", help="no line per compared cell")
+    pa.set_defaults(func=_parity)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the ``needlebench`` command line (``plan``, ``export``, ``score``, ``report``, ``leaderboard``, ``verify``,
-    ``retry``).
+    ``retry``, ``parity``).
 
     Args:
         argv: the arguments without the program name; None reads ``sys.argv``.
 
     Returns:
-        The exit status: 0 on success, 1 when ``verify`` finds a difference or ``retry`` leaves requests
-        failed, 2 for a bad config or input
+        The exit status: 0 on success, 1 when ``verify`` finds a difference, ``retry`` leaves requests
+        failed or ``parity`` finds an unattributed byte or a score disagreement, 2 for a bad config or input
         (the message goes to stderr).
     """
     parser = build_parser()

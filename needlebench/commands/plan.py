@@ -433,7 +433,7 @@ def plan_config(config_path: str, num_shards: int | None = None) -> PlanReport:
             partitioner setting or a shard count below 1.
     """
     from ..cache.arrow_rows import materialize_many
-    from ..opencompass.configs import load_config
+    from ..opencompass.configs import check_raw_messages, load_config
     from ..planning.limits import Limits
     from ..tasks import config_params, is_needlebench
 
@@ -444,6 +444,8 @@ def plan_config(config_path: str, num_shards: int | None = None) -> PlanReport:
     if not models:
         raise ConfigError(f"config: {config_path} defines no models")
     settings = _settings(cfg, num_shards)
+    for model in models:  # what the run would refuse, refused here too
+        check_raw_messages(model, [d.to_dict() if hasattr(d, "to_dict") else dict(d) for d in ours])
     limits = Limits(settings)  # silent: a tokenizer that fails to load is reported in the plan itself
     datasets = [d.to_dict() if hasattr(d, "to_dict") else dict(d) for d in ours]
     try:

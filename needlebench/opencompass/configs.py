@@ -12,7 +12,7 @@ functions), where OpenCompass can dump strings but not class objects.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +32,17 @@ __all__ = [
     "atc_mc_datasets",
     "task_dataset",
     "suite_tasks",
+    "raw_messages",
+    "check_raw_messages",
+    "TEMPLATES",
 ]
 
 PROMPT_TEMPLATE = "opencompass.openicl.icl_prompt_template.PromptTemplate"
+# OpenCompass 0.5.4's *_rawprompt.py configs: one OpenAI-style user message, passed through unparsed
+RAW_PROMPT_TEMPLATE = "opencompass.openicl.icl_raw_prompt_template.RawPromptTemplate"
+RAW_MESSAGES = ({"role": "user", "content": "{prompt}"},)
+# the dataset templates: OpenCompass's PromptTemplate configs ("prompt") or its RawPromptTemplate ones ("raw")
+TEMPLATES = ("prompt", "raw")
 ZERO_RETRIEVER = "opencompass.openicl.icl_retriever.ZeroRetriever"
 # OpenCompass's GenInferencer and eval task with one batch (one sample) in memory, writing the same files
 GEN_INFERENCER = "needlebench.opencompass.inferencer.BatchGenInferencer"
@@ -56,24 +64,31 @@ def suite_tasks() -> tuple[str, ...]:
 ANSWER_TURN = dict(role="BOT", prompt="{answer}\n")
 
 
-def _infer_cfg(max_out_len: int | None, system: bool = False, answer_turn: bool = False) -> dict[str, Any]:
+def _infer_cfg(
+    max_out_len: int | None, system: bool = False, answer_turn: bool = False, template: str = "prompt"
+) -> dict[str, Any]:
     """OpenCompass's generation settings. Without ``max_out_len`` the model's own budget applies.
 
     OpenCompass's infer task gives the inferencer the model's ``max_out_len`` only when the
     dataset sets none, so a dataset default would silently cut a reasoning model's output.
     ``answer_turn`` ends the template with OpenCompass's answer turn (``ANSWER_TURN``), where its own
-    template has one, so every kind of model gets the input OpenCompass gives it.
+    template has one, so every kind of model gets the input OpenCompass gives it. ``template="raw"``
+    is OpenCompass's ``RawPromptTemplate`` with the one user message of its ``*_rawprompt.py`` configs.
     """
-    template: dict[str, Any] = {"round": [dict(role="HUMAN", prompt="{prompt}")]}
-    if answer_turn:
-        template["round"].append(dict(ANSWER_TURN))
-    if system:
-        template["begin"] = [dict(role="SYSTEM", fallback_role="HUMAN", prompt="{system}")]
     inferencer: dict[str, Any] = dict(type=GEN_INFERENCER)
     if max_out_len:
         inferencer["max_out_len"] = int(max_out_len)
+    if template == "raw":
+        prompt_template = dict(type=RAW_PROMPT_TEMPLATE, messages=[dict(m) for m in RAW_MESSAGES])
+    else:
+        rounds: dict[str, Any] = {"round": [dict(role="HUMAN", prompt="{prompt}")]}
+        if answer_turn:
+            rounds["round"].append(dict(ANSWER_TURN))
+        if system:
+            rounds["begin"] = [dict(role="SYSTEM", fallback_role="HUMAN", prompt="{system}")]
+        prompt_template = dict(type=PROMPT_TEMPLATE, template=rounds)
     return dict(
-        prompt_template=dict(type=PROMPT_TEMPLATE, template=template),
+        prompt_template=prompt_template,
         retriever=dict(type=ZERO_RETRIEVER),
         inferencer=inferencer,
     )
@@ -87,6 +102,7 @@ def task_dataset(
     evaluator: dict[str, Any] | None = None,
     system: bool = False,
     answer_turn: bool = False,
+    template: str = "prompt",
 ) -> dict[str, Any]:
     """One OpenCompass dataset entry for a needlebench task, its parameters checked now.
 
@@ -99,7 +115,16 @@ def task_dataset(
         system: the task has a system prompt column.
         answer_turn: the template ends with OpenCompass's answer turn (``ANSWER_TURN``), as its v2 S-RT,
             M-RT and M-RS templates do (a base model's input then ends as OpenCompass's does).
+        template: ``"prompt"`` (OpenCompass's ``PromptTemplate`` configs) or ``"raw"`` (its
+            ``RawPromptTemplate`` ones: one user message holding the prompt; API models only).
+
+    Raises:
+        ConfigError: a bad parameter or an unknown template.
     """
+    if template not in TEMPLATES:
+        raise ConfigError(f"template: {template!r}; choose from {TEMPLATES}")
+    if template == "raw" and system:
+        raise ConfigError(f"template: 'raw' is one user message; {abbr} has a system turn")
     checked = make_params(task, **params)
     if isinstance(checked, ProtocolParams):  # protocol options are checked where the config is written
         checked.options()
@@ -110,9 +135,48 @@ def task_dataset(
         task=task,
         **params,
         reader_cfg=dict(input_columns=columns, output_column="answer"),
-        infer_cfg=_infer_cfg(max_out_len, system, answer_turn),
+        infer_cfg=_infer_cfg(max_out_len, system, answer_turn, template),
         eval_cfg=dict(evaluator=dict(type=EVALUATOR, **(evaluator or {}))),
     )
+
+
+def raw_messages(dataset: Mapping[str, Any]) -> bool:
+    """Whether a dataset config sends OpenCompass's raw messages (``template="raw"``, or a ``RawPromptTemplate``).
+
+    Args:
+        dataset: a dataset config.
+    """
+    prompt_template = ((dataset.get("infer_cfg") or {}).get("prompt_template")) or {}
+    kind = prompt_template.get("type")
+    name = kind if isinstance(kind, str) else getattr(kind, "__name__", "")
+    return name.rsplit(".", 1)[-1] == "RawPromptTemplate"
+
+
+def check_raw_messages(model: Mapping[str, Any], datasets: Sequence[Mapping[str, Any]]) -> None:
+    """Refuse raw messages for a model OpenCompass cannot send them to, before any model call.
+
+    OpenCompass 0.5.4 passes a ``RawPromptTemplate``'s messages to the model unparsed: its OpenAI-style API
+    models send them as they are, but its HuggingFace, vLLM and LMDeploy chat-template models fail on them
+    (``KeyError: 'prompt'`` in ``_convert_chat_messages``) and its base models' template parser asserts
+    (``tests/test_model_input.py`` shows both). There are no OpenCompass bytes to reproduce there.
+
+    Args:
+        model: the model config.
+        datasets: the datasets it runs.
+
+    Raises:
+        ConfigError: a raw-message dataset given to a model without an OpenAI-compatible endpoint.
+    """
+    from ..planning.limits import is_api_model
+
+    raw = [str(d.get("abbr")) for d in datasets if raw_messages(d)]
+    if raw and not is_api_model(model):
+        raise ConfigError(
+            f"model {model.get('abbr', 'model')}: datasets {raw[:3]}{' ...' if len(raw) > 3 else ''} use "
+            "template='raw' (OpenCompass's RawPromptTemplate), which OpenCompass 0.5.4 sends to API models only "
+            "(its chat-template models fail on raw messages, its base models assert); use the default "
+            "template='prompt' for a local model, or serve it over an OpenAI-compatible endpoint (api_model)"
+        )
 
 
 def _truncated(policy: str | None) -> dict[str, str]:
@@ -150,6 +214,7 @@ def needlebench_datasets(
     metric: str | None = None,
     max_out_len: int | dict[str, int] | None = None,
     truncated: str | None = None,
+    template: str = "prompt",
     **task_options: Any,
 ) -> list[dict[str, Any]]:
     """The sparse-task datasets of a suite: one dataset per (task, language), every cell inside.
@@ -175,6 +240,11 @@ def needlebench_datasets(
         truncated: how an output cut off at its budget counts: ``"scored"`` as its text reads (OpenCompass),
             ``"unscored"`` (left out of every number as ``truncated``); default: by the protocol (unscored
             under clarified). Cut-off outputs are flagged and counted either way.
+        template: how the prompt reaches the model: ``"prompt"`` (OpenCompass's ``PromptTemplate`` configs,
+            ``needlebench_{suite}.py``: HUMAN and BOT turns through the model's meta template) or ``"raw"``
+            (its ``needlebench_{suite}_rawprompt.py`` configs, v1: one OpenAI-style user message passed
+            through unparsed, which OpenCompass 0.5.4 sends to API models only; a local model is refused
+            when the run is planned).
         **task_options: a task parameter for every task (e.g. ``prompt_style="clarified"``,
             ``num_needles=[3]``) or ``srt=dict(...)``/``mrt=dict(...)``/``mrs=dict(...)`` for one task (which
             may also replace a suite value for that task, e.g. ``mrt=dict(depths=[...])``).
@@ -225,7 +295,7 @@ def needlebench_datasets(
             evaluator.update(_truncated(truncated))
             out_len = _per_task(max_out_len, task, None)
             abbr = f"needlebench_{task}_{lang}_{suite}"
-            out.append(task_dataset(abbr, task, params, out_len, evaluator, answer_turn=True))
+            out.append(task_dataset(abbr, task, params, out_len, evaluator, answer_turn=True, template=template))
     return out
 
 

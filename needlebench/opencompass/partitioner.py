@@ -63,6 +63,7 @@ from ..planning.shards import shard_ranges
 from ..retries import RETRY_MODELS_ENV
 from ..tasks import config_params, get_task, is_needlebench
 from .carryover import carry_over, requeue_failed
+from .configs import check_raw_messages
 from .preflight import check_api_server
 from .resume import repair_predictions
 from .slurm_preflight import check_slurm, is_slurm_runner
@@ -167,7 +168,7 @@ class NeedleBenchPartitioner(BasePartitioner):
             check_slurm(runner.get("partition"))
         try:
             return super().__call__(cfg)
-        except (OutOfSpace, OutOfMemory, PlanChanged) as exc:
+        except (ConfigError, OutOfSpace, OutOfMemory, PlanChanged) as exc:
             self.logger.error(str(exc))
             raise SystemExit(f"needlebench: {exc}") from None
 
@@ -193,6 +194,9 @@ class NeedleBenchPartitioner(BasePartitioner):
         add_cfg = add_cfg or {}
         if self.stage == "eval":
             return self._eval_tasks(model_dataset_combinations, work_dir, add_cfg)
+        for comb in model_dataset_combinations:
+            for model in comb["models"]:  # raw messages reach API models only (as in OpenCompass)
+                check_raw_messages(model, comb["datasets"])
         for comb in model_dataset_combinations:
             for model in comb["models"]:  # a file a full disk or a kill cut short is never taken as done
                 folder = osp.join(out_dir, model.get("abbr", "model"))

@@ -138,6 +138,8 @@ def leaderboard_markdown(lb: Leaderboard) -> str:
             else:
                 said = _comparable(r) if r.comparability is None or not r.comparability.comparable else ""
                 why = "; ".join(filter(None, [said, f"incomplete: {r.cell_notes}" if r.cell_notes else ""]))
+                checked = r.comparability.checked if r.comparability and r.comparability.comparable else ""
+                why = "; ".join(filter(None, [why, checked]))
                 comparable = ("yes" if r.comparability and r.comparability.comparable else "no") + footnote(why)
             value, lo, hi, sig = _versus(r)
             bounds = f" [{lo}, {hi}]" if lo else ""

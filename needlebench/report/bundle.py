@@ -37,6 +37,7 @@ from ..retries import retry_totals
 from ..tasks import all_tasks
 from .comparability import REFERENCE_CORPUS
 from .leaderboard import PUBLISHED, build_boards
+from .parity_link import find_parity_link
 from .results import RunResults, load_results, run_dirs
 from .tables import summary_table
 
@@ -216,7 +217,14 @@ def make_bundle(results: RunResults, runs: Sequence[Path]) -> dict[str, Any]:
         "tables": {name: _plain(df.to_dict(orient="records")) for name, df in sorted(tables.items())},
         "leaderboard": _board_rows(results, runs[0].name if len(runs) == 1 else "work dir"),
         "retries": {m: _retries(runs, m) for m in results.models},
+        "parity": _parity(runs, records),
     }
+
+
+def _parity(runs: Sequence[Path], records: Sequence[GradedSample]) -> dict[str, Any] | None:
+    """The run's link to the parity proof beside it (``parity_link``), None where there is none."""
+    link = find_parity_link(runs, records)
+    return link.to_dict() if link is not None else None
 
 
 def _retries(runs: Sequence[Path], model: str) -> dict[str, int]:
@@ -356,6 +364,12 @@ def verify_bundle(bundle: Path, run: Path) -> Verification:
     for name in sorted(set(posted.get("tables", {})) | set(found["tables"])):
         _compare_rows(f"table {name}", posted.get("tables", {}).get(name, []), found["tables"].get(name, []), v)
     _compare_rows("leaderboard", posted.get("leaderboard", []), found["leaderboard"], v)
+    claimed, here = posted.get("parity"), found["parity"]
+    if claimed and claimed.get("checked") and not (here and here.get("checked")):
+        why = here["why"] if here else "no parity.json beside the run"
+        v.failures.append(f"parity: the bundle says checked against OpenCompass on these files; here: {why}")
+    elif claimed and here and claimed.get("sha256") != here.get("sha256"):
+        v.failures.append(f"parity: {claimed.get('file')} changed since the bundle was made")
     for dist, version in (posted.get("made_with") or {}).items():
         here = found["made_with"].get(dist)
         if version != here:

@@ -32,10 +32,13 @@ class Comparability:
     Attributes:
         short: where the row holds less than its label (suite) plans: it is incomplete too.
         differs: every other difference (protocol, corpus, options, dataset version, extra cells).
+        checked: the run's parity proof, where one holds (``parity_link.ParityLink.text``): not a difference,
+            a fact a reader of the row is told.
     """
 
     short: tuple[str, ...] = ()
     differs: tuple[str, ...] = ()
+    checked: str = ""
 
     @property
     def comparable(self) -> bool:
@@ -49,8 +52,9 @@ class Comparability:
 
     @property
     def text(self) -> str:
-        """``comparable``, or ``not comparable: packaged corpus; 1 of 10 repeats``."""
-        return "comparable" if self.comparable else "not comparable: " + "; ".join(self.reasons)
+        """``comparable``, or ``not comparable: packaged corpus; 1 of 10 repeats``; the parity proof after it."""
+        said = "comparable" if self.comparable else "not comparable: " + "; ".join(self.reasons)
+        return f"{said}; {self.checked}" if self.checked else said
 
 
 def corpus_kind(name: str) -> str | None:

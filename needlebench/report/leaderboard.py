@@ -39,8 +39,9 @@ from ..tasks import all_tasks, get_task
 from ..tasks.profiles import get_profile
 from ..taskspec import Basis
 from .comparability import Comparability, row_comparability
+from .parity_link import find_parity_link
 from .published import PublishedTable, load_published
-from .results import RunResults, load_results
+from .results import RunResults, load_results, run_dirs
 from .tables import suite_weights, summary_table, summary_tasks
 
 __all__ = [
@@ -479,7 +480,11 @@ def build_leaderboard(paths: Sequence[Path], published: bool = True) -> Leaderbo
         results = load_results([path])
         lb.sources.extend(results.sources)
         lb.warnings.extend(f"{source}: {w}" for w in results.warnings)
-        rows.extend(measured_rows(results, source))
+        link = find_parity_link(run_dirs(path) or [path], results.records)
+        for row in measured_rows(results, source):
+            if link is not None and link.checked and row.comparability is not None:
+                row = dataclasses.replace(row, comparability=dataclasses.replace(row.comparability, checked=link.text))
+            rows.append(row)
     lb.boards = boards_from_rows(rows, published)
     return lb
 
