@@ -44,7 +44,7 @@ def _score(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace) -> int:
     from .plan import format_plan, plan_config
 
-    plan = plan_config(args.config, num_shards=args.shards)
+    plan = plan_config(args.config, num_shards=args.shards, prices_path=args.prices)
     print(plan.to_json() if args.json else format_plan(plan))
     return 0
 
@@ -118,6 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pl.add_argument("--json", action="store_true", help="print one JSON object")
     pl.add_argument("--shards", type=int, default=None, help="shards per model (default: the config's num_shards)")
+    pl.add_argument(
+        "--prices",
+        metavar="PRICES.toml",
+        help="per model: input, cached input and output dollars per million tokens, long-prompt tiers, batch "
+        "fraction; prints each dataset's cost online and batch (docs: Cost before the first request)",
+    )
     pl.set_defaults(func=_plan)
     ex = _command(sub, "export", "write every sample of a config's needlebench datasets (JSON lines or Parquet)")
     ex.add_argument("config", help="an OpenCompass eval config (.py) whose needlebench datasets are written")

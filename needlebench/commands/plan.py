@@ -88,6 +88,7 @@ class DatasetPlan:
         prefix_tokens: estimated prompt tokens each prompt shares with the one sent before it.
         prefix_share: ``prefix_tokens / prompt_tokens``.
         thinking: for a reasoning model, the thinking room at the dataset's longest cell (None otherwise).
+        cost: with a prices file, what its requests cost through the model's API (``planning.costs.Cost``).
     """
 
     abbr: str
@@ -107,6 +108,7 @@ class DatasetPlan:
     prefix_tokens: int = 0
     prefix_share: float = 0.0
     thinking: ThinkingRoom | None = None
+    cost: Any = None
 
 
 @dataclass
@@ -169,6 +171,7 @@ class ModelPlan:
         num_skipped: total skipped prompts.
         prefix_share: the share of prompt tokens an unbounded prefix cache can reuse, in request order.
         reasoning: the model is set up as a reasoning model (OpenCompass's think strip as its postprocessor).
+        cost: with a prices file that prices it, the sum of its datasets' costs.
     """
 
     abbr: str
@@ -186,6 +189,7 @@ class ModelPlan:
     num_skipped: int = 0
     prefix_share: float = 0.0
     reasoning: bool = False
+    cost: Any = None
 
 
 @dataclass
@@ -263,14 +267,14 @@ def _prompt_bytes(rows: Any) -> list[np.ndarray]:
     return out
 
 
-def _prefix_tokens(prompts: list[np.ndarray], tokens: list[int]) -> int:
+def _shared_prefixes(prompts: list[np.ndarray], tokens: list[int]) -> list[float]:
     """Estimated tokens each prompt shares with the one before it (bytes scaled by its own tokens per byte)."""
-    shared = 0.0
+    shared = [0.0] * len(prompts)
     for k in range(1, len(prompts)):
         size = len(prompts[k])
         if size:
-            shared += common_prefix(prompts[k - 1], prompts[k]) * tokens[k] / size
-    return int(round(shared))
+            shared[k] = common_prefix(prompts[k - 1], prompts[k]) * tokens[k] / size
+    return shared
 
 
 def _model_ratio(tokenizer: Any, rows: Any) -> tuple[float, int, int]:
@@ -330,10 +334,14 @@ def _settings(cfg: Any, num_shards: int | None) -> Any:
     return RunSettings.of(settings)
 
 
-def _plan_model(settings: Any, limits: Any, model: dict, datasets: list[Any], run: ModelRun) -> ModelPlan:
-    """One model's plan report: the run plan's limits, cells and shards, with the rows, estimates and prefix share."""
+def _plan_model(
+    settings: Any, limits: Any, model: dict, datasets: list[Any], run: ModelRun, price: Any = None
+) -> ModelPlan:
+    """One model's plan report: the run plan's limits, cells and shards, with the rows, estimates and prefix share
+    (and with ``price``, a ``planning.costs.Price``, what its requests cost)."""
     from ..cache.rows import load_rows
     from ..opencompass.outputs import is_reasoning_model
+    from ..planning.costs import request_costs
     from ..planning.limits import limited_dataset, model_tokenizer
     from ..tasks import config_params
 
@@ -363,7 +371,12 @@ def _plan_model(settings: Any, limits: Any, model: dict, datasets: list[Any], ru
             sampled_prompts, sampled_ours = sampled_prompts + picked, sampled_ours + ours
             sampled_model += int(round(ratio * ours))
         per_out = int(limit.out_len)
-        prefix = _prefix_tokens(_prompt_bytes(rows), tokens)
+        shared = _shared_prefixes(_prompt_bytes(rows), tokens)
+        prefix = int(round(sum(shared)))
+        cost = None
+        if price is not None:  # billed in the model's tokens where its tokenizer was measured
+            scale = ratio if tok is not None else 1.0
+            cost = request_costs(price, [t * scale for t in tokens], [c * scale for c in shared], per_out)
         plans.append(
             DatasetPlan(
                 abbr=d["abbr"],
@@ -383,6 +396,7 @@ def _plan_model(settings: Any, limits: Any, model: dict, datasets: list[Any], ru
                 prefix_tokens=prefix,
                 prefix_share=prefix / sum(tokens) if tokens else 0.0,
                 thinking=_thinking(d, limit) if thinks else None,
+                cost=cost,
             )
         )
     if tok is not None:
@@ -416,10 +430,21 @@ def _plan_model(settings: Any, limits: Any, model: dict, datasets: list[Any], ru
         num_skipped=sum(p.num_skipped for p in plans),
         prefix_share=sum(p.prefix_tokens for p in plans) / total_prompt if total_prompt else 0.0,
         reasoning=thinks,
+        cost=_total([p.cost for p in plans]) if price is not None else None,
     )
 
 
-def plan_config(config_path: str, num_shards: int | None = None) -> PlanReport:
+def _total(costs: list[Any]) -> Any:
+    """The sum of datasets' costs."""
+    from ..planning.costs import Cost
+
+    total = Cost()
+    for c in costs:
+        total.add(c)
+    return total
+
+
+def plan_config(config_path: str, num_shards: int | None = None, prices_path: str | None = None) -> PlanReport:
     """Plan a config's run: per model, what it sends, what it costs and how it is cut.
 
     Builds the datasets' cache files first where missing (as the partitioner would); writes nothing else.
@@ -427,6 +452,7 @@ def plan_config(config_path: str, num_shards: int | None = None) -> PlanReport:
     Args:
         config_path: an OpenCompass config with needlebench datasets (models through ``$NEEDLEBENCH_MODELS``).
         num_shards: shards per model; None takes the config's infer partitioner's ``num_shards``.
+        prices_path: a prices file (``planning.costs``): each priced model's datasets get their cost.
 
     Raises:
         ConfigError: a missing or unloadable config, one without needlebench datasets or models, a bad
@@ -434,11 +460,13 @@ def plan_config(config_path: str, num_shards: int | None = None) -> PlanReport:
     """
     from ..cache.arrow_rows import materialize_many
     from ..opencompass.configs import check_raw_messages, load_config
+    from ..planning.costs import load_prices
     from ..planning.limits import Limits
     from ..tasks import config_params, is_needlebench
 
     if num_shards is not None and num_shards < 1:
         raise ConfigError(f"--shards: {num_shards} must be at least 1")
+    prices = load_prices(prices_path) if prices_path else None
     cfg, ours = load_config(config_path)
     models = [m.to_dict() if hasattr(m, "to_dict") else dict(m) for m in cfg.get("models", [])]
     if not models:
@@ -460,10 +488,42 @@ def plan_config(config_path: str, num_shards: int | None = None) -> PlanReport:
         num_shards=settings.num_shards,
         overlength=settings.overlength,
         template_margin=settings.template_margin,
-        models=[_plan_model(settings, limits, m, datasets, r) for m, r in zip(models, run.models, strict=True)],
+        models=[
+            _plan_model(settings, limits, m, datasets, r, prices.of(m.get("abbr", "model")) if prices else None)
+            for m, r in zip(models, run.models, strict=True)
+        ],
         other_datasets=[str(d.get("abbr")) for d in cfg.get("datasets", []) if not is_needlebench(d)],
         notes=list(NOTES),
     )
+
+
+def _cost_lines(m: ModelPlan) -> list[str]:
+    """A priced model's cost per dataset and in total: online (cached input priced as such), batch."""
+    if m.cost is None:
+        return []
+    head = ("dataset", "requests", "prompt", "cached", "output", "online $", "cache saves $", "batch $", "long")
+    rows = [head]
+    for name, c in [*((d.abbr, d.cost) for d in m.datasets), ("total", m.cost)]:
+        rows.append(
+            (
+                name,
+                f"{c.requests:,}",
+                _num(int(c.prompt_tokens)),
+                _num(int(c.cached_tokens)),
+                _num(int(c.output_tokens)),
+                f"{c.online:,.2f}",
+                f"{c.cache_savings:,.2f}",
+                f"{c.batch:,.2f}",
+                str(c.long_requests),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    out = ["  cost (output at its budget: an upper bound; cached = the prefix each request shares with the one before)"]
+    for k, row in enumerate(rows):
+        out.append("  " + "  ".join([row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]))
+        if k == 0 or k == len(rows) - 2:
+            out.append("  " + "  ".join("-" * w for w in widths))
+    return out
 
 
 def _num(n: int | None) -> str:
@@ -539,6 +599,7 @@ def format_plan(plan: PlanReport) -> str:
                 lines.append(f"    shortened (length/depth): {_cells_text(d.shortened)}")
             if d.skipped:
                 lines.append(f"    skipped (length/depth): {_cells_text(d.skipped)}")
+        lines += _cost_lines(m)
         thinking = [d for d in m.datasets if d.thinking is not None]
         if thinking:
             lines.append(
