@@ -6,8 +6,8 @@ installed loaders from the user's data folder and the same cells with our genera
 and compares the prompts byte for byte. A difference is attributed to a listed fix only when OpenCompass's
 own output, with that fix applied to it here, is our prompt (the rebuild reads OpenCompass's token list, not
 our generator): ``seeded`` (M-RT's draw), ``split``, ``buffer_shrink``, ``wrap``, ``start_tuple``; anything
-else is ``UNATTRIBUTED``. Each built sample is then answered three ways (our oracle's answer, an empty one,
-another sample's answer) and scored by the evaluator and post-processors OpenCompass's config names and by
+else is ``UNATTRIBUTED`` (``tasks/sparse/alignment.py``). Each built sample is then answered three ways (our
+oracle's answer, an empty one, a wrong one) and scored by the evaluator and post-processors OpenCompass's config names and by
 ours under the reference protocol. The report records OpenCompass's version and a digest of its NeedleBench
 modules, of every config file read and of every data file, so a result is tied to what it was run on.
 """
