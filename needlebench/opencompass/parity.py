@@ -30,6 +30,7 @@ from typing import Any
 from ..context.tokenizer import get_encoding
 from ..errors import ConfigError
 from ..record import ScoreOptions
+from ..report.parity_link import file_digest
 from ..tasks import get_task
 from ..tasks.profiles import get_profile
 from ..tasks.sparse.alignment import (
@@ -199,10 +200,6 @@ class ParityReport:
             lines.append(f"- SCORES DIFFER: {c.task} {c.lang} {c.cell}: {list(c.scores)}")
         lines += [f"- note: {n}" for n in self.notes]
         return "\n".join(lines) + "\n"
-
-
-def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _oc_root() -> Path:
@@ -470,13 +467,13 @@ def check_parity(
             f"installed OpenCompass {report.opencompass_version}, not {REFERENCE_VERSION} (the version our reference "
             "protocol reproduces); a difference found here may be a change in OpenCompass"
         )
-    report.data_files = {p.name: _sha(p) for p in sorted(folder.iterdir()) if p.is_file()}
+    report.data_files = {p.name: file_digest(p) for p in sorted(folder.iterdir()) if p.is_file()}
     options = get_profile(profile).scoring
     with _in_data_folder(folder) as wrapped:
         oc = _OpenCompass(profile, folder)
         for task in tasks:
             path = _config_path(profile, suite, task, render)
-            report.config_files[str(path.relative_to(_oc_root()))] = _sha(path)
+            report.config_files[str(path.relative_to(_oc_root()))] = file_digest(path)
             entries = _config_entries(path)
             short = (  # v2's buffer_shrink: the same cell as OpenCompass's own 4k suite builds it
                 [_plain(e) for e in _config_entries(_config_path(profile, "4k", task, render))]

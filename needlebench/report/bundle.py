@@ -22,7 +22,6 @@ import platform
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +36,7 @@ from ..retries import retry_totals
 from ..tasks import all_tasks
 from .comparability import REFERENCE_CORPUS
 from .leaderboard import PUBLISHED, build_boards
-from .parity_link import find_parity_link
+from .parity_link import find_parity_link, installed_version
 from .results import RunResults, load_results, run_dirs
 from .tables import summary_table
 
@@ -54,13 +53,6 @@ __all__ = [
 BUNDLE = "results.json"
 SCHEMA = 1
 _TOLERANCE = 1e-6  # numbers are recomputed, not copied: the same code gives the same floats, but not bit-exact JSON
-
-
-def _version(dist: str) -> str | None:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def _plain(value: Any) -> Any:
@@ -201,8 +193,8 @@ def make_bundle(results: RunResults, runs: Sequence[Path]) -> dict[str, Any]:
         "schema": SCHEMA,
         "what": "needlebench results bundle: check it with `needlebench verify results.json RUN`",
         "made_with": {
-            "needlebench": _version("needlebench"),
-            "opencompass": _version("opencompass"),
+            "needlebench": installed_version("needlebench"),
+            "opencompass": installed_version("opencompass"),
             "python": platform.python_version(),
         },
         "runs": [r.name for r in runs],

@@ -21,7 +21,7 @@ from ..context.corpora import find_opencompass_file
 from ..record import GradedSample
 from .comparability import REFERENCE_CORPUS
 
-__all__ = ["CHECKED", "PARITY_FILE", "ParityLink", "find_parity_link"]
+__all__ = ["CHECKED", "PARITY_FILE", "ParityLink", "file_digest", "find_parity_link", "installed_version"]
 
 PARITY_FILE = "parity.json"
 CHECKED = "checked against OpenCompass on these files"
@@ -66,11 +66,25 @@ class ParityLink:
         return asdict(self)
 
 
-def _installed_opencompass() -> str | None:
+def installed_version(dist: str) -> str | None:
+    """An installed distribution's version, None where it is not installed.
+
+    Args:
+        dist: the distribution's name (``opencompass``).
+    """
     try:
-        return metadata.version("opencompass")
+        return metadata.version(dist)
     except metadata.PackageNotFoundError:
         return None
+
+
+def file_digest(path: Path) -> str:
+    """A data file's SHA-256: what ``parity.json`` records and a run's link compares on this machine.
+
+    Args:
+        path: the file.
+    """
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def find_parity_link(runs: Sequence[Path], records: Sequence[GradedSample]) -> ParityLink | None:
@@ -91,16 +105,17 @@ def find_parity_link(runs: Sequence[Path], records: Sequence[GradedSample]) -> P
         return None
     run, path = found
     raw = path.read_bytes()
+    digest = hashlib.sha256(raw).hexdigest()
     rel = PARITY_FILE if path.parent == run else f"../{PARITY_FILE}"
     try:
         data = json.loads(raw)
     except ValueError:
-        return ParityLink(rel, hashlib.sha256(raw).hexdigest(), False, "", "", "", "", False, False, "not JSON")
+        return ParityLink(rel, digest, False, "", "", "", "", False, False, "not JSON")
     listed: dict[str, str] = dict(data.get("data_files") or {})
     mismatched = []
     for name, digest in listed.items():
         here = find_opencompass_file(name)
-        if here is None or hashlib.sha256(here.read_bytes()).hexdigest() != digest:
+        if here is None or file_digest(here) != digest:
             mismatched.append(name)
     used = {
         name
@@ -111,11 +126,12 @@ def find_parity_link(runs: Sequence[Path], records: Sequence[GradedSample]) -> P
     unlisted = sorted(n for n in used if n not in listed)
     profiles = {str(r.get("profile") or "v2") for r in records}
     version = str(data.get("opencompass_version") or "")
+    installed = installed_version("opencompass")
     why = []
     if not data.get("passed"):
         why.append("the parity check failed")
-    if version != _installed_opencompass():
-        why.append(f"made with OpenCompass {version}, {_installed_opencompass()} here")
+    if version != installed:
+        why.append(f"made with OpenCompass {version}, {installed} here")
     if data.get("profile") not in profiles:
         why.append(f"checked profile {data.get('profile')}, the run's samples are {sorted(profiles)}")
     if not used:
@@ -124,7 +140,7 @@ def find_parity_link(runs: Sequence[Path], records: Sequence[GradedSample]) -> P
         why.append(f"other files: {', '.join(sorted(mismatched) + unlisted)}")
     return ParityLink(
         file=rel,
-        sha256=hashlib.sha256(raw).hexdigest(),
+        sha256=digest,
         passed=bool(data.get("passed")),
         opencompass_version=version,
         profile=str(data.get("profile") or ""),
