@@ -47,8 +47,12 @@ __all__ = [
     "failed_prediction",
     "unanswered",
     "cut_prediction",
+    "server_prediction",
     "finish_reason",
     "prediction_text",
+    "answer_content",
+    "reasoning_text",
+    "server_output_tokens",
 ]
 
 METRICS = ("keyword", "levenshtein")
@@ -63,6 +67,11 @@ TRUNCATED_POLICIES = ("scored", "unscored")
 _FAILED_KEY = "needlebench_request_failed"
 # the key of a structured prediction that carries the server's finish reason (see ``cut_prediction``)
 _FINISH_KEY = "needlebench_finish_reason"
+# keys of a structured prediction whose reasoning the server returned apart (see ``server_prediction``)
+_REASONING_KEY = "needlebench_reasoning"
+_THINK_TAG_KEY = "needlebench_think_tag"
+_OUTPUT_TOKENS_KEY = "needlebench_output_tokens"
+_SERVER_KEYS = (_FINISH_KEY, _REASONING_KEY, _OUTPUT_TOKENS_KEY)
 DETAIL_CHARS = 500  # of a failure message kept in the record
 
 
@@ -148,6 +157,8 @@ RESERVED_KEYS = frozenset(
         "output_tokenizer",
         "truncated",
         "think_unclosed",
+        "reasoning",
+        "ran_out_reasoning",
         "model",
         "dataset",
     )
@@ -180,6 +191,10 @@ class GradedSample:
         truncated: the output was cut off at its budget (an API's ``finish_reason="length"``, or
             ``output_tokens`` in the model's own tokenizer reaching ``max_out_len``).
         think_unclosed: the output opened a ``<think>`` block it never closed.
+        reasoning: the reasoning a server returned apart from the answer (``reasoning_content``), its head and
+            tail where long (the predictions file keeps it whole); None when the server returned none apart.
+        ran_out_reasoning: the output budget ran out while the model was still reasoning: reasoning returned
+            apart, no answer, ``finish_reason="length"``.
         model: the model whose output it grades, where the record was read back from a run
             (:func:`~needlebench.report.results.load_results` sets it; the evaluator's records have none).
         dataset: the dataset's abbr, likewise.
@@ -203,6 +218,8 @@ class GradedSample:
     output_tokenizer: str | None = None
     truncated: bool = False
     think_unclosed: bool = False
+    reasoning: str | None = None
+    ran_out_reasoning: bool = False
     model: str | None = None
     dataset: str | None = None
 
@@ -279,6 +296,10 @@ class GradedSample:
             truncated=self.truncated,
             think_unclosed=self.think_unclosed,
         )
+        if self.reasoning is not None:  # only where a server returned reasoning apart
+            out["ran_out_reasoning"] = self.ran_out_reasoning
+            if prediction:
+                out["reasoning"] = self.reasoning
         if prediction:
             out["prediction"] = self.prediction
         if self.model is not None:
@@ -323,6 +344,8 @@ class GradedSample:
             output_tokenizer=data.get("output_tokenizer"),
             truncated=bool(data.get("truncated")),
             think_unclosed=bool(data.get("think_unclosed")),
+            reasoning=None if data.get("reasoning") is None else str(data["reasoning"]),
+            ran_out_reasoning=bool(data.get("ran_out_reasoning")),
             model=None if data.get("model") is None else str(data["model"]),
             dataset=None if data.get("dataset") is None else str(data["dataset"]),
         )
@@ -387,6 +410,38 @@ def unanswered(prediction: object) -> Unanswered | None:
     return None
 
 
+def server_prediction(
+    content: str,
+    finish: str | None = None,
+    reasoning: str | None = None,
+    output_tokens: int | None = None,
+    think_tag: str = "</think>",
+) -> dict[str, Any]:
+    """The prediction a model wrapper returns for a server's answer that carries more than its text.
+
+    A JSON object like :func:`failed_prediction`'s, with the answer (``content``) as ``prediction``, which
+    OpenCompass's length accounting reads. What OpenCompass's ``OpenAISDK`` would have returned for the
+    same response is :func:`prediction_text`'s value (the reasoning, the think tag, the answer), so the
+    reference protocol scores the same text, while the reasoning stays apart for a reader.
+
+    Args:
+        content: the answer (the message's ``content``; empty when the budget ran out while reasoning).
+        finish: the server's ``finish_reason`` (``"length"``: cut off at ``max_tokens``), if kept.
+        reasoning: the reasoning the server returned apart (``reasoning_content``), if any.
+        output_tokens: the server's ``usage.completion_tokens`` (reasoning included), if it reported them.
+        think_tag: what OpenCompass puts between the reasoning and the answer (``OpenAISDK.think_tag``).
+    """
+    out: dict[str, Any] = {"prediction": content}
+    if finish is not None:
+        out[_FINISH_KEY] = finish
+    if reasoning:
+        out[_REASONING_KEY] = reasoning
+        out[_THINK_TAG_KEY] = think_tag
+    if output_tokens is not None:
+        out[_OUTPUT_TOKENS_KEY] = int(output_tokens)
+    return out
+
+
 def cut_prediction(text: str, reason: str = "length") -> dict[str, str]:
     """The prediction a model wrapper returns for an answer the server ended with ``finish_reason``.
 
@@ -407,17 +462,63 @@ def finish_reason(prediction: object) -> str | None:
     Args:
         prediction: a prediction as saved by OpenCompass's inferencer.
     """
-    if isinstance(prediction, Mapping) and _FINISH_KEY in prediction:
+    if isinstance(prediction, Mapping) and prediction.get(_FINISH_KEY) is not None:
         return str(prediction[_FINISH_KEY])
     return None
 
 
+def _from_server(prediction: object) -> bool:
+    return isinstance(prediction, Mapping) and any(k in prediction for k in _SERVER_KEYS)
+
+
 def prediction_text(prediction: object) -> object:
-    """The answer a structured prediction carries (:func:`cut_prediction`); anything else unchanged.
+    """The text a structured prediction stands for; anything else unchanged.
+
+    For :func:`cut_prediction` its text; for :func:`server_prediction` what OpenCompass's ``OpenAISDK``
+    returns for that response: the reasoning, the think tag and the answer (the reasoning alone when there
+    is no answer), so every reader that scores text scores what OpenCompass scores.
 
     Args:
         prediction: a prediction as saved by OpenCompass's inferencer or after a postprocessor.
     """
-    if isinstance(prediction, Mapping) and _FINISH_KEY in prediction:
-        return prediction.get("prediction") or ""
+    if not _from_server(prediction):
+        return prediction
+    content = prediction.get("prediction") or ""  # type: ignore[union-attr]
+    reasoning = prediction.get(_REASONING_KEY)  # type: ignore[union-attr]
+    if not reasoning:
+        return content
+    return f"{reasoning}{prediction.get(_THINK_TAG_KEY, '</think>')}{content}" if content else reasoning  # type: ignore[union-attr]
+
+
+def answer_content(prediction: object) -> object:
+    """The answer alone: a :func:`server_prediction`'s ``content`` (no reasoning); anything else as
+    :func:`prediction_text` gives it.
+
+    Args:
+        prediction: a prediction as saved by OpenCompass's inferencer.
+    """
+    if _from_server(prediction):
+        return prediction.get("prediction") or ""  # type: ignore[union-attr]
     return prediction
+
+
+def reasoning_text(prediction: object) -> str | None:
+    """The reasoning a server returned apart from the answer, or None.
+
+    Args:
+        prediction: a prediction as saved by OpenCompass's inferencer.
+    """
+    if isinstance(prediction, Mapping) and prediction.get(_REASONING_KEY):
+        return str(prediction[_REASONING_KEY])
+    return None
+
+
+def server_output_tokens(prediction: object) -> int | None:
+    """The output tokens the server reported (``usage.completion_tokens``, reasoning included), or None.
+
+    Args:
+        prediction: a prediction as saved by OpenCompass's inferencer.
+    """
+    if isinstance(prediction, Mapping) and prediction.get(_OUTPUT_TOKENS_KEY) is not None:
+        return int(prediction[_OUTPUT_TOKENS_KEY])
+    return None

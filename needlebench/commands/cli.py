@@ -96,6 +96,16 @@ def _retry(args: argparse.Namespace) -> int:
     return retry_run(Path(args.run), dry_run=args.dry_run, models=args.model or ())
 
 
+def _batch(args: argparse.Namespace) -> int:
+    from .batch import collect_batch, prepare_batch
+
+    if args.action == "prepare":
+        return prepare_batch(Path(args.target), Path(args.work_dir), models=args.model or ())
+    if not args.results:
+        raise ConfigError("batch collect: give the run folder and at least one result file")
+    return collect_batch(Path(args.target), [Path(r) for r in args.results], model=(args.model or [None])[-1])
+
+
 def _command(sub: argparse._SubParsersAction, name: str, text: str) -> argparse.ArgumentParser:
     """A sub-command whose one-line summary is both its entry in ``needlebench --help`` and its own description."""
     return sub.add_parser(name, help=text, description=text)
@@ -189,6 +199,27 @@ def build_parser() -> argparse.ArgumentParser:
     rt.add_argument("--dry-run", action="store_true", help="list them per model and dataset, ask nothing")
     rt.add_argument("--model", action="append", help="only this model's (by abbr; give it again for more)")
     rt.set_defaults(func=_retry)
+    ba = _command(
+        sub,
+        "batch",
+        "prepare: write a config's or run's API requests as OpenAI Batch JSONL; collect: read the results back "
+        "into the run's prediction files (then `opencompass CONFIG -r` evaluates)",
+    )
+    ba.add_argument(
+        "action",
+        metavar="ACTION",
+        choices=("prepare", "collect"),
+        help="prepare: write the request files; collect: read results",
+    )
+    ba.add_argument(
+        "target", metavar="TARGET", help="prepare: a config (.py: a new run) or a run folder; collect: the run folder"
+    )
+    ba.add_argument("results", nargs="*", metavar="RESULTS", help="collect: the batch result files (JSON lines)")
+    ba.add_argument(
+        "-w", "--work-dir", default="outputs/needlebench_batch", help="prepare CONFIG: where the new run goes"
+    )
+    ba.add_argument("--model", action="append", help="only this API model's (by abbr; give it again for more)")
+    ba.set_defaults(func=_batch)
     pa = _command(
         sub,
         "parity",
@@ -214,14 +245,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the ``needlebench`` command line (``plan``, ``export``, ``score``, ``report``, ``leaderboard``, ``verify``,
-    ``retry``, ``parity``).
+    ``retry``, ``batch``, ``parity``).
 
     Args:
         argv: the arguments without the program name; None reads ``sys.argv``.
 
     Returns:
-        The exit status: 0 on success, 1 when ``verify`` finds a difference, ``retry`` leaves requests
-        failed or ``parity`` finds an unattributed byte or a score disagreement, 2 for a bad config or input
+        The exit status: 0 on success, 1 when ``verify`` finds a difference, ``retry`` or ``batch collect``
+        leaves requests failed or ``parity`` finds an unattributed byte or a score disagreement, 2 for a bad config or input
         (the message goes to stderr).
     """
     parser = build_parser()

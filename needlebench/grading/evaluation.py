@@ -130,9 +130,22 @@ def grade_rows(
                 output_tokenizer=facts.output_tokenizer,
                 truncated=facts.truncated,
                 think_unclosed=facts.think_unclosed,
+                reasoning=None if facts.reasoning is None else _ends(facts.reasoning, PREDICTION_CHARS),
+                ran_out_reasoning=facts.ran_out_reasoning,
             )
         )
     return records
+
+
+def _ends(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters: its head and its tail, with how much was left out between.
+
+    Reasoning is read for where it started and where it stopped (under-thinking); the middle goes first.
+    """
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]} ... [{len(text) - 2 * half:,} characters] ... {text[-half:]}"
 
 
 def _text(prediction: Any) -> str:

@@ -15,7 +15,11 @@ Which signal says an output was cut off depends on the model:
   tokenised again, which gives the generated count (the ``truncated`` flags of a vLLM server's answers
   equal its ``finish_reason`` sample by sample: ``tests/test_vllm_server.py``);
 * where no tokenizer of the model can be loaded, outputs are counted in cl100k (tiktoken) and the record
-  says so; such counts are not the model's, so only a ``finish_reason`` can mark those outputs cut off.
+  says so; such counts are not the model's, so only a ``finish_reason`` can mark those outputs cut off;
+* a server that returned the reasoning apart from the answer (``reasoning_content``) also reported its
+  output tokens (``usage.completion_tokens``, reasoning included): that count is the record's, said so by
+  :data:`SERVER_USAGE`, and an empty answer with ``finish_reason="length"`` is an answer the budget ran
+  out on while the model was reasoning (``ran_out_reasoning``), which a cell's note counts.
 """
 
 from __future__ import annotations
@@ -24,12 +28,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..context.tokenizer import get_encoding
-from ..record import finish_reason, prediction_text, unanswered
+from ..record import (
+    answer_content,
+    finish_reason,
+    prediction_text,
+    reasoning_text,
+    server_output_tokens,
+    unanswered,
+)
 from .matching import _THINK_CLOSE, _THINK_OPEN, as_text, last_match
 
-__all__ = ["OutputMeter", "OutputFacts", "TIKTOKEN", "tiktoken_meter", "think_unclosed", "measure"]
+__all__ = ["OutputMeter", "OutputFacts", "TIKTOKEN", "SERVER_USAGE", "tiktoken_meter", "think_unclosed", "measure"]
 
 TIKTOKEN = "tiktoken:cl100k_base"  # the record's ``output_tokenizer`` when the model's own was not available
+SERVER_USAGE = "server:usage.completion_tokens"  # the record's ``output_tokenizer`` when the server counted
 
 
 @dataclass(frozen=True)
@@ -57,6 +69,8 @@ class OutputFacts:
     output_tokenizer: str | None = None
     truncated: bool = False
     think_unclosed: bool = False
+    reasoning: str | None = None
+    ran_out_reasoning: bool = False
 
 
 def tiktoken_meter(max_out_len: int | None = None) -> OutputMeter:
@@ -101,12 +115,17 @@ def measure(raw: object, meter: OutputMeter) -> OutputFacts:
     if unanswered(raw) is not None:
         return OutputFacts()
     text = as_text(prediction_text(raw))
-    tokens = meter.count(text)
+    reported = server_output_tokens(raw)
+    tokens = reported if reported is not None else meter.count(text)
     reason = finish_reason(raw)
-    by_count = meter.own_tokens and meter.max_out_len is not None and tokens >= meter.max_out_len
+    own = meter.own_tokens or reported is not None
+    by_count = own and meter.max_out_len is not None and tokens >= meter.max_out_len
+    reasoning = reasoning_text(raw)
     return OutputFacts(
         output_tokens=tokens,
-        output_tokenizer=meter.tokenizer,
-        truncated=reason == "length" or bool(by_count),
+        output_tokenizer=SERVER_USAGE if reported is not None else meter.tokenizer,
+        truncated=reason == "length" if reason is not None else bool(by_count),
         think_unclosed=think_unclosed(text),
+        reasoning=reasoning,
+        ran_out_reasoning=bool(reasoning) and reason == "length" and not as_text(answer_content(raw)).strip(),
     )

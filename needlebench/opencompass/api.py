@@ -14,70 +14,284 @@ way, as its text with that reason (:func:`~needlebench.record.cut_prediction`): 
 cut-off answer says ``truncated`` on the server's own word, not by a token count. OpenCompass's
 ``OpenAISDK`` reads the finish reason only to decide whether an empty answer is final; the text it
 returns is unchanged.
+
+A server that returns the reasoning apart from the answer (``reasoning_content``: vLLM's
+``--reasoning-parser``, SGLang, DeepSeek's API) gets a :func:`~needlebench.record.server_prediction`:
+the answer, the reasoning, ``finish_reason`` and ``usage.completion_tokens`` each kept, and the text
+OpenCompass's ``OpenAISDK`` returns (reasoning, ``</think>``, answer) rebuilt from them whenever text is
+scored, so the reference protocol scores what OpenCompass scores.
+
+With ``max_tokens_in_flight`` or ``max_requests_in_flight`` a batch's requests are admitted in their order
+by the tokens and requests they put in flight, and a 429/503 lowers the limits instead of being retried
+blindly by the client (:mod:`needlebench.flow`).
 """
 
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from opencompass.models import OpenAISDK
 
-from ..record import cut_prediction, failed_prediction, prediction_text, unanswered
+from ..flow import THROTTLE_STATUSES, FlowControl, FlowLimits
+from ..record import cut_prediction, failed_prediction, prediction_text, server_prediction, unanswered
+from .batch import capture_transport, replay_transport
 
 __all__ = ["ResilientOpenAISDK", "keep_unanswered"]
 
 
 class ResilientOpenAISDK(OpenAISDK):
-    """``OpenAISDK`` whose exhausted retries yield a failed-request prediction instead of an exception, and
-    whose answers cut off at the output budget carry the server's ``finish_reason``.
+    """``OpenAISDK`` whose exhausted retries yield a failed-request prediction instead of an exception, whose
+    answers keep the server's ``finish_reason`` and reasoning, and whose requests go out by tokens in flight.
 
     Args:
         retry_passes: passes after an infer task's batches that ask its failed requests again (0: none;
             ``inferencer.BatchGenInferencer`` reads it).
         retry_waits: seconds to wait before each pass (the last repeats); each pass sends half as many
             requests at a time as the one before.
+        max_tokens_in_flight: the cap on the prompt plus output tokens of the requests in flight
+            (:mod:`needlebench.flow`; None: no cap).
+        max_requests_in_flight: the cap on requests in flight (None: a batch's requests all at once).
+        throttle_patience: seconds one request may wait on 429/503 answers before it counts as failed.
         kwargs: ``OpenAISDK``'s arguments.
     """
 
-    def __init__(self, retry_passes: int = 0, retry_waits: tuple[float, ...] = (30.0, 120.0), **kwargs: Any) -> None:
+    def __init__(
+        self,
+        retry_passes: int = 0,
+        retry_waits: tuple[float, ...] = (30.0, 120.0),
+        max_tokens_in_flight: int | None = None,
+        max_requests_in_flight: int | None = None,
+        throttle_patience: float = 900.0,
+        **kwargs: Any,
+    ) -> None:
+        self.flow_limits = FlowLimits(max_tokens_in_flight, max_requests_in_flight, throttle_patience)
+        self._local = threading.local()
+        self._offline = False  # answering from batch files: no rate limit, no server
         super().__init__(**kwargs)
         self.retry_passes = retry_passes
         self.retry_waits = tuple(retry_waits)
+        self.flow = FlowControl(self.flow_limits, log=self.logger.warning) if self.flow_limits.active else None
+        self._tokenizer: Any = None
 
     def _create_fresh_client(self) -> Any:
-        """OpenCompass's client, whose chat completions note each answer's finish reason for this thread.
+        """OpenCompass's client, whose chat completions note each response's parts for this thread, and which
+        (with flow limits) leaves 429/503 to the flow control instead of its own back-off.
 
         ``OpenAISDK.generate`` sends a batch's requests from a thread pool, each request and its retries
-        on one thread, so the reason noted last on a thread belongs to the answer that thread returns.
+        on one thread, so the response noted last on a thread belongs to the answer that thread returns.
         """
-        client = super()._create_fresh_client()
-        self._finish = threading.local()
+        own = self.http_client_cfg
+        if self.flow_limits.active:  # the client's retry of a throttled request would hide it from the flow
+            hooks = dict(own.get("event_hooks") or {})
+            hooks["response"] = [*hooks.get("response", []), _leave_throttling_to_flow]
+            self.http_client_cfg = {**own, "event_hooks": hooks}
+        try:
+            client = super()._create_fresh_client()
+        finally:
+            self.http_client_cfg = own
         completions = client.chat.completions
         create = completions.create
-        finish = self._finish
+        local = self._local
 
         def noting_create(*args: Any, **kwargs: Any) -> Any:
-            response = create(*args, **kwargs)
-            choices = getattr(response, "choices", None)
-            finish.reason = getattr(choices[0], "finish_reason", None) if choices else None
+            slot = getattr(local, "slot", None)
+            while True:
+                try:
+                    response = create(*args, **kwargs)
+                    break
+                except Exception as exc:
+                    status = getattr(exc, "status_code", None)
+                    if slot is None or status not in THROTTLE_STATUSES:
+                        raise
+                    if not self.flow.throttled(slot, status, _retry_after(exc)):
+                        raise
+            local.response = _Noted.of(response)
             return response
 
         completions.create = noting_create
         return client
 
+    def generate(self, inputs: list[Any], max_out_len: int = 512, temperature: float = 0.7, **kwargs: Any) -> list[Any]:
+        """OpenCompass's ``generate``; with flow limits, requests admitted in order by tokens in flight.
+
+        Args:
+            inputs: the batch's prompts, in the partitioner's order (kept: the prefix cache relies on it).
+            max_out_len: the output budget of each.
+            temperature: the sampling temperature (the model's own wins, as in OpenCompass).
+            kwargs: OpenCompass's further arguments.
+        """
+        if self.flow is None:
+            return super().generate(inputs, max_out_len, temperature, **kwargs)
+        if self.temperature is not None:
+            temperature = self.temperature
+        workers = min(len(inputs), self.flow_limits.max_requests_in_flight or len(inputs)) or 1
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = []
+            for prompt in inputs:  # one thread hands them over, so admission keeps their order
+                slot = self.flow.take_ticket(self._prompt_tokens(prompt) + int(max_out_len))
+                self.flow.admit(slot)
+                futures.append(pool.submit(self._send, slot, prompt, max_out_len, temperature))
+            return [f.result() for f in futures]
+
+    def _send(self, slot: Any, prompt: Any, max_out_len: int, temperature: float) -> Any:
+        """One admitted request on a worker thread; its place in the flow is released when it ends."""
+        self._local.slot = slot
+        answer: Any = None
+        try:
+            answer = self._generate(prompt, max_out_len, temperature)
+        finally:
+            self._local.slot = None
+            self.flow.release(slot, ok=answer is not None and unanswered(answer) is None)
+        return answer
+
+    def _prompt_tokens(self, prompt: Any) -> int:
+        """A prompt's tokens as the plan counts them: the model's tokenizer where one is at hand, else cl100k."""
+        from ..context.tokenizer import count_tokens
+        from ..planning.limits import load_tokenizer
+
+        if self._tokenizer is None:
+            self._tokenizer = load_tokenizer({"path": self.path, "tokenizer_path": self.tokenizer_path})[0] or False
+        if isinstance(prompt, str):
+            text = prompt
+        else:
+            text = "".join(str(m.get("prompt", "")) if isinstance(m, dict) else str(m) for m in prompt)
+        if self._tokenizer:
+            return len(self._tokenizer(text, add_special_tokens=False)["input_ids"])
+        return count_tokens(text)
+
+    def request_bodies(self, prompts: list[Any], max_out_len: int) -> list[dict[str, Any]]:
+        """The request bodies the online path sends for these prompts, built by the same code and sent nowhere.
+
+        OpenCompass's ``OpenAISDK._generate`` and the ``openai`` client build each request; the client's
+        transport keeps its body (``batch.capture_transport``). ``needlebench batch prepare`` writes them.
+
+        Args:
+            prompts: parsed prompts (``parse_template(..., mode="gen")``), in order.
+            max_out_len: the output budget.
+        """
+        local = self._local
+        online, self.openai_client = (
+            self.openai_client,
+            self._client_with(capture_transport(lambda b: setattr(local, "body", b))),
+        )
+        self._offline = True
+        bodies = []
+        try:
+            for prompt in prompts:
+                local.body = None
+                super()._generate(prompt, max_out_len, self.temperature or 0.0)
+                bodies.append(local.body)
+        finally:
+            self.openai_client, self._offline = online, False
+        return bodies
+
+    def replay(self, table: dict[str, dict[str, Any]]) -> None:
+        """Answer every request from batch results from now on (``needlebench batch collect``).
+
+        The requests are built as online; each one's answer is its result (``batch.replay_transport``),
+        read by the online path's own code, so the predictions are what the server's answers would have
+        made. Nothing is throttled, rate-limited or asked again: a failed result stays failed.
+
+        Args:
+            table: request digest -> result (``batch.replay_table``).
+        """
+        self.openai_client = self._client_with(replay_transport(table))
+        self._offline, self.flow, self.retry_passes = True, None, 0
+
+    def _client_with(self, transport: Any) -> Any:
+        """OpenCompass's client (our notes included) over another ``httpx`` transport."""
+        own = self.http_client_cfg
+        self.http_client_cfg = {**own, "transport": transport}
+        try:
+            return self._create_fresh_client()
+        finally:
+            self.http_client_cfg = own
+
+    def acquire(self) -> None:
+        """OpenCompass's rate limit, except when answering from batch files."""
+        if not self._offline:
+            super().acquire()
+
+    def release(self) -> None:
+        """See :meth:`acquire`."""
+        if not self._offline:
+            super().release()
+
+    def flow_summary(self) -> dict[str, Any] | None:
+        """The flow's record since the last call (the inferencer writes one per prediction file); None without limits."""
+        return self.flow.summary(reset=True) if self.flow is not None else None
+
     def _generate(
         self, input: Any, max_out_len: int, temperature: float, *args: Any, **kwargs: Any
-    ) -> str | dict[str, str]:
-        self._finish.reason = None
+    ) -> str | dict[str, Any]:
+        self._local.response = None
         try:
             text = super()._generate(input, max_out_len, temperature, *args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - any failure of one request must not cost the others
             self.logger.error(f"request failed after {self.retry} tries, recorded as request_failed: {exc}")
             return failed_prediction(f"{type(exc).__name__}: {exc}")
-        if getattr(self._finish, "reason", None) == "length" and isinstance(text, str):
+        noted: _Noted | None = getattr(self._local, "response", None)
+        if noted is None or not isinstance(text, str):
+            return text
+        if noted.reasoning and text == noted.joined(self.think_tag):  # reasoning apart: keep both, and the counts
+            return server_prediction(
+                noted.content, noted.finish, noted.reasoning, noted.completion_tokens, self.think_tag
+            )
+        if noted.finish == "length":
             return cut_prediction(text, "length")
         return text
+
+
+class _Noted:
+    """The parts of one chat completion OpenCompass's ``OpenAISDK`` reads or drops."""
+
+    __slots__ = ("content", "reasoning", "finish", "completion_tokens")
+
+    def __init__(self, content: str, reasoning: str, finish: str | None, completion_tokens: int | None) -> None:
+        self.content, self.reasoning, self.finish, self.completion_tokens = (
+            content,
+            reasoning,
+            finish,
+            completion_tokens,
+        )
+
+    @classmethod
+    def of(cls, response: Any) -> _Noted:
+        choices = getattr(response, "choices", None)
+        choice = choices[0] if choices else None
+        message = getattr(choice, "message", None)
+        usage = getattr(response, "usage", None)
+        tokens = getattr(usage, "completion_tokens", None)
+        return cls(
+            getattr(message, "content", "") or "",
+            getattr(message, "reasoning_content", "") or "",
+            getattr(choice, "finish_reason", None),
+            int(tokens) if isinstance(tokens, int) else None,
+        )
+
+    def joined(self, think_tag: str) -> str:
+        """What ``OpenAISDK._generate`` returns for this response (reasoning, tag, content; or the reasoning)."""
+        return f"{self.reasoning}{think_tag}{self.content}" if self.content else self.reasoning
+
+
+def _leave_throttling_to_flow(response: Any) -> None:
+    """An httpx response hook: a 429/503 is not retried by the ``openai`` client but raised to the flow control,
+    which lowers the limits and asks again after ``Retry-After`` (the client reads ``x-should-retry``)."""
+    if response.status_code in THROTTLE_STATUSES:
+        response.headers["x-should-retry"] = "false"
+
+
+def _retry_after(exc: Any) -> float | None:
+    """The seconds a throttling answer asks to wait (``Retry-After`` or ``retry-after-ms``), None if it says none."""
+    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        try:
+            return max(0.0, float(headers[name]) * scale)
+        except (KeyError, TypeError, ValueError):  # absent, or an HTTP date: the flow's own back-off
+            continue
+    return None
 
 
 def keep_unanswered(prediction: Any, inner: dict[str, Any]) -> Any:

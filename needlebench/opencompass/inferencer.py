@@ -19,6 +19,7 @@ Options it does not take over (``multiround``, ``dump_only_message_path``, ``dum
 from __future__ import annotations
 
 import inspect
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -30,8 +31,11 @@ from opencompass.openicl.icl_inferencer.icl_base_inferencer import GenInferencer
 from opencompass.utils import batched, get_logger
 
 from ..cache.pages import dataset_mappings, release_mapped
+from ..files import atomic_write
+from ..flow import record_flow
 from ..record import unanswered
 from ..retries import record_retries
+from .batch import BatchMode, batch_line, batch_mode
 from .carryover import CarriedAnswer, prompt_digest, read_pool
 from .predictions import PredictionFile, PredictionLog
 
@@ -87,6 +91,14 @@ class BatchGenInferencer(GenInferencer):
         saved = PredictionLog.of(folder / filename)
         index = saved.restore()
         pool = read_pool(folder)  # answers a re-plan carried over (carryover.py); empty otherwise
+        batch = batch_mode()
+        if batch is not None and folder.name in batch.models and hasattr(self.model, "request_bodies"):
+            if batch.mode == "prepare":  # the requests written as a batch file; no prediction
+                if self.is_main_process:
+                    rows = range(index, len(retriever.retrieve()))
+                    self._prepare(retriever, ice_template, prompt_template, rows, pool, batch, folder.name, filename)
+                return []
+            self.model.replay(json.loads(batch.table(folder.name).read_text(encoding="utf-8")))
         if not self.is_main_process:
             rows = range(index, len(retriever.retrieve()))
             self._answer(retriever, ice_template, prompt_template, rows, lambda entries: None, pool)
@@ -108,6 +120,10 @@ class BatchGenInferencer(GenInferencer):
 
             self._answer(retriever, ice_template, prompt_template, range(index, len(retriever.retrieve())), keep, pool)
             self._ask_again(retriever, ice_template, prompt_template, failed, keep, folder, filename)
+            flow = getattr(self.model, "flow_summary", None)  # an API model with flow limits (flow.py)
+            summary = flow() if callable(flow) else None
+            if summary is not None:
+                record_flow(folder, Path(filename).stem, summary)
         except BaseException:
             out.discard()  # the tmp_ file holds what was answered; a resume writes the file again from it
             raise
@@ -118,6 +134,43 @@ class BatchGenInferencer(GenInferencer):
             predictions = saved.write_json(folder / filename)
         saved.path.unlink(missing_ok=True)
         return predictions
+
+    def _prepare(
+        self,
+        retriever: Any,
+        ice_template: Any,
+        prompt_template: Any,
+        rows: Sequence[int],
+        pool: Mapping[str, CarriedAnswer],
+        batch: BatchMode,
+        model: str,
+        filename: str,
+    ) -> None:
+        """Write the task's pending requests as an OpenAI Batch file (``<batch folder>/<model>/<file>.jsonl``).
+
+        Each line's ``custom_id`` is its sample id and its ``body`` what the online path would send
+        (``api.ResilientOpenAISDK.request_bodies``); a row with a carried answer is not asked, as online.
+        """
+        test = retriever.dataset_reader.dataset["test"]
+        ids = test["id"]
+        bodies: dict[int, Any] = {}
+
+        def ask(entries: list[Any]) -> list[Any]:
+            made = self.model.request_bodies(self.model.parse_template(entries, mode="gen"), self.max_out_len)
+            bodies.update((id(b), b) for b in made)
+            return made
+
+        target = Path(batch.folder) / model / f"{Path(filename).stem}.jsonl"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(target) as tmp, tmp.open("w", encoding="utf-8") as fh:
+
+            def keep(entries: list[tuple[str, dict[str, Any]]]) -> None:
+                for key, sample in entries:
+                    if id(sample["prediction"]) in bodies:
+                        fh.write(batch_line(str(ids[int(key)]), sample["prediction"]))
+
+            self._answer(retriever, ice_template, prompt_template, rows, keep, pool, ask=ask)
+        get_logger().info(f"batch requests written to {target}")
 
     def _ask_again(
         self,
@@ -173,6 +226,7 @@ class BatchGenInferencer(GenInferencer):
         keep: Callable[[list[tuple[str, dict[str, Any]]]], None],
         pool: Mapping[str, CarriedAnswer] | None = None,
         batch: int | None = None,
+        ask: Callable[[list[Any]], list[Any]] | None = None,
     ) -> None:
         """Render, send and hand to ``keep`` these rows, one batch at a time.
 
@@ -187,6 +241,7 @@ class BatchGenInferencer(GenInferencer):
             keep: takes each batch's ``(key, sample dict)`` pairs, as OpenCompass's output handler makes them.
             pool: carried answers by sample id with their prompts' digests (``carryover.read_pool``).
             batch: prompts per batch; default the model's ``batch_size``.
+            ask: what answers a batch's prompt templates; default the model's ``generate_from_template``.
         """
         ice_idx_list = retriever.retrieve()  # one (empty, for ZeroRetriever) list per row: no prompt yet
         reader = retriever.dataset_reader
@@ -219,11 +274,13 @@ class BatchGenInferencer(GenInferencer):
                 parsed = self.model.parse_template(entry, mode="gen")
                 carried = _carried(parsed, [ids[i] for i in chunk], pool) if ids is not None and pool else {}
                 asked = [i for i in range(len(parsed)) if i not in carried]
-                generated = (
-                    self.model.generate_from_template([entry[i] for i in asked], max_out_len=self.max_out_len, **extra)
-                    if asked
-                    else []
-                )
+                prompts = [entry[i] for i in asked]
+                if not asked:
+                    generated = []
+                elif ask is not None:
+                    generated = ask(prompts)
+                else:
+                    generated = self.model.generate_from_template(prompts, max_out_len=self.max_out_len, **extra)
             answers = dict(zip(asked, batched(generated, returns), strict=False))
             carried_total += len(carried)
             handler = GenInferencerOutputHandler()  # OpenCompass's sample dict, for this batch only

@@ -23,6 +23,7 @@ from mmengine.config import Config
 
 from ..errors import ConfigError
 from ..files import cache_dir, file_lock
+from ..flow import FlowLimits
 from ..planning.limits import DEFAULT_MAX_SEQ_LEN
 from ..tasks import type_name
 
@@ -313,6 +314,9 @@ def api_model(
     timeout: int = 3600,
     retry_passes: int = 2,
     retry_waits: tuple[float, ...] = (30.0, 120.0),
+    max_tokens_in_flight: int | None = None,
+    max_requests_in_flight: int | None = None,
+    throttle_patience: float = 900.0,
     **kwargs: Any,
 ) -> dict[str, Any]:
     """Any OpenAI-compatible server (vLLM serve, SGLang, llama.cpp, LMDeploy serve).
@@ -336,6 +340,12 @@ def api_model(
             A resume (``opencompass CONFIG -r``, ``needlebench retry RUN``) asks again what still failed.
         retry_waits: seconds before each pass (the last repeats); ``Retry-After`` is honoured by the client
             within each pass. Each pass sends half as many requests at a time as the one before.
+        max_tokens_in_flight: the most prompt plus output tokens in flight at once (None: no cap); a batch's
+            requests are admitted in order as they fit, so long prompts go out fewer at a time.
+        max_requests_in_flight: the most requests in flight at once (None: a batch's all at once).
+            With either cap, a 429/503 halves the limits (honouring ``Retry-After``) and answers grow them
+            back; each change is logged and ``results.json`` counts them (``needlebench.flow``).
+        throttle_patience: seconds one request may wait on 429/503 answers before it counts as failed.
         kwargs: further arguments of ``OpenAISDK`` or OpenCompass's model config (checked); ``retry``
             defaults to 2, ``query_per_second`` to 8 and ``meta_template`` to ``CHAT_META_TEMPLATE`` (the
             model gets a dataset's turns as chat messages). A ``pred_postprocessor`` is
@@ -362,6 +372,7 @@ def api_model(
         timeout=timeout,
         retry_passes=retry_passes,
         retry_waits=tuple(retry_waits),
+        **_flow_settings(max_tokens_in_flight, max_requests_in_flight, throttle_patience),
         run_cfg=dict(num_gpus=0),
         meta_template=kwargs.pop("meta_template", CHAT_META_TEMPLATE),
         **kwargs,
@@ -369,6 +380,17 @@ def api_model(
     if tokenizer_path:
         cfg["tokenizer_path"] = tokenizer_path
     return cfg
+
+
+def _flow_settings(tokens: int | None, requests: int | None, patience: float) -> dict[str, Any]:
+    """The flow limits as model config keys, checked now (a config error, not a failed run); none when unset."""
+    try:
+        limits = FlowLimits(tokens, requests, patience)
+    except ValueError as exc:
+        raise ConfigError(f"api_model: {exc}") from None
+    if not limits.active:
+        return {}
+    return dict(max_tokens_in_flight=tokens, max_requests_in_flight=requests, throttle_patience=float(patience))
 
 
 # Keys of an OpenCompass model config that belong to OpenCompass's framework, not to the model class.

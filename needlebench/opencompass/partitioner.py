@@ -62,6 +62,7 @@ from ..planning.settings import RunSettings
 from ..planning.shards import shard_ranges
 from ..retries import RETRY_MODELS_ENV
 from ..tasks import config_params, get_task, is_needlebench
+from .batch import batch_mode
 from .carryover import carry_over, requeue_failed
 from .configs import check_raw_messages
 from .preflight import check_api_server
@@ -233,10 +234,14 @@ class NeedleBenchPartitioner(BasePartitioner):
                 )
         tasks: list[ConfigDict] = []
         runs = iter(plan.models)
+        batch = batch_mode()  # `needlebench batch`: its API models' tasks only, and no server to ask
         for comb in model_dataset_combinations:
             for model in comb["models"]:
-                shards = self._render(model, comb["datasets"], next(runs), out_dir, work_dir, add_cfg)
-                if shards and is_api_model(model):
+                run = next(runs)
+                if batch is not None and not (is_api_model(model) and run.abbr in batch.models):
+                    continue
+                shards = self._render(model, comb["datasets"], run, out_dir, work_dir, add_cfg)
+                if shards and is_api_model(model) and batch is None:
                     # a dead server, a wrong model name or a short --max-model-len: one message now,
                     # not a run of failed requests
                     check_api_server(model)

@@ -1,7 +1,8 @@
 """From a heatmap cell to its samples: clickable grids in ``report.html`` and the compact sample list behind them.
 
 A heatmap in the page is an HTML grid coloured like the PNG one; clicking a cell lists
-its samples: id, depth(s), realised length, the model's answer (cut short), the gold,
+its samples: id, depth(s), realised length, the model's answer (cut short; reasoning a server returned
+apart folded under it), the gold,
 the verdict and error class, and the haystack around each needle with the needle
 marked. The page stays self-contained (plain JavaScript inline, no network) and small:
 no prompt is embedded, only the few hundred characters around each needle, and the
@@ -29,6 +30,7 @@ from ..tasks import get_task, task_names
 __all__ = ["Heatmap", "SampleIndex", "grid_html", "drilldown_script", "ANSWER_CHARS"]
 
 ANSWER_CHARS = 240  # of the model's answer shown (the samples.jsonl keeps 4000)
+REASONING_CHARS = 1200  # of reasoning a server returned apart, shown folded under the answer
 
 
 def _cut(text: Any, limit: int) -> str:
@@ -68,7 +70,7 @@ def _compact(r: GradedSample) -> dict[str, Any]:
         [str(before)[-CONTEXT_CHARS:], str(needle), str(after)[:CONTEXT_CHARS]]
         for before, needle, after in r.context or ()
     ]
-    return {
+    out = {
         "id": r.id,
         "dataset": r.dataset or "",
         "length": r.get("length"),
@@ -81,11 +83,15 @@ def _compact(r: GradedSample) -> dict[str, Any]:
         "gold": _cut(r.gold, GOLD_CHARS),
         "context": context,
     }
+    if r.reasoning is not None:  # only where a server returned reasoning apart: the page stays as small
+        out["reasoning"] = _cut(r.reasoning, REASONING_CHARS)
+    return out
 
 
 def _ending(r: GradedSample) -> str:
     """How the output ended, where it matters: cut off at its budget, or a think block left open."""
     parts = [f"cut off at {r.output_tokens} tokens"] if r.truncated else []
+    parts += ["no answer: budget ran out while reasoning"] if r.ran_out_reasoning else []
     return ", ".join(parts + (["think block open"] if r.think_unclosed else []))
 
 
@@ -192,7 +198,14 @@ _SCRIPT = r"""
       tr.appendChild(el('td', s.tokens));
       tr.appendChild(el('td', (s.correct ? 'correct' : 'wrong') + ' (' + Number(s.score).toFixed(0) + ')', 'verdict'));
       tr.appendChild(el('td', s.error));
-      tr.appendChild(el('td', s.answer, 'text'));
+      const answer = el('td', s.answer, 'text');
+      if (s.reasoning !== null && s.reasoning !== undefined) {
+        const fold = el('details', null, 'reasoning');
+        fold.appendChild(el('summary', 'reasoning (returned apart)'));
+        fold.appendChild(el('div', s.reasoning));
+        answer.appendChild(fold);
+      }
+      tr.appendChild(answer);
       tr.appendChild(el('td', s.gold, 'text'));
       const ctx = el('td', null, 'text');
       s.context.forEach(([before, needle, after]) => {

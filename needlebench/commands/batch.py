@@ -1,0 +1,140 @@
+"""``needlebench batch prepare|collect``: a run's API requests through a batch API instead of online.
+
+``prepare TARGET`` writes each API model's pending requests as OpenAI Batch JSONL, one file per
+prediction file (``<run>/batch/<model>/<dataset>[_<shard>].jsonl``, ``custom_id`` = the sample id, the
+bodies the online path sends): OpenCompass's infer stage runs with nothing sent
+(``opencompass.batch``). TARGET is a config (a new run in ``--work-dir``) or a run folder (its
+pending requests). The files go to the provider's batch API, or through vLLM's ``run_batch``.
+
+``collect RUN RESULTS...`` reads the result files back into OpenCompass's prediction files by the
+online path's own code (failed or missing lines recorded as ``request_failed``); ``opencompass CONFIG
+-r <time>`` then evaluates as usual, and asks the failed ones again online if the model allows.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..opencompass.batch import BatchMode, read_batch_results, replay_table, write_table
+
+__all__ = ["prepare_batch", "collect_batch"]
+
+
+def _opencompass(config: Path, work_dir: Path, resume: str | None, mode: BatchMode) -> int:
+    """OpenCompass's infer stage for ``config`` (resuming run ``resume``), in a batch mode."""
+    opencompass = shutil.which("opencompass") or str(Path(sys.executable).parent / "opencompass")
+    args = [opencompass, str(config), "-w", str(work_dir), "-m", "infer"] + (["-r", resume] if resume else [])
+    return subprocess.run(args, check=False, env={**os.environ, **mode.env()}).returncode
+
+
+def _run_config(run: Path) -> Path:
+    """The config OpenCompass stored in a run (its newest dump)."""
+    configs = sorted((run / "configs").glob("*.py"))
+    if not configs:
+        raise ConfigError(f"batch: {run} holds no configs/*.py (give a run folder, <work_dir>/<time>, or a config)")
+    return configs[-1]
+
+
+def _api_models(config: Path) -> list[str]:
+    """The abbrs of a config's API models (the ones a batch can answer)."""
+    from ..opencompass.configs import load_config
+    from ..planning.limits import is_api_model
+
+    return [m["abbr"] for m in load_config(str(config))[0].get("models", []) if is_api_model(m)]
+
+
+def prepare_batch(target: Path, work_dir: Path, models: Sequence[str] = ()) -> int:
+    """Write the API models' pending requests of a config or a run as batch files; print where they are.
+
+    Args:
+        target: an OpenCompass config (``.py``: a new run in ``work_dir``) or a run folder.
+        work_dir: where a config's new run goes.
+        models: only these API models (by abbr); empty: all.
+
+    Returns:
+        0 when the files were written, else OpenCompass's exit code.
+
+    Raises:
+        ConfigError: no config or run there, no API model, or a model that is not one of them.
+    """
+    if target.is_file():
+        config, work, resume = target, work_dir, None
+    elif target.is_dir():
+        config, work, resume = _run_config(target), target.parent, target.name
+    else:
+        raise ConfigError(f"batch prepare: {target} is neither a config file nor a run folder")
+    chosen = _choose(_api_models(config), models, config)
+    before = {p.name for p in work.iterdir()} if work.is_dir() else set()
+    work.mkdir(parents=True, exist_ok=True)
+    run = target if resume else None
+    # a new run's folder is named by OpenCompass when it starts: the files are staged, then moved into it
+    folder = run / "batch" if run is not None else work / ".needlebench_batch"
+    code = _opencompass(config, work, resume, BatchMode("prepare", str(folder), tuple(chosen)))
+    if code:
+        return code
+    if run is None:
+        made = sorted(p for p in work.iterdir() if p.is_dir() and p.name not in before and not p.name.startswith("."))
+        if not made:
+            raise ConfigError(f"batch prepare: OpenCompass made no run folder in {work}")
+        run = made[-1]
+        if folder.exists():
+            shutil.move(str(folder), str(run / "batch"))
+    files = sorted((run / "batch").glob("*/*.jsonl"))
+    lines = {f: sum(1 for line in f.open(encoding="utf-8") if line.strip()) for f in files}
+    for f, n in lines.items():
+        print(f"{f}: {n} requests")
+    print(f"{sum(lines.values())} requests in {len(files)} files for {', '.join(chosen)}; after the batch ran:")
+    print(f"  needlebench batch collect {run} RESULTS.jsonl ...")
+    return 0
+
+
+def collect_batch(run: Path, results: Sequence[Path], model: str | None = None) -> int:
+    """Read batch result files into a run's prediction files (the online path's code); print what came back.
+
+    Args:
+        run: the run folder ``prepare`` wrote into.
+        results: the result files (OpenAI Batch output and error files).
+        model: the API model they answer (needed when the run has several).
+
+    Returns:
+        0 when every request was answered, 1 when some failed or had no result, else OpenCompass's exit code.
+
+    Raises:
+        ConfigError: no prepared files, an unknown or unnamed model, a result file that is not one.
+    """
+    prepared = sorted(p.parent.name for p in (run / "batch").glob("*/*.jsonl"))
+    if not prepared:
+        raise ConfigError(f"batch collect: {run / 'batch'} holds no prepared files (run `needlebench batch prepare`)")
+    (chosen,) = _choose(sorted(set(prepared)), [model] if model else [], run / "batch", one=True)
+    table, counts = replay_table(run / "batch" / chosen, read_batch_results(results))
+    if counts["unknown"]:
+        print(f"warning: {counts['unknown']} result lines match no prepared request of {chosen} (ignored)")
+    mode = BatchMode("collect", str(run / "batch"), (chosen,))
+    write_table(mode.table(chosen), table)
+    code = _opencompass(_run_config(run), run.parent, run.name, mode)
+    if code:
+        return code
+    print(
+        f"{chosen}: {counts['answered']} answered, {counts['failed']} failed, {counts['missing']} without a result "
+        f"(recorded as request_failed); evaluate with: opencompass {_run_config(run)} -w {run.parent} -r {run.name}"
+    )
+    return 1 if counts["failed"] or counts["missing"] else 0
+
+
+def _choose(available: Sequence[str], asked: Sequence[str], where: Path, one: bool = False) -> list[str]:
+    """The models a batch command works on: those asked (each must be available), else all (or the one)."""
+    if not available:
+        raise ConfigError(f"batch: {where} has no API model (api_model / OpenAISDK) to batch")
+    unknown = sorted(set(asked) - set(available))
+    if unknown:
+        raise ConfigError(f"batch: unknown model(s) {unknown}; the API models are {list(available)}")
+    chosen = list(asked) or list(available)
+    if one and len(chosen) > 1:
+        raise ConfigError(f"batch collect: results answer one model; name it with --model (one of {chosen})")
+    return chosen

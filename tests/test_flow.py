@@ -1,0 +1,126 @@
+"""Tokens in flight (``needlebench.flow``): admission in order within the caps, AIMD on throttling answers.
+
+Real threads against the real limiter; the server side is in ``tests/test_vllm_server.py`` (a throttling proxy
+in front of the vLLM CPU server).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from needlebench.flow import FlowControl, FlowLimits, flow_totals
+
+
+def _run(flow: FlowControl, costs: list[int], hold: float = 0.01) -> tuple[list[int], list[tuple[int, int]]]:
+    """Hand ``costs`` over in order from one thread, each request held ``hold`` s on its own thread; returns the
+    admission order and (tokens, requests) in flight after each admission."""
+    order: list[int] = []
+    seen: list[tuple[int, int]] = []
+    lock = threading.Lock()
+    active = {"tokens": 0, "requests": 0}
+    threads = []
+
+    def work(i: int, slot: object) -> None:
+        time.sleep(hold)
+        with lock:
+            active["tokens"] -= costs[i]
+            active["requests"] -= 1
+        flow.release(slot, ok=True)
+
+    for i, cost in enumerate(costs):
+        slot = flow.take_ticket(cost)
+        flow.admit(slot)
+        with lock:
+            order.append(i)
+            active["tokens"] += cost
+            active["requests"] += 1
+            seen.append((active["tokens"], active["requests"]))
+        t = threading.Thread(target=work, args=(i, slot))
+        t.start()
+        threads.append(t)
+    for t in threads:
+        t.join()
+    return order, seen
+
+
+def test_admission_keeps_order_and_never_exceeds_the_caps() -> None:
+    flow = FlowControl(FlowLimits(max_tokens_in_flight=1000, max_requests_in_flight=3))
+    costs = [300, 500, 200, 900, 100, 100, 400, 2500, 50]
+    order, seen = _run(flow, costs)
+    assert order == list(range(len(costs)))
+    # every moment within both caps, except the one request larger than the token cap, which went alone
+    assert all(r <= 3 for _, r in seen)
+    assert all(t <= 1000 or (t == 2500 and r == 1) for t, r in seen), seen
+    summary = flow.summary()
+    assert summary["requests"] == len(costs) and summary["throttles"] == 0
+    assert summary["max_requests_in_flight_seen"] <= 3 and summary["max_tokens_in_flight_seen"] == 2500
+
+
+def test_a_throttle_halves_once_per_round_then_answers_grow_the_limits_back() -> None:
+    said: list[str] = []
+    waits: list[float] = []
+    flow = FlowControl(
+        FlowLimits(max_tokens_in_flight=8000, max_requests_in_flight=8), log=said.append, sleep=waits.append
+    )
+    slots = [flow.take_ticket(1000) for _ in range(4)]
+    for s in slots:
+        flow.admit(s)
+    gate = threading.Barrier(4)
+    after: list[int] = []
+
+    def pushed_back(i: int) -> None:
+        gate.wait()  # all four of one round are pushed back together
+        assert flow.throttled(slots[i], 429, 2.0 if i == 0 else None)
+        after.append(flow._s.requests)  # admitted again: within the halved limit
+        time.sleep(0.02)
+        flow.release(slots[i], ok=True)
+
+    threads = [threading.Thread(target=pushed_back, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    summary = flow.summary()
+    assert summary["throttles"] == 4 and summary["decreases"] == 1  # the limits halved once, not four times
+    assert summary["lowest_request_limit"] <= 2 and summary["lowest_token_limit"] <= 2000
+    assert sorted(waits)[-1] == 2.0 and len(waits) == 4  # Retry-After honoured; else the back-off's first step
+    assert max(after) <= 2
+    assert any("halved on HTTP 429" in s and "-> " in s for s in said), said
+    # answers grow the limits back one request's worth per window, up to the caps and no further
+    for _ in range(300):
+        s = flow.take_ticket(1000)
+        flow.admit(s)
+        flow.release(s, ok=True)
+    summary = flow.summary()
+    assert summary["increases"] >= 6 and any("grown" in s for s in said)
+    assert flow._s.token_limit == 8000 and flow._s.request_limit == 8
+
+
+def test_patience_spent_raises_and_releases_once() -> None:
+    flow = FlowControl(FlowLimits(max_requests_in_flight=2, throttle_patience=3.0), sleep=lambda _: None)
+    slot = flow.take_ticket(10)
+    flow.admit(slot)
+    assert flow.throttled(slot, 503, 2.0)
+    assert not flow.throttled(slot, 503, 2.0)  # 4 s > 3 s of patience
+    flow.release(slot, ok=False)  # already released: not twice
+    assert flow._s.requests == 0 and flow._s.tokens == 0
+
+
+def test_flow_limits_are_checked_and_records_sum() -> None:
+    with pytest.raises(ValueError, match="max_tokens_in_flight"):
+        FlowLimits(max_tokens_in_flight=0)
+    with pytest.raises(ValueError, match="max_requests_in_flight"):
+        FlowLimits(max_requests_in_flight=2.5)  # type: ignore[arg-type]
+    assert not FlowLimits().active
+    one = FlowControl(FlowLimits(max_requests_in_flight=2))
+    s = one.take_ticket(5)
+    one.admit(s)
+    one.release(s, ok=True)
+    first, second = one.summary(reset=True), one.summary(reset=True)
+    assert first["requests"] == 1 and second["requests"] == 0
+    total = flow_totals([first, second])
+    assert total["requests"] == 1 and total["tasks"] == 2 and total["max_requests_in_flight_seen"] == 1
+    assert flow_totals([]) is None
