@@ -10,7 +10,8 @@ limits halve, at most once per round of requests admitted under the same limits,
 for the server's ``Retry-After`` (else a doubling back-off) before it is admitted again, ahead of requests
 not sent yet. After each full window of successes the limits grow by one request's worth, up to the
 configured caps (additive increase, multiplicative decrease). Every change is logged with its reason,
-and :meth:`FlowControl.summary` is what the run records.
+and :meth:`FlowControl.summary` is what the run records, beside every model's batch size, requests in
+flight and request order (:func:`record_requests`; ``results.json`` sums them per model).
 
 No OpenCompass here: ``opencompass.api.ResilientOpenAISDK`` drives it.
 """
@@ -25,17 +26,18 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = [
-    "FLOW_FILE",
+    "REQUESTS_FILE",
     "THROTTLE_STATUSES",
     "FlowControl",
     "FlowLimits",
     "Slot",
     "flow_totals",
-    "read_flow",
-    "record_flow",
+    "read_requests",
+    "record_requests",
+    "request_totals",
 ]
 
-FLOW_FILE = "needlebench_flow.jsonl"  # one line per infer task: its limits and how they moved
+REQUESTS_FILE = "needlebench_requests.jsonl"  # one line per prediction file: how its requests went out
 THROTTLE_STATUSES = (429, 503)  # answers that mean "fewer at a time", not "this request is broken"
 
 
@@ -300,40 +302,64 @@ class FlowControl:
             return out
 
 
-def record_flow(folder: Any, abbr: str, summary: dict[str, Any]) -> None:
-    """Append one prediction file's flow record to its model's predictions folder (:data:`FLOW_FILE`).
+def record_requests(
+    folder: Any, abbr: str, batch_size: int, in_flight: int, order: str, flow: dict[str, Any] | None
+) -> None:
+    """Append how one prediction file's requests went out to its model's predictions folder (:data:`REQUESTS_FILE`).
 
     Args:
         folder: ``<work_dir>/predictions/<model>`` (a ``pathlib.Path``).
         abbr: the prediction file's name without ``.json``.
-        summary: :meth:`FlowControl.summary` for the requests of that file.
+        batch_size: prompts per batch.
+        in_flight: the most requests the model could have in flight at once.
+        order: the order the prompts were sent in.
+        flow: :meth:`FlowControl.summary` for those requests, None without flow limits.
     """
     import json
 
-    with (folder / FLOW_FILE).open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps({"abbr": abbr, **summary}) + "\n")
+    line = {"abbr": abbr, "batch_size": batch_size, "in_flight": in_flight, "order": order, "flow": flow}
+    with (folder / REQUESTS_FILE).open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(line) + "\n")
 
 
-def read_flow(folder: Any) -> list[dict[str, Any]]:
-    """Every infer task's flow record in a model's predictions folder (:data:`FLOW_FILE`), in order.
+def read_requests(folder: Any) -> list[dict[str, Any]]:
+    """Every prediction file's request record in a model's predictions folder (:data:`REQUESTS_FILE`), in order.
 
     Args:
         folder: ``<work_dir>/predictions/<model>`` (a ``pathlib.Path``).
     """
     import json
 
-    path = folder / FLOW_FILE
+    path = folder / REQUESTS_FILE
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def flow_totals(records: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """A model's flow records in sum: settings (the last task's), throttling answers and limit changes summed,
-    the most in flight and the lowest limits over all tasks; None where no task limited its flow.
+def request_totals(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """How a model's requests went out over its prediction files: the batch sizes and in-flight counts used,
+    the orders, and the flow records summed (:func:`flow_totals`); None where nothing was recorded.
 
     Args:
-        records: :func:`read_flow`'s lines (of one or more runs).
+        records: :func:`read_requests`'s lines (of one or more runs).
+    """
+    if not records:
+        return None
+    return {
+        "files": len(records),
+        "batch_size": sorted({r["batch_size"] for r in records}),
+        "in_flight": sorted({r["in_flight"] for r in records}),
+        "order": sorted({r["order"] for r in records}),
+        "flow": flow_totals([r["flow"] for r in records if r.get("flow")]),
+    }
+
+
+def flow_totals(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """A model's flow records in sum: settings (the last file's), throttling answers and limit changes summed,
+    the most in flight and the lowest limits over all files; None where no file's requests had flow limits.
+
+    Args:
+        records: the ``flow`` of :func:`read_requests`'s lines.
     """
     if not records:
         return None
@@ -344,7 +370,7 @@ def flow_totals(records: list[dict[str, Any]]) -> dict[str, Any] | None:
 
     return {
         "settings": records[-1]["settings"],
-        "tasks": len(records),
+        "files": len(records),
         "requests": sum(r["requests"] for r in records),
         "throttles": sum(r["throttles"] for r in records),
         "decreases": sum(r["decreases"] for r in records),

@@ -122,5 +122,5 @@ def test_flow_limits_are_checked_and_records_sum() -> None:
     first, second = one.summary(reset=True), one.summary(reset=True)
     assert first["requests"] == 1 and second["requests"] == 0
     total = flow_totals([first, second])
-    assert total["requests"] == 1 and total["tasks"] == 2 and total["max_requests_in_flight_seen"] == 1
+    assert total["requests"] == 1 and total["files"] == 2 and total["max_requests_in_flight_seen"] == 1
     assert flow_totals([]) is None

@@ -344,6 +344,11 @@ def test_failed_requests_are_asked_again_in_the_run_and_each_prompt_answered_onc
     bundle = json.loads((run / "summary" / "results.json").read_text())
     assert bundle["retries"]["api-model"]["asked_again"] > 0 and bundle["retries"]["api-model"]["still_failed"] == 0
     assert bundle["retries"]["oracle"] == {"asked_again": 0, "passes": 0, "still_failed": 0}
+    # how each model's requests went out: its batch size, the most in flight, the order (results.json `requests`)
+    for model in ("api-model", "oracle"):
+        sent = bundle["requests"][model]
+        assert sent["batch_size"] == [4] and sent["in_flight"] == [4] and sent["flow"] is None, (model, sent)
+        assert sent["order"] == ["needlebench stream: datasets sharing a haystack interleaved, rows in dataset order"]
     assert {s["score"] for s in _samples(run, "oracle")} == {100.0}
 
 

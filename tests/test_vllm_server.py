@@ -298,7 +298,9 @@ def test_tokens_in_flight_adapt_to_a_rate_limit_and_every_prompt_is_answered_onc
     assert max(r["requests_in_flight"] for r in requests) < 4  # never more than the cap at once (it arrived: < 4)
     samples = _samples(run, "needlebench_srt_en_4k")
     assert len(samples) == 10 and all(s["unscored"] is None for s in samples)
-    flow = json.loads((run / "summary" / "results.json").read_text())["flow"][MODEL]
+    sent = json.loads((run / "summary" / "results.json").read_text())["requests"][MODEL]
+    assert sent["batch_size"] == [10] and sent["in_flight"] == [4] and len(sent["order"]) == 1
+    flow = sent["flow"]
     assert flow["throttles"] == throttled and flow["decreases"] >= 1, flow
     assert flow["settings"]["max_tokens_in_flight"] == 4000 and flow["settings"]["max_requests_in_flight"] == 4
     assert flow["max_tokens_in_flight_seen"] <= 4000 and flow["max_requests_in_flight_seen"] <= 4

@@ -32,7 +32,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from opencompass.models import OpenAISDK
+from opencompass.models.openai_api import OpenAISDK  # the module, not the package: task_entry.py
 
 from ..flow import THROTTLE_STATUSES, FlowControl, FlowLimits
 from ..record import cut_prediction, failed_prediction, prediction_text, server_prediction, unanswered

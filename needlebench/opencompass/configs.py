@@ -47,6 +47,7 @@ ZERO_RETRIEVER = "opencompass.openicl.icl_retriever.ZeroRetriever"
 # OpenCompass's GenInferencer and eval task with one batch (one sample) in memory, writing the same files
 GEN_INFERENCER = "needlebench.opencompass.inferencer.BatchGenInferencer"
 EVAL_TASK = "needlebench.opencompass.eval_task.NeedleBenchEvalTask"
+INFER_TASK = "needlebench.opencompass.infer_task.NeedleBenchInferTask"
 DATASET = "needlebench.opencompass.dataset.NeedleBenchDataset"
 PARTITIONER = "needlebench.opencompass.partitioner.NeedleBenchPartitioner"
 SUMMARIZER = "needlebench.opencompass.summarizer.NeedleBenchSummarizer"
@@ -506,7 +507,7 @@ def runtime(
     _check_runner_options(runner, runner_options)
     infer = dict(
         partitioner=settings.section(PARTITIONER, "infer"),
-        runner=dict(type=runner, max_num_workers=max_workers, task=dict(type="OpenICLInferTask"), **runner_options),
+        runner=dict(type=runner, max_num_workers=max_workers, task=dict(type=INFER_TASK), **runner_options),
     )
     evaluation = dict(
         partitioner=settings.section(PARTITIONER, "eval"),

@@ -29,32 +29,33 @@ from typing import Any
 
 from mmengine.config import Config
 from opencompass.registry import ICL_EVALUATORS
-from opencompass.tasks import OpenICLEvalTask
+from opencompass.tasks.openicl_eval import OpenICLEvalTask  # the module, not the package: task_entry.py
 from opencompass.utils import get_infer_output_path, get_logger
 
 from ..cache.pages import releasing
 from .predictions import iter_prediction_file
+from .task_entry import MODULE as ENTRY
 
 __all__ = ["NeedleBenchEvalTask"]
 
 PROMPT = "origin_prompt"
-MODULE = "needlebench.opencompass.eval_task"
 
 
 class NeedleBenchEvalTask(OpenICLEvalTask):
     """``OpenICLEvalTask`` whose memory is the predictions, not the prompts (see the module)."""
 
     def get_command(self, cfg_path: str, template: str) -> str:
-        """OpenCompass's command line with this module in place of its script (which would run its own task).
+        """OpenCompass's command line with our entry point in place of its script (which would run its own task).
 
-        ``-m`` works both for ``python`` and for ``torch.distributed.run`` (OpenCompass's multi-GPU form).
+        ``-m`` works both for ``python`` and for ``torch.distributed.run`` (OpenCompass's multi-GPU form);
+        the entry point (``task_entry.py``) spares the process OpenCompass's whole dataset and model imports.
 
         Args:
             cfg_path: the task's config file.
             template: the runner's command template (``{task_cmd}``).
         """
         command = super().get_command(cfg_path, template)
-        return command.replace(inspect.getfile(OpenICLEvalTask), f"-m {MODULE}")
+        return command.replace(inspect.getfile(OpenICLEvalTask), f"-m {ENTRY} eval")
 
     def _prompts_unused(self) -> bool:
         """Whether this dataset's evaluator is ours and does not ask for the prompts."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from opencompass.openicl.icl_evaluator import BaseEvaluator
+from opencompass.openicl.icl_evaluator.icl_base_evaluator import BaseEvaluator  # the module: task_entry.py
 
 from ..cache.pages import RELEASE_EVERY, dataset_mappings, released_every
 from ..errors import ConfigError

@@ -32,14 +32,17 @@ from opencompass.utils import batched, get_logger
 
 from ..cache.pages import dataset_mappings, release_mapped
 from ..files import atomic_write
-from ..flow import record_flow
+from ..flow import record_requests
 from ..record import unanswered
 from ..retries import record_retries
 from .batch import BatchMode, batch_line, batch_mode
 from .carryover import CarriedAnswer, prompt_digest, read_pool
 from .predictions import PredictionFile, PredictionLog
 
-__all__ = ["BatchGenInferencer"]
+__all__ = ["BatchGenInferencer", "REQUEST_ORDER"]
+
+# the order every prompt is sent in: the plan's pieces (planning/stream.py), each dataset's rows in their order
+REQUEST_ORDER = "needlebench stream: datasets sharing a haystack interleaved, rows in dataset order"
 
 
 class _Window:
@@ -120,10 +123,7 @@ class BatchGenInferencer(GenInferencer):
 
             self._answer(retriever, ice_template, prompt_template, range(index, len(retriever.retrieve())), keep, pool)
             self._ask_again(retriever, ice_template, prompt_template, failed, keep, folder, filename)
-            flow = getattr(self.model, "flow_summary", None)  # an API model with flow limits (flow.py)
-            summary = flow() if callable(flow) else None
-            if summary is not None:
-                record_flow(folder, Path(filename).stem, summary)
+            self._record_requests(folder, filename)
         except BaseException:
             out.discard()  # the tmp_ file holds what was answered; a resume writes the file again from it
             raise
@@ -134,6 +134,20 @@ class BatchGenInferencer(GenInferencer):
             predictions = saved.write_json(folder / filename)
         saved.path.unlink(missing_ok=True)
         return predictions
+
+    def _record_requests(self, folder: Path, filename: str) -> None:
+        """How this file's requests went out: batch size, most in flight, order, and an API model's flow record."""
+        batch = int(self.batch_size or 1)
+        flow = getattr(self.model, "flow_summary", None)  # an API model with flow limits (flow.py)
+        summary = flow() if callable(flow) else None
+        cap = summary["settings"]["max_requests_in_flight"] if summary is not None else None
+        if summary is not None:  # our admission: at most the cap, within a batch
+            in_flight = min(batch, int(cap)) if cap else batch
+        elif getattr(self.model, "max_workers", None):  # OpenCompass's API models: a thread pool per batch
+            in_flight = min(batch, int(self.model.max_workers))
+        else:  # a local model: one batch at a time
+            in_flight = batch
+        record_requests(folder, Path(filename).stem, batch, in_flight, REQUEST_ORDER, summary)
 
     def _prepare(
         self,

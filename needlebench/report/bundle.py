@@ -31,7 +31,7 @@ import pandas as pd
 from ..context.corpora import corpus_digest
 from ..errors import ConfigError
 from ..files import atomic_write
-from ..flow import flow_totals, read_flow
+from ..flow import read_requests, request_totals
 from ..record import GradedSample
 from ..retries import retry_totals
 from ..tasks import all_tasks
@@ -210,8 +210,9 @@ def make_bundle(results: RunResults, runs: Sequence[Path]) -> dict[str, Any]:
         "tables": {name: _plain(df.to_dict(orient="records")) for name, df in sorted(tables.items())},
         "leaderboard": _board_rows(results, runs[0].name if len(runs) == 1 else "work dir"),
         "retries": {m: _retries(runs, m) for m in results.models},
-        "flow": {
-            m: flow_totals([r for run in runs for r in read_flow(run / "predictions" / m)]) for m in results.models
+        "requests": {
+            m: request_totals([r for run in runs for r in read_requests(run / "predictions" / m)])
+            for m in results.models
         },
         "parity": _parity(runs, records),
     }

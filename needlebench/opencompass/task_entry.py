@@ -1,0 +1,168 @@
+"""The entry point of our infer and eval task processes: OpenCompass's task code, without importing all it ships.
+
+Every OpenCompass task process starts with ``import opencompass.tasks``, whose package imports every
+task module and through them every dataset module (``opencompass.datasets``: hundreds of modules, with
+``transformers``, ``sklearn`` and ``openai``) and every model module (``opencompass.models``): measured
+12-15 s of CPU per process before the first sample, on every shard of every run. A task names its
+classes by their dotted paths (a config dump writes them so), and ours live in ``needlebench``; so this
+entry point first puts *lazy shells* of those three packages in ``sys.modules``: each one's submodules
+import one by one as usual (``opencompass.models.openai_api``), and the package's own ``__init__`` runs
+only when a name is first read from the package itself (``from opencompass.models import X``, a registry
+key ``opencompass.models.X``), so code that needs the whole package still gets it. A task whose config
+names any type by a short registry name (``type="ZeroRetriever"``) runs with the full imports, as
+OpenCompass runs it.
+
+    python -m needlebench.opencompass.task_entry infer|eval TASK_CONFIG.py
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import runpy
+import sys
+import types
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = ["LAZY_PACKAGES", "MODULE", "install_lazy_packages", "names_by_path", "main"]
+
+MODULE = "needlebench.opencompass.task_entry"
+LAZY_PACKAGES = ("opencompass.tasks", "opencompass.datasets", "opencompass.models")
+TASKS = {"infer": "opencompass.tasks.openicl_infer", "eval": "needlebench.opencompass.eval_task"}
+FULL_IMPORTS_ENV = "NEEDLEBENCH_FULL_IMPORTS"  # =1: import OpenCompass's packages whole, as its own script does
+
+
+class _LazyPackage(types.ModuleType):
+    """A package whose names are imported on first read: from the one submodule its ``__init__`` takes a name
+    from (``from .base_api import APITemplateParser``), else by running its whole ``__init__`` once."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "__all__":  # `from package import *`: every name, as the package itself would give them
+            self._load_whole()
+            return self.__dict__.get("__all__") or [k for k in self.__dict__ if not k.startswith("_")]
+        if name.startswith("__"):
+            raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
+        where = _exported(self.__spec__.origin).get(name)
+        if where is not None:  # only the submodule that defines it
+            value = getattr(importlib.import_module(f"{self.__name__}.{where[0]}"), where[1])
+        else:
+            self._load_whole()
+            if name not in self.__dict__:
+                raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
+            value = self.__dict__[name]
+        setattr(self, name, value)
+        return value
+
+    def _load_whole(self) -> None:
+        """Run the package's ``__init__`` in this very module object, once."""
+        if not self.__dict__.get("_needlebench_loaded"):
+            self.__dict__["_needlebench_loaded"] = True
+            self.__spec__.loader.exec_module(self)
+
+
+def _exported(init: str | None) -> dict[str, tuple[str, str]]:
+    """The names a package's ``__init__`` imports by name from its own submodules: name -> (submodule, its name).
+
+    Read from the file's syntax (nothing runs); a ``from .x import *`` line names nothing here.
+    """
+    import ast
+
+    if not init or not init.endswith(".py"):
+        return {}
+    found = _EXPORTED.get(init)
+    if found is None:
+        found = {}
+        with open(init, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+                for alias in node.names:
+                    if alias.name != "*":
+                        found[alias.asname or alias.name] = (node.module, alias.name)
+        _EXPORTED[init] = found
+    return found
+
+
+_EXPORTED: dict[str, dict[str, tuple[str, str]]] = {}
+
+
+def install_lazy_packages(names: tuple[str, ...] = LAZY_PACKAGES) -> None:
+    """Put a lazy shell of each package in ``sys.modules`` (a package imported already is left as it is).
+
+    Each package is found on its parent's path without importing the parent (``opencompass.openicl``'s
+    own ``__init__`` would import ``opencompass.openicl.icl_evaluator`` whole).
+
+    Args:
+        names: the packages' dotted names.
+    """
+    for name in names:
+        spec = None if name in sys.modules else _find_unimported(name)
+        if spec is None or spec.submodule_search_locations is None:
+            continue
+        module = _LazyPackage(name)
+        module.__spec__ = spec
+        module.__file__ = spec.origin
+        module.__path__ = list(spec.submodule_search_locations)
+        module.__package__ = name
+        module.__loader__ = spec.loader
+        sys.modules[name] = module
+        parent, _, child = name.rpartition(".")
+        if parent in sys.modules:
+            setattr(sys.modules[parent], child, module)
+
+
+def _find_unimported(name: str) -> Any:
+    """A module's spec found along its parents' paths, none of the parents imported."""
+    from importlib.machinery import PathFinder
+
+    top, *rest = name.split(".")
+    spec = importlib.util.find_spec(top)  # a top-level spec: nothing is imported
+    for at in range(len(rest)):
+        if spec is None or spec.submodule_search_locations is None:
+            return None
+        spec = PathFinder.find_spec(".".join([top, *rest[: at + 1]]), list(spec.submodule_search_locations))
+    return spec
+
+
+def _types(node: Any) -> Iterator[Any]:
+    """Every ``type`` value in a config tree."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "type":
+                yield value
+            yield from _types(value)
+    elif isinstance(node, (list, tuple)):
+        for item in node:
+            yield from _types(item)
+
+
+def names_by_path(cfg: Any) -> bool:
+    """Whether every type a task config names is a dotted path (so no registry needs a package imported whole).
+
+    Args:
+        cfg: the task's config (models, datasets, ...), as a dict.
+    """
+    return all(isinstance(t, str) and "." in t for t in _types(cfg))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run OpenCompass's infer task, or our eval task, on a task config (OpenCompass's runners call this).
+
+    Args:
+        argv: ``[stage, config path]``; default ``sys.argv[1:]``.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 2 or args[0] not in TASKS:
+        raise SystemExit(f"usage: python -m {MODULE} infer|eval TASK_CONFIG.py")
+    stage, config = args
+    from mmengine.config import Config
+
+    if os.environ.get(FULL_IMPORTS_ENV) != "1" and names_by_path(Config.fromfile(config).to_dict()):
+        install_lazy_packages()
+    sys.argv = [TASKS[stage], config]
+    runpy.run_module(TASKS[stage], run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    main()

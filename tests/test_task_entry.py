@@ -1,0 +1,65 @@
+"""Our task processes' entry point (``needlebench.opencompass.task_entry``): OpenCompass's task code runs without
+importing every dataset and model module OpenCompass ships, and whatever asks for a package's names still gets them.
+
+Behaviour, not time: which modules a fresh process holds (the time it saves is in ``bench/``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import ROOT
+
+from needlebench.opencompass.task_entry import names_by_path
+
+
+def _modules_after(code: str) -> dict:
+    """Run ``code`` in a fresh interpreter after installing the lazy packages; what it prints (JSON)."""
+    prelude = "import sys, json\nfrom needlebench.opencompass.task_entry import install_lazy_packages\ninstall_lazy_packages()\n"
+    done = subprocess.run([sys.executable, "-c", prelude + code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_task_modules_import_without_every_dataset_and_model() -> None:
+    found = _modules_after(
+        "import opencompass.tasks.openicl_infer, needlebench.opencompass.eval_task\n"
+        "import needlebench.opencompass.api, needlebench.opencompass.dataset, needlebench.opencompass.evaluator\n"
+        "ds = [m for m in sys.modules if m.startswith('opencompass.datasets.')]\n"
+        "ms = [m for m in sys.modules if m.startswith('opencompass.models.')]\n"
+        "print(json.dumps({'datasets': ds, 'models': ms, 'tasks': [m for m in sys.modules if m.startswith('opencompass.tasks.')]}))\n"
+    )
+    # OpenCompass's own package imports bring ~300 dataset modules and every model module; here only what is used
+    assert found["datasets"] == ["opencompass.datasets.base"], found["datasets"]
+    assert "opencompass.models.openai_api" in found["models"] and len(found["models"]) <= 5, found["models"]
+    assert not any("huggingface" in m or "vllm" in m or "turbomind" in m for m in found["models"]), found["models"]
+    assert set(found["tasks"]) == {
+        "opencompass.tasks.base",
+        "opencompass.tasks.openicl_infer",
+        "opencompass.tasks.openicl_eval",
+    }
+
+
+def test_names_read_from_a_lazy_package_come_from_their_submodule_or_the_whole_package() -> None:
+    found = _modules_after(
+        "from opencompass.models import APITemplateParser\n"  # named in the package's __init__: its submodule only
+        "one = sorted(m for m in sys.modules if m.startswith('opencompass.models.'))\n"
+        "import opencompass.datasets as d\n"
+        "cls = d.AFQMCDatasetV2\n"  # a name from a `from .x import *` line: the whole package runs once
+        "print(json.dumps({'one': one, 'whole': len([m for m in sys.modules if m.startswith('opencompass.datasets.')]),"
+        " 'cls': cls.__module__, 'parser': APITemplateParser.__module__}))\n"
+    )
+    assert found["one"] == ["opencompass.models.base", "opencompass.models.base_api"], found["one"]
+    assert found["parser"] == "opencompass.models.base_api"
+    assert found["cls"] == "opencompass.datasets.afqmcd" and found["whole"] > 100
+
+
+def test_only_configs_naming_every_type_by_path_go_lean() -> None:
+    by_path = {"models": [{"type": "needlebench.opencompass.scripted.OracleModel"}], "datasets": [[{"type": "a.B"}]]}
+    assert names_by_path(by_path)
+    short = {
+        "models": [{"type": "needlebench.x.Y"}],
+        "datasets": [[{"infer_cfg": {"retriever": {"type": "ZeroRetriever"}}}]],
+    }
+    assert not names_by_path(short)
