@@ -84,11 +84,17 @@ def _files(folder: Path) -> list[str]:
 
 
 def test_predictions_and_results_are_opencompass_bytes(runs: tuple[Path, Path]) -> None:
-    """Every prediction and result file of the batch-bounded path equals the stock path's, byte for byte."""
+    """Every prediction and result file of the batch-bounded path equals the stock path's, byte for byte; beside
+    them, ours adds only its record of how each file's requests went out (``needlebench_requests.jsonl``)."""
+    from needlebench.flow import REQUESTS_FILE
+
     stock, ours = runs
     for sub in ("predictions", "results"):
         names = _files(stock / sub)
-        assert names == _files(ours / sub)
+        theirs = _files(ours / sub)
+        added = [n for n in theirs if Path(n).name == REQUESTS_FILE]
+        assert added == ([] if sub == "results" else sorted({f"{Path(n).parent}/{REQUESTS_FILE}" for n in names}))
+        assert names == [n for n in theirs if n not in added]
         mismatched = [n for n in names if not filecmp.cmp(stock / sub / n, ours / sub / n, shallow=False)]
         assert mismatched == []
     names = _files(stock / "predictions")

@@ -11,7 +11,7 @@ import sys
 
 from conftest import ROOT
 
-from needlebench.opencompass.task_entry import names_by_path
+from needlebench.opencompass.task_entry import typed_by_path
 
 
 def _modules_after(code: str) -> dict:
@@ -57,9 +57,9 @@ def test_names_read_from_a_lazy_package_come_from_their_submodule_or_the_whole_p
 
 def test_only_configs_naming_every_type_by_path_go_lean() -> None:
     by_path = {"models": [{"type": "needlebench.opencompass.scripted.OracleModel"}], "datasets": [[{"type": "a.B"}]]}
-    assert names_by_path(by_path)
+    assert typed_by_path(by_path)
     short = {
         "models": [{"type": "needlebench.x.Y"}],
         "datasets": [[{"infer_cfg": {"retriever": {"type": "ZeroRetriever"}}}]],
     }
-    assert not names_by_path(short)
+    assert not typed_by_path(short)

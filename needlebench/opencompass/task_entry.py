@@ -25,7 +25,7 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["LAZY_PACKAGES", "MODULE", "install_lazy_packages", "names_by_path", "main"]
+__all__ = ["LAZY_PACKAGES", "MODULE", "install_lazy_packages", "typed_by_path", "main"]
 
 MODULE = "needlebench.opencompass.task_entry"
 LAZY_PACKAGES = ("opencompass.tasks", "opencompass.datasets", "opencompass.models")
@@ -137,7 +137,7 @@ def _types(node: Any) -> Iterator[Any]:
             yield from _types(item)
 
 
-def names_by_path(cfg: Any) -> bool:
+def typed_by_path(cfg: Any) -> bool:
     """Whether every type a task config names is a dotted path (so no registry needs a package imported whole).
 
     Args:
@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> None:
     stage, config = args
     from mmengine.config import Config
 
-    if os.environ.get(FULL_IMPORTS_ENV) != "1" and names_by_path(Config.fromfile(config).to_dict()):
+    if os.environ.get(FULL_IMPORTS_ENV) != "1" and typed_by_path(Config.fromfile(config).to_dict()):
         install_lazy_packages()
     sys.argv = [TASKS[stage], config]
     runpy.run_module(TASKS[stage], run_name="__main__", alter_sys=True)
