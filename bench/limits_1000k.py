@@ -79,9 +79,9 @@ def _kind(cmdline: list[str]) -> str:
     text = " ".join(cmdline)
     if "needlebench.cache.arrow_rows" in text:
         return "build"
-    if "openicl_infer" in text or "OpenICLInfer" in text:
+    if "openicl_infer" in text or "OpenICLInfer" in text or "task_entry infer" in text:
         return "infer"
-    if "openicl_eval" in text or "OpenICLEval" in text or "eval_task" in text:
+    if "openicl_eval" in text or "OpenICLEval" in text or "eval_task" in text or "task_entry eval" in text:
         return "eval"
     if "opencompass" in text and "tasks" not in text:
         return "driver"
