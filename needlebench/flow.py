@@ -132,10 +132,10 @@ class FlowControl:
         self._log = log
         self._sleep = sleep
         self._cond = threading.Condition()
-        self._s = _State(
-            token_limit=limits.max_tokens_in_flight or math.inf,
-            request_limit=limits.max_requests_in_flight or math.inf,
-        )
+        # the caps the limits start at and grow back to (no cap: unbounded)
+        self._token_cap = float(limits.max_tokens_in_flight or math.inf)
+        self._request_cap = float(limits.max_requests_in_flight or math.inf)
+        self._s = _State(token_limit=self._token_cap, request_limit=self._request_cap)
 
     def take_ticket(self, cost: int) -> Slot:
         """A request's place, in the order requests are handed over (call from the one thread that orders them).
@@ -187,25 +187,28 @@ class FlowControl:
             slot: the admitted request.
             ok: whether the server answered it (any answer that was not a throttling one).
         """
-        s = self._s
         with self._cond:
-            if not slot.held:  # released already by a throttle whose patience was spent
+            if not self._let_go(slot):  # released already by a throttle whose patience was spent
                 return
-            slot.held = False
-            s.tokens -= slot.cost
-            s.requests -= 1
             if ok:
                 self._grow(slot.cost)
             self._cond.notify_all()
+
+    def _let_go(self, slot: Slot) -> bool:
+        """Take ``slot`` out of the tokens and requests in flight; False when it was not in flight (lock held)."""
+        if not slot.held:
+            return False
+        slot.held = False
+        self._s.tokens -= slot.cost
+        self._s.requests -= 1
+        return True
 
     def _grow(self, cost: int) -> None:
         """After a window of successes (as many as the request limit allows), one request's worth more."""
         s = self._s
         s.successes += 1
         s.window_cost += cost
-        caps = self.limits
-        token_cap = caps.max_tokens_in_flight or math.inf
-        request_cap = caps.max_requests_in_flight or math.inf
+        token_cap, request_cap = self._token_cap, self._request_cap
         if s.token_limit >= token_cap and s.request_limit >= request_cap:
             s.successes, s.window_cost = 0, 0
             return
@@ -235,11 +238,8 @@ class FlowControl:
         with self._cond:
             s.throttles += 1
             slot.throttles += 1
-            if not slot.held:  # its patience was spent before: no more waiting
+            if not self._let_go(slot):  # its patience was spent before: no more waiting
                 return False
-            slot.held = False
-            s.tokens -= slot.cost
-            s.requests -= 1
             if slot.round == s.round:  # the first push-back of this round halves; the rest of it does not
                 before = self._limits_text()
                 s.token_limit = max(1.0, min(s.token_limit, s.tokens + slot.cost) / 2)

@@ -462,9 +462,13 @@ def finish_reason(prediction: object) -> str | None:
     Args:
         prediction: a prediction as saved by OpenCompass's inferencer.
     """
-    if isinstance(prediction, Mapping) and prediction.get(_FINISH_KEY) is not None:
-        return str(prediction[_FINISH_KEY])
-    return None
+    value = _server_field(prediction, _FINISH_KEY)
+    return None if value is None else str(value)
+
+
+def _server_field(prediction: object, key: str) -> Any:
+    """One field a structured prediction carries (None where it is not one, or lacks the field)."""
+    return prediction.get(key) if isinstance(prediction, Mapping) else None
 
 
 def _from_server(prediction: object) -> bool:
@@ -483,11 +487,13 @@ def prediction_text(prediction: object) -> object:
     """
     if not _from_server(prediction):
         return prediction
-    content = prediction.get("prediction") or ""  # type: ignore[union-attr]
-    reasoning = prediction.get(_REASONING_KEY)  # type: ignore[union-attr]
+    content, reasoning = answer_content(prediction), reasoning_text(prediction)
     if not reasoning:
         return content
-    return f"{reasoning}{prediction.get(_THINK_TAG_KEY, '</think>')}{content}" if content else reasoning  # type: ignore[union-attr]
+    if not content:
+        return reasoning
+    tag = _server_field(prediction, _THINK_TAG_KEY)
+    return f"{reasoning}{'</think>' if tag is None else tag}{content}"
 
 
 def answer_content(prediction: object) -> object:
@@ -508,9 +514,8 @@ def reasoning_text(prediction: object) -> str | None:
     Args:
         prediction: a prediction as saved by OpenCompass's inferencer.
     """
-    if isinstance(prediction, Mapping) and prediction.get(_REASONING_KEY):
-        return str(prediction[_REASONING_KEY])
-    return None
+    value = _server_field(prediction, _REASONING_KEY)
+    return str(value) if value else None
 
 
 def server_output_tokens(prediction: object) -> int | None:
@@ -519,6 +524,5 @@ def server_output_tokens(prediction: object) -> int | None:
     Args:
         prediction: a prediction as saved by OpenCompass's inferencer.
     """
-    if isinstance(prediction, Mapping) and prediction.get(_OUTPUT_TOKENS_KEY) is not None:
-        return int(prediction[_OUTPUT_TOKENS_KEY])
-    return None
+    value = _server_field(prediction, _OUTPUT_TOKENS_KEY)
+    return None if value is None else int(value)

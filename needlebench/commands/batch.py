@@ -16,29 +16,20 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import ConfigError
 from ..opencompass.batch import BatchMode, read_batch_results, replay_table, write_table
+from .retry import opencompass_bin, run_config
 
 __all__ = ["prepare_batch", "collect_batch"]
 
 
 def _opencompass(config: Path, work_dir: Path, resume: str | None, mode: BatchMode) -> int:
     """OpenCompass's infer stage for ``config`` (resuming run ``resume``), in a batch mode."""
-    opencompass = shutil.which("opencompass") or str(Path(sys.executable).parent / "opencompass")
-    args = [opencompass, str(config), "-w", str(work_dir), "-m", "infer"] + (["-r", resume] if resume else [])
+    args = [opencompass_bin(), str(config), "-w", str(work_dir), "-m", "infer"] + (["-r", resume] if resume else [])
     return subprocess.run(args, check=False, env={**os.environ, **mode.env()}).returncode
-
-
-def _run_config(run: Path) -> Path:
-    """The config OpenCompass stored in a run (its newest dump)."""
-    configs = sorted((run / "configs").glob("*.py"))
-    if not configs:
-        raise ConfigError(f"batch: {run} holds no configs/*.py (give a run folder, <work_dir>/<time>, or a config)")
-    return configs[-1]
 
 
 def _api_models(config: Path) -> list[str]:
@@ -66,7 +57,7 @@ def prepare_batch(target: Path, work_dir: Path, models: Sequence[str] = ()) -> i
     if target.is_file():
         config, work, resume = target, work_dir, None
     elif target.is_dir():
-        config, work, resume = _run_config(target), target.parent, target.name
+        config, work, resume = run_config(target, "batch prepare"), target.parent, target.name
     else:
         raise ConfigError(f"batch prepare: {target} is neither a config file nor a run folder")
     chosen = _choose(_api_models(config), models, config)
@@ -117,12 +108,13 @@ def collect_batch(run: Path, results: Sequence[Path], model: str | None = None) 
         print(f"warning: {counts['unknown']} result lines match no prepared request of {chosen} (ignored)")
     mode = BatchMode("collect", str(run / "batch"), (chosen,))
     write_table(mode.table(chosen), table)
-    code = _opencompass(_run_config(run), run.parent, run.name, mode)
+    config = run_config(run, "batch collect")
+    code = _opencompass(config, run.parent, run.name, mode)
     if code:
         return code
     print(
         f"{chosen}: {counts['answered']} answered, {counts['failed']} failed, {counts['missing']} without a result "
-        f"(recorded as request_failed); evaluate with: opencompass {_run_config(run)} -w {run.parent} -r {run.name}"
+        f"(recorded as request_failed); evaluate with: opencompass {config} -w {run.parent} -r {run.name}"
     )
     return 1 if counts["failed"] or counts["missing"] else 0
 

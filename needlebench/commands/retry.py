@@ -20,15 +20,28 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..retries import RETRY_MODELS_ENV, failed_requests
 
-__all__ = ["retry_run"]
+__all__ = ["retry_run", "run_config", "opencompass_bin"]
 
 
-def _config(run: Path) -> Path:
-    """The config OpenCompass stored in the run (its newest dump)."""
+def run_config(run: Path, command: str = "retry") -> Path:
+    """The config OpenCompass stored in the run (its newest dump), which a resume of the run is given.
+
+    Args:
+        run: the run folder (``<work_dir>/<time>``).
+        command: the command asking, named in the error.
+
+    Raises:
+        ConfigError: the folder holds no stored config.
+    """
     configs = sorted((run / "configs").glob("*.py"))
     if not configs:
-        raise ConfigError(f"retry: {run} holds no configs/*.py (is it a run folder, <work_dir>/<time>?)")
+        raise ConfigError(f"{command}: {run} holds no configs/*.py (is it a run folder, <work_dir>/<time>?)")
     return configs[-1]
+
+
+def opencompass_bin() -> str:
+    """The ``opencompass`` command: on ``PATH``, else beside this Python."""
+    return shutil.which("opencompass") or str(Path(sys.executable).parent / "opencompass")
 
 
 def retry_run(run: Path, dry_run: bool = False, models: Sequence[str] = ()) -> int:
@@ -55,8 +68,8 @@ def retry_run(run: Path, dry_run: bool = False, models: Sequence[str] = ()) -> i
         print(f"{model} / {dataset}: {n} failed")
     if dry_run:
         return 0
-    config = _config(run)
-    opencompass = shutil.which("opencompass") or str(Path(sys.executable).parent / "opencompass")
+    config = run_config(run)
+    opencompass = opencompass_bin()
     env = {**os.environ, RETRY_MODELS_ENV: ",".join(models)} if models else None
     done = subprocess.run([opencompass, str(config), "-w", str(run.parent), "-r", run.name], check=False, env=env)
     if done.returncode:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from opencompass.models.openai_api import OpenAISDK  # the module, not the package: task_entry.py
@@ -101,7 +102,7 @@ class ResilientOpenAISDK(OpenAISDK):
                 try:
                     response = create(*args, **kwargs)
                     break
-                except Exception as exc:
+                except Exception as exc:  # a throttling answer waits in the flow and goes again; the rest raise
                     status = getattr(exc, "status_code", None)
                     if slot is None or status not in THROTTLE_STATUSES:
                         raise
@@ -244,18 +245,14 @@ class ResilientOpenAISDK(OpenAISDK):
         return text
 
 
+@dataclass(frozen=True)
 class _Noted:
     """The parts of one chat completion OpenCompass's ``OpenAISDK`` reads or drops."""
 
-    __slots__ = ("content", "reasoning", "finish", "completion_tokens")
-
-    def __init__(self, content: str, reasoning: str, finish: str | None, completion_tokens: int | None) -> None:
-        self.content, self.reasoning, self.finish, self.completion_tokens = (
-            content,
-            reasoning,
-            finish,
-            completion_tokens,
-        )
+    content: str
+    reasoning: str
+    finish: str | None
+    completion_tokens: int | None
 
     @classmethod
     def of(cls, response: Any) -> _Noted:

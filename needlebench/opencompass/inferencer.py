@@ -169,8 +169,8 @@ class BatchGenInferencer(GenInferencer):
         ids = test["id"]
         bodies: dict[int, Any] = {}
 
-        def ask(entries: list[Any]) -> list[Any]:
-            made = self.model.request_bodies(self.model.parse_template(entries, mode="gen"), self.max_out_len)
+        def ask(prompts: list[Any]) -> list[Any]:
+            made = self.model.request_bodies(prompts, self.max_out_len)
             bodies.update((id(b), b) for b in made)
             return made
 
@@ -255,7 +255,8 @@ class BatchGenInferencer(GenInferencer):
             keep: takes each batch's ``(key, sample dict)`` pairs, as OpenCompass's output handler makes them.
             pool: carried answers by sample id with their prompts' digests (``carryover.read_pool``).
             batch: prompts per batch; default the model's ``batch_size``.
-            ask: what answers a batch's prompt templates; default the model's ``generate_from_template``.
+            ask: what answers a batch's parsed prompts (``parse_template``'s, made once here); default the
+                model's ``generate_from_template`` on their templates.
         """
         ice_idx_list = retriever.retrieve()  # one (empty, for ZeroRetriever) list per row: no prompt yet
         reader = retriever.dataset_reader
@@ -288,13 +289,13 @@ class BatchGenInferencer(GenInferencer):
                 parsed = self.model.parse_template(entry, mode="gen")
                 carried = _carried(parsed, [ids[i] for i in chunk], pool) if ids is not None and pool else {}
                 asked = [i for i in range(len(parsed)) if i not in carried]
-                prompts = [entry[i] for i in asked]
                 if not asked:
                     generated = []
                 elif ask is not None:
-                    generated = ask(prompts)
+                    generated = ask([parsed[i] for i in asked])
                 else:
-                    generated = self.model.generate_from_template(prompts, max_out_len=self.max_out_len, **extra)
+                    templates = [entry[i] for i in asked]
+                    generated = self.model.generate_from_template(templates, max_out_len=self.max_out_len, **extra)
             answers = dict(zip(asked, batched(generated, returns), strict=False))
             carried_total += len(carried)
             handler = GenInferencerOutputHandler()  # OpenCompass's sample dict, for this batch only

@@ -17,6 +17,7 @@ OpenCompass runs it.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import runpy
@@ -61,30 +62,25 @@ class _LazyPackage(types.ModuleType):
             self.__spec__.loader.exec_module(self)
 
 
+@functools.cache
 def _exported(init: str | None) -> dict[str, tuple[str, str]]:
     """The names a package's ``__init__`` imports by name from its own submodules: name -> (submodule, its name).
 
-    Read from the file's syntax (nothing runs); a ``from .x import *`` line names nothing here.
+    Read from the file's syntax once per file (nothing runs); a ``from .x import *`` line names nothing here.
     """
     import ast
 
     if not init or not init.endswith(".py"):
         return {}
-    found = _EXPORTED.get(init)
-    if found is None:
-        found = {}
-        with open(init, encoding="utf-8") as fh:
-            tree = ast.parse(fh.read())
-        for node in tree.body:
-            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
-                for alias in node.names:
-                    if alias.name != "*":
-                        found[alias.asname or alias.name] = (node.module, alias.name)
-        _EXPORTED[init] = found
-    return found
-
-
-_EXPORTED: dict[str, dict[str, tuple[str, str]]] = {}
+    with open(init, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    return {
+        alias.asname or alias.name: (node.module, alias.name)
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module
+        for alias in node.names
+        if alias.name != "*"
+    }
 
 
 def install_lazy_packages(names: tuple[str, ...] = LAZY_PACKAGES) -> None:
