@@ -54,8 +54,10 @@ def _config() -> Any:
     )
 
 
-def _pipeline(work: Path, stock: bool) -> Path:
-    """OpenCompass's infer and eval tasks, in this process, on the partitioner's plan of :func:`_config`."""
+def _pipeline(work: Path, stock: bool, prompts: str = "text") -> Path:
+    """OpenCompass's infer and eval tasks, in this process, on the partitioner's plan of :func:`_config`.
+
+    ``prompts`` is the run's ``runtime(prompts=...)``: what its prediction files keep of each prompt."""
     from opencompass.tasks import OpenICLEvalTask, OpenICLInferTask
 
     from needlebench.opencompass.eval_task import NeedleBenchEvalTask
@@ -65,7 +67,7 @@ def _pipeline(work: Path, stock: bool) -> Path:
     cfg["work_dir"] = str(work)
     for d in cfg["datasets"]:
         d["infer_cfg"]["inferencer"]["type"] = STOCK_INFERENCER if stock else OURS_INFERENCER
-    for task in NeedleBenchPartitioner(out_dir=str(work / "predictions"), num_shards=3)(cfg):
+    for task in NeedleBenchPartitioner(out_dir=str(work / "predictions"), num_shards=3, prompts=prompts)(cfg):
         OpenICLInferTask(task).run()
     eval_task = OpenICLEvalTask if stock else NeedleBenchEvalTask
     for task in NeedleBenchPartitioner(out_dir=str(work / "results"), stage="eval", eval_tasks=2)(cfg):
@@ -74,21 +76,22 @@ def _pipeline(work: Path, stock: bool) -> Path:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     base = tmp_path_factory.mktemp("inferencer")
-    return _pipeline(base / "stock", stock=True), _pipeline(base / "ours", stock=False)
+    stock, ours = _pipeline(base / "stock", stock=True), _pipeline(base / "ours", stock=False)
+    return stock, ours, _pipeline(base / "digest", stock=False, prompts="digest")
 
 
 def _files(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
 
 
-def test_predictions_and_results_are_opencompass_bytes(runs: tuple[Path, Path]) -> None:
+def test_predictions_and_results_are_opencompass_bytes(runs: tuple[Path, Path, Path]) -> None:
     """Every prediction and result file of the batch-bounded path equals the stock path's, byte for byte; beside
     them, ours adds only its record of how each file's requests went out (``needlebench_requests.jsonl``)."""
     from needlebench.flow import REQUESTS_FILE
 
-    stock, ours = runs
+    stock, ours, _ = runs
     for sub in ("predictions", "results"):
         names = _files(stock / sub)
         theirs = _files(ours / sub)
@@ -112,6 +115,44 @@ def test_predictions_and_results_are_opencompass_bytes(runs: tuple[Path, Path]) 
     assert len([n for n in results if n.endswith(".samples.jsonl")]) == 3 * len(_config()["datasets"])
     oracle = json.loads((ours / "results" / "oracle" / "needlebench_srt_en_4k.json").read_text(encoding="utf-8"))
     assert oracle["score"] == 100 and oracle["details"]  # OpenCompass's dump_details default keeps our details
+
+
+def test_prompts_kept_as_digests_change_no_answer_or_result_and_name_every_sample(
+    runs: tuple[Path, Path, Path],
+) -> None:
+    """``runtime(prompts="digest")``: each entry keeps its prompt's digest and sample id in place of the prompt;
+    the answers, the tmp_-free folders and every result file are the text run's, byte for byte."""
+    from needlebench.opencompass.carryover import prompt_digest
+
+    _, text, digest = runs
+    assert _files(text / "predictions") == _files(digest / "predictions")
+    assert [n for n in _files(text / "results") if not filecmp.cmp(text / "results" / n, digest / "results" / n)] == []
+    by_dataset: dict[tuple[str, str], list[str]] = {}
+    text_bytes = digest_bytes = 0
+    for name in _files(text / "predictions"):
+        if not name.endswith(".json"):
+            continue
+        text_bytes += (text / "predictions" / name).stat().st_size
+        digest_bytes += (digest / "predictions" / name).stat().st_size
+        for (key, full), (key2, kept) in zip(
+            iter_prediction_file(text / "predictions" / name), iter_prediction_file(digest / "predictions" / name)
+        ):
+            assert key == key2 and list(kept) == ["prompt_digest", "sample_id", *list(full)[1:]], (name, kept)
+            assert kept["prompt_digest"] == prompt_digest(full["origin_prompt"])
+            assert {k: v for k, v in kept.items() if k not in ("prompt_digest", "sample_id")} == {
+                k: v for k, v in full.items() if k != "origin_prompt"
+            }
+            model, stem = name.split("/", 1)[0], Path(name).stem
+            whole, _, part = stem.rpartition("_")
+            dataset = whole if part.isdigit() else stem  # a dataset predicted in parts: <abbr>_0, <abbr>_1, ...
+            by_dataset.setdefault((model, dataset), []).append(kept["sample_id"])
+    assert digest_bytes * 5 < text_bytes, (digest_bytes, text_bytes)
+    # the ids name every sample the dataset scored, each once (a dataset's parts together)
+    for model in ("oracle", "garbage", "echo"):
+        for samples in (text / "results" / model).glob("*.samples.jsonl"):
+            dataset = samples.name.removesuffix(".samples.jsonl")
+            ids = [json.loads(line)["id"] for line in samples.read_text(encoding="utf-8").splitlines()]
+            assert sorted(by_dataset[(model, dataset)]) == sorted(ids), (model, dataset)
 
 
 def _retriever(cfg: dict[str, Any]) -> tuple[Any, Any]:

@@ -10,13 +10,17 @@ import subprocess
 import sys
 
 from conftest import ROOT
+from mmengine.config import Config
 
 from needlebench.opencompass.task_entry import typed_by_path
 
 
 def _modules_after(code: str) -> dict:
     """Run ``code`` in a fresh interpreter after installing the lazy packages; what it prints (JSON)."""
-    prelude = "import sys, json\nfrom needlebench.opencompass.task_entry import install_lazy_packages\ninstall_lazy_packages()\n"
+    prelude = (
+        "import sys, json\nfrom needlebench.opencompass.task_entry import install_lazy_packages, import_reader_lazily\n"
+        "install_lazy_packages()\nimport_reader_lazily()\n"
+    )
     done = subprocess.run([sys.executable, "-c", prelude + code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -28,8 +32,18 @@ def test_the_task_modules_import_without_every_dataset_and_model() -> None:
         "import needlebench.opencompass.api, needlebench.opencompass.dataset, needlebench.opencompass.evaluator\n"
         "ds = [m for m in sys.modules if m.startswith('opencompass.datasets.')]\n"
         "ms = [m for m in sys.modules if m.startswith('opencompass.models.')]\n"
-        "print(json.dumps({'datasets': ds, 'models': ms, 'tasks': [m for m in sys.modules if m.startswith('opencompass.tasks.')]}))\n"
+        "ev = [m for m in sys.modules if m.startswith('opencompass.openicl.icl_evaluator.')]\n"
+        "tf = [m for m in sys.modules if m.split('.')[0] == 'transformers']\n"
+        "from opencompass.openicl.icl_dataset_reader import AutoTokenizer\n"  # the reader's, used the first time
+        "real = AutoTokenizer.from_pretrained.__qualname__\n"
+        "import transformers\n"  # the real package, not the stand-in the reader was imported with
+        "print(json.dumps({'datasets': ds, 'models': ms, 'tasks': [m for m in sys.modules if m.startswith('opencompass.tasks.')],"
+        " 'evaluators': ev, 'transformers': tf, 'real': real, 'package': transformers.__file__}))\n"
     )
+    # neither every evaluator OpenCompass ships nor transformers before a model asks for it
+    assert found["evaluators"] == ["opencompass.openicl.icl_evaluator.icl_base_evaluator"], found["evaluators"]
+    assert found["transformers"] == [], found["transformers"]
+    assert found["real"] == "AutoTokenizer.from_pretrained" and found["package"].endswith("transformers/__init__.py")
     # OpenCompass's own package imports bring ~300 dataset modules and every model module; here only what is used
     assert found["datasets"] == ["opencompass.datasets.base"], found["datasets"]
     assert "opencompass.models.openai_api" in found["models"] and len(found["models"]) <= 5, found["models"]
@@ -56,10 +70,19 @@ def test_names_read_from_a_lazy_package_come_from_their_submodule_or_the_whole_p
 
 
 def test_only_configs_naming_every_type_by_path_go_lean() -> None:
-    by_path = {"models": [{"type": "needlebench.opencompass.scripted.OracleModel"}], "datasets": [[{"type": "a.B"}]]}
-    assert typed_by_path(by_path)
-    short = {
-        "models": [{"type": "needlebench.x.Y"}],
-        "datasets": [[{"infer_cfg": {"retriever": {"type": "ZeroRetriever"}}}]],
+    configs = {
+        "by path": {
+            "models": [{"type": "needlebench.opencompass.scripted.OracleModel"}],
+            "datasets": [[{"type": "a.B", "odd key": {"type": "c.D"}}]],
+        },
+        "short name": {
+            "models": [{"type": "needlebench.x.Y"}],
+            "datasets": [[{"infer_cfg": {"retriever": {"type": "ZeroRetriever"}}}]],
+        },
+        "short name, quoted key": {"datasets": [[{"odd key": {"type": "ZeroRetriever"}}]]},  # {'type': ...}
     }
-    assert not typed_by_path(short)
+    for formatted in (True, False):  # as a runner dumps a task config: yapf-formatted or not
+        text = {name: Config(cfg, format_python_code=formatted).pretty_text for name, cfg in configs.items()}
+        assert typed_by_path(text["by path"]), text["by path"]
+        assert not typed_by_path(text["short name"]), text["short name"]
+        assert not typed_by_path(text["short name, quoted key"]), text["short name, quoted key"]

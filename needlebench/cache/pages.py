@@ -22,6 +22,7 @@ import ctypes.util
 import functools
 import logging
 import os
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -59,15 +60,17 @@ def dataset_mappings(dataset: Any) -> list[Span]:
     addresses = sorted(set(_buffer_addresses(dataset))) if files else []
     if not addresses or not MAPS.exists():
         return []
+    # one regular expression over the whole table: a process with a few hundred libraries has thousands of
+    # mappings, and an infer task looks once per piece of its shard (hundreds)
+    text = MAPS.read_text(encoding="utf-8", errors="replace")
+    paths = "|".join(map(re.escape, files))
+    line = re.compile(rf"^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+ +(?:{paths})$", re.M)
     found = []
-    with MAPS.open(encoding="utf-8", errors="replace") as maps:
-        for line in maps:  # "start-end perms offset dev inode   path"
-            fields = line.rstrip("\n").split(maxsplit=5)
-            if len(fields) == 6 and fields[5] in files:
-                start, end = (int(x, 16) for x in fields[0].split("-"))
-                at = bisect.bisect_left(addresses, start)  # the first buffer at or after the mapping's start
-                if at < len(addresses) and addresses[at] < end:
-                    found.append((start, end))
+    for match in line.finditer(text):  # "start-end perms offset dev inode   path"
+        start, end = int(match.group(1), 16), int(match.group(2), 16)
+        at = bisect.bisect_left(addresses, start)  # the first buffer at or after the mapping's start
+        if at < len(addresses) and addresses[at] < end:
+            found.append((start, end))
     return found
 
 

@@ -33,11 +33,21 @@ from ..retries import read_retries
 from ..tasks import config_params
 from .predictions import PredictionLog, iter_prediction_file
 
-__all__ = ["POOL_FILE", "CarriedAnswer", "carry_over", "prompt_digest", "read_pool", "requeue_failed"]
+__all__ = [
+    "POOL_FILE",
+    "CarriedAnswer",
+    "carry_over",
+    "digested_entry",
+    "entry_digest",
+    "prompt_digest",
+    "read_pool",
+    "requeue_failed",
+]
 
 log = logging.getLogger(__name__)
 
 POOL_FILE = "needlebench_reuse.jsonl"  # in predictions/<model>/: the answers a re-plan carried over
+PROMPT_KEY = "origin_prompt"  # OpenCompass's prompt, as the model was sent it
 
 
 def prompt_digest(prompt: Any) -> str:
@@ -48,6 +58,36 @@ def prompt_digest(prompt: Any) -> str:
     """
     text = json.dumps(prompt, ensure_ascii=False, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def digested_entry(entry: Mapping[str, Any], sample_id: str) -> dict[str, Any]:
+    """A prediction entry with its prompt kept as a digest and the sample's id (``runtime(prompts="digest")``).
+
+    ``origin_prompt`` gives way to ``prompt_digest`` and ``sample_id`` at its place; every other key stays
+    as OpenCompass's output handler wrote it. The prompt itself is the dataset cache's row ``sample_id``
+    rendered by the model's template, and its digest tells whether a later rendering is the same prompt.
+
+    Args:
+        entry: the entry as OpenCompass's ``GenInferencerOutputHandler`` makes it.
+        sample_id: the sample's ``id`` in the dataset.
+    """
+    out: dict[str, Any] = {}
+    for key, value in entry.items():
+        if key == PROMPT_KEY:
+            out["prompt_digest"] = prompt_digest(value)
+            out["sample_id"] = sample_id
+        else:
+            out[key] = value
+    return out
+
+
+def entry_digest(entry: Mapping[str, Any]) -> str:
+    """The digest of the prompt a saved prediction entry was asked with, kept as text or as a digest.
+
+    Args:
+        entry: a prediction file's entry.
+    """
+    return entry["prompt_digest"] if "prompt_digest" in entry else prompt_digest(entry[PROMPT_KEY])
 
 
 CarriedAnswer = tuple[str, dict[str, Any]]  # (prompt digest, {"prediction": the answer as OpenCompass saved it})
@@ -111,7 +151,7 @@ def _pool_part(
                 "id": row["id"],
                 "dataset": part.dataset,
                 "max_out_len": limit.out_len,
-                "digest": prompt_digest(entry["origin_prompt"]),
+                "digest": entry_digest(entry),
                 # the answer alone: the inferencer renders the prompt anew (its digest is checked), and a pool of
                 # whole entries would hold every prompt again (gigabytes at 1000k), read by every infer task
                 "entry": {"prediction": entry["prediction"]},

@@ -481,6 +481,7 @@ def runtime(
     runner: str = "LocalRunner",
     template_margin: int = 64,
     measure_with_model_tokenizer: bool = True,
+    prompts: str = "text",
     **runner_options: Any,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """``infer`` and ``eval`` sections: token-aware shards, per-model over-length handling.
@@ -494,6 +495,9 @@ def runtime(
         runner: an OpenCompass runner (``LocalRunner``, ``SlurmRunner``, ``DLCRunner``, ``VOLCRunner``).
         template_margin: tokens kept free for the chat template in each model's room.
         measure_with_model_tokenizer: scale each room by the model tokenizer's tokens per cl100k token.
+        prompts: what prediction files keep of each prompt: ``"text"`` (OpenCompass's ``origin_prompt``,
+            read by its own tools) or ``"digest"`` (its digest and sample id: a 1000k run's predictions shrink
+            from the prompts' size to kilobytes per sample; the text stays in the dataset cache).
         **runner_options: that runner's own settings (e.g. ``partition`` for Slurm), checked against its
             signature so a typo fails when the config is read.
     """
@@ -503,6 +507,7 @@ def runtime(
         template_margin=template_margin,
         measure_with_model_tokenizer=measure_with_model_tokenizer,
         eval_tasks=eval_workers,
+        prompts=prompts,
     )
     _check_runner_options(runner, runner_options)
     infer = dict(

@@ -31,12 +31,14 @@ from opencompass.openicl.icl_inferencer.icl_base_inferencer import GenInferencer
 from opencompass.utils import batched, get_logger
 
 from ..cache.pages import dataset_mappings, release_mapped
+from ..errors import ConfigError
 from ..files import atomic_write
 from ..flow import record_requests
+from ..planning.settings import PROMPT_RECORDS
 from ..record import unanswered
 from ..retries import record_retries
 from .batch import BatchMode, batch_line, batch_mode
-from .carryover import CarriedAnswer, prompt_digest, read_pool
+from .carryover import CarriedAnswer, digested_entry, prompt_digest, read_pool
 from .predictions import PredictionFile, PredictionLog
 
 __all__ = ["BatchGenInferencer", "REQUEST_ORDER"]
@@ -63,7 +65,20 @@ class BatchGenInferencer(GenInferencer):
     """``GenInferencer`` whose memory is one batch of prompts, not its task's shard (see the module).
 
     Takes ``GenInferencer``'s arguments; set as ``infer_cfg["inferencer"]["type"]`` by our dataset configs.
+
+    Args:
+        prompts: ``"text"`` (OpenCompass's entries, ``origin_prompt`` and all) or ``"digest"`` (each entry
+            keeps its prompt's digest and sample id instead: ``carryover.digested_entry``); the partitioner
+            sets it from ``runtime(prompts=...)``.
+        *args: ``GenInferencer``'s.
+        **kwargs: ``GenInferencer``'s.
     """
+
+    def __init__(self, *args: Any, prompts: str = "text", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if prompts not in PROMPT_RECORDS:
+            raise ConfigError(f"inferencer prompts: {prompts!r}; choose from {PROMPT_RECORDS}")
+        self.prompts = prompts
 
     def inference(
         self,
@@ -273,7 +288,8 @@ class BatchGenInferencer(GenInferencer):
         logger = get_logger()
         logger.info(f"Starting inference: {len(rows)} prompts, {batch} at a time")
         test = reader.dataset["test"]
-        ids = test["id"] if pool and "id" in test.column_names else None
+        keyed = (pool or self.prompts == "digest") and "id" in test.column_names
+        ids = test["id"] if keyed else None
         carried_total = 0
         for at in range(0, len(rows), batch):
             chunk = list(rows[at : at + batch])
@@ -287,7 +303,7 @@ class BatchGenInferencer(GenInferencer):
             )
             with torch.no_grad():
                 parsed = self.model.parse_template(entry, mode="gen")
-                carried = _carried(parsed, [ids[i] for i in chunk], pool) if ids is not None and pool else {}
+                carried = _carried(parsed, [ids[i] for i in chunk], pool) if keyed and pool else {}
                 asked = [i for i in range(len(parsed)) if i not in carried]
                 if not asked:
                     generated = []
@@ -307,7 +323,10 @@ class BatchGenInferencer(GenInferencer):
                 else:
                     prediction = answers[offset][0] if returns == 1 else answers[offset]
                 handler.save_results(prompt, prediction, row, gold=gold)
-            keep(list(handler.results_dict.items()))
+            entries = list(handler.results_dict.items())
+            if self.prompts == "digest" and keyed:
+                entries = [(key, digested_entry(value, ids[row])) for (key, value), row in zip(entries, chunk)]
+            keep(entries)
             release_mapped(mapped)  # this batch's prompts leave the task's RSS with it
             end = at + len(chunk)
             if (end // batch) % 100 == 0 or end == len(rows):

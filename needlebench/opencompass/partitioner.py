@@ -64,7 +64,7 @@ from ..retries import RETRY_MODELS_ENV
 from ..tasks import config_params, get_task, is_needlebench
 from .batch import batch_mode
 from .carryover import carry_over, requeue_failed
-from .configs import check_raw_messages
+from .configs import GEN_INFERENCER, check_raw_messages
 from .preflight import check_api_server
 from .resume import repair_predictions
 from .slurm_preflight import check_slurm, is_slurm_runner
@@ -85,6 +85,30 @@ def _write_overlength(plan: RunPlan, work_dir: str) -> None:
         return
     with atomic_write(osp.join(work_dir, OVERLENGTH_FILE)) as tmp, open(tmp, "w", encoding="utf-8") as fh:
         json.dump(data, fh, indent=1, sort_keys=True)
+
+
+def _task_config(model: dict, datasets: list[dict], work_dir: str, add_cfg: dict) -> Config:
+    """One task's config, as OpenCompass's partitioners make it, written to its file unformatted.
+
+    The runner writes each task's config to a Python file (``Config.dump``) before it starts the task;
+    mmengine formats that text with yapf unless told not to, which for a task of a few hundred dataset
+    pieces cost the driver 40 of a 4k run's 115 CPU seconds (``bench/pipeline_4k.json``). The text
+    without the formatting is the same Python, read back to the same config.
+    """
+    return Config(
+        {"models": [model], "datasets": [datasets], "work_dir": work_dir, **add_cfg}, format_python_code=False
+    )
+
+
+def _keeping_prompts(dataset: dict, prompts: str) -> dict:
+    """A piece's config whose inferencer (ours) keeps each prompt as the run says (``RunSettings.prompts``).
+
+    ``"text"`` leaves the config as written (OpenCompass's files); another inferencer is left alone.
+    """
+    inferencer = dataset.get("infer_cfg", {}).get("inferencer", {})
+    if prompts == "text" or inferencer.get("type") != GEN_INFERENCER:
+        return dataset
+    return {**dataset, "infer_cfg": {**dataset["infer_cfg"], "inferencer": {**inferencer, "prompts": prompts}}}
 
 
 def _groups(datasets: list[dict], count: int) -> list[list[dict]]:
@@ -313,15 +337,15 @@ class NeedleBenchPartitioner(BasePartitioner):
             d for d in datasets if not is_needlebench(d) and not osp.exists(get_infer_output_path(model, d, out_dir))
         ]
         if foreign:
-            tasks.append(Config({"models": [model], "datasets": [foreign], "work_dir": work_dir, **add_cfg}))
+            tasks.append(_task_config(model, foreign, work_dir, add_cfg))
         for shard in run.shards:
             chunk = [
-                part_config(by_abbr[p.dataset], run.limits[p.dataset], p)
+                _keeping_prompts(part_config(by_abbr[p.dataset], run.limits[p.dataset], p), self.settings.prompts)
                 for p in shard.parts
                 if not done(p.dataset) and not done(p.abbr)
             ]
             if chunk:
-                tasks.append(Config({"models": [model], "datasets": [chunk], "work_dir": work_dir, **add_cfg}))
+                tasks.append(_task_config(model, chunk, work_dir, add_cfg))
         return tasks
 
     def _eval_tasks(self, model_dataset_combinations: list[dict], work_dir: str, add_cfg: dict) -> list[ConfigDict]:
@@ -359,5 +383,5 @@ class NeedleBenchPartitioner(BasePartitioner):
                         names[d["abbr"]] = _planned_names(d)
                     datasets.append(_evaluated(d, limit, names[d["abbr"]]))
                 for group in _groups(datasets, self.settings.eval_tasks):
-                    tasks.append(Config({"models": [model], "datasets": [group], "work_dir": work_dir, **add_cfg}))
+                    tasks.append(_task_config(model, group, work_dir, add_cfg))
         return tasks

@@ -33,6 +33,7 @@ __all__ = ["prediction_bytes", "stage_stop", "check_stages"]
 
 # what Python prints for ENOSPC / EDQUOT, and for an allocation refused under `prlimit --as`
 _DISK_FULL = re.compile(r"No space left on device|Disk quota exceeded|OutOfSpace")
+DIGEST_BYTES = 64  # a sha256 in hex: what a prediction entry keeps of its prompt under prompts="digest"
 _NO_MEMORY = re.compile(r"\bMemoryError\b|OutOfMemory")
 
 
@@ -40,7 +41,8 @@ def prediction_bytes(datasets: list[dict]) -> int:
     """At least how many bytes the prediction files of these dataset configs take: their prompts' UTF-8 bytes.
 
     OpenCompass stores every prompt in its prediction file (``origin_prompt``), so the prompts are
-    a lower bound; read from the memory-mapped rows, no prompt is copied.
+    a lower bound; read from the memory-mapped rows, no prompt is copied. A piece whose inferencer keeps
+    digests (``runtime(prompts="digest")``) needs a digest's bytes per sample instead.
 
     Args:
         datasets: needlebench dataset configs as the partitioner hands them out (``test_range`` respected).
@@ -55,6 +57,9 @@ def prediction_bytes(datasets: list[dict]) -> int:
         if match:
             start, end = int(match.group(1) or 0), int(match.group(2) or len(rows))
             rows = rows.select(range(start, min(end, len(rows))))
+        if ((d.get("infer_cfg") or {}).get("inferencer") or {}).get("prompts") == "digest":
+            total += DIGEST_BYTES * len(rows)
+            continue
         prompts = rows.with_format("arrow")[:]["prompt"]
         total += int(pc.sum(pc.binary_length(prompts)).as_py() or 0)
     return total
@@ -104,7 +109,12 @@ def stage_stop(
     if full:
         folder.mkdir(parents=True, exist_ok=True)
         free = shutil.disk_usage(folder).free
-        needed = f"They need at least {need:,} bytes (OpenCompass stores every prompt)" if need else "They need more"
+        needed = (
+            f'They need at least {need:,} bytes (OpenCompass stores every prompt; runtime(prompts="digest") '
+            "keeps its digest instead)"
+            if need
+            else "They need more"
+        )
         return OutOfSpace(
             f"{stage} stage stopped: {folder}: no space left on its file system while {model_abbr}'s "
             f"{'predictions' if stage == 'infer' else 'results'} were written ({names}; see {full[0]}). "

@@ -20,18 +20,76 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import re
 import runpy
 import sys
 import types
-from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["LAZY_PACKAGES", "MODULE", "install_lazy_packages", "typed_by_path", "main"]
+__all__ = ["LAZY_PACKAGES", "MODULE", "import_reader_lazily", "install_lazy_packages", "typed_by_path", "main"]
 
 MODULE = "needlebench.opencompass.task_entry"
-LAZY_PACKAGES = ("opencompass.tasks", "opencompass.datasets", "opencompass.models")
+LAZY_PACKAGES = (
+    "opencompass.tasks",
+    "opencompass.datasets",
+    "opencompass.models",
+    # OpenCompass's prompt and evaluation machinery: every evaluator, inferencer and retriever it ships
+    "opencompass.openicl",
+    "opencompass.openicl.icl_evaluator",
+    "opencompass.openicl.icl_inferencer",
+    "opencompass.openicl.icl_retriever",
+)
+# OpenCompass's dataset reader, which every task imports, takes ``transformers.AutoTokenizer`` for an encoder
+# no task of ours builds: importing transformers and that name costs 3.5 s of CPU per process. The reader is
+# imported with a stand-in that imports the real name on first use (``import_reader_lazily``).
+READER = "opencompass.openicl.icl_dataset_reader"
+READER_NEEDS = (
+    "torch",
+    "datasets",
+    "opencompass.registry",
+    "opencompass.utils",
+    "opencompass.openicl.icl_prompt_template",
+)
 TASKS = {"infer": "opencompass.tasks.openicl_infer", "eval": "needlebench.opencompass.eval_task"}
 FULL_IMPORTS_ENV = "NEEDLEBENCH_FULL_IMPORTS"  # =1: import OpenCompass's packages whole, as its own script does
+
+
+class _LazyName:
+    """Stands for ``module.name`` until first used (an attribute read or a call): then imports and uses it."""
+
+    def __init__(self, module: str, name: str) -> None:
+        self._where = (module, name)
+
+    def _real(self) -> Any:
+        module, name = self._where
+        return getattr(importlib.import_module(module), name)
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._real(), attr)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._real()(*args, **kwargs)
+
+
+def import_reader_lazily() -> None:
+    """Import OpenCompass's dataset reader with a stand-in ``transformers`` that gives it a lazy ``AutoTokenizer``.
+
+    The stand-in is in ``sys.modules`` only while the reader's own lines run (what else it imports is
+    imported before), so every later ``import transformers`` gets the real package; the reader's
+    ``AutoTokenizer`` imports the real one the first time it is used.
+    """
+    if READER in sys.modules or "transformers" in sys.modules:
+        return
+    for name in READER_NEEDS:
+        importlib.import_module(name)
+    stand_in = types.ModuleType("transformers")
+    stand_in.AutoTokenizer = _LazyName("transformers", "AutoTokenizer")  # type: ignore[attr-defined]
+    sys.modules["transformers"] = stand_in
+    try:
+        importlib.import_module(READER)
+    finally:
+        if sys.modules.get("transformers") is stand_in:
+            del sys.modules["transformers"]
 
 
 class _LazyPackage(types.ModuleType):
@@ -121,25 +179,21 @@ def _find_unimported(name: str) -> Any:
     return spec
 
 
-def _types(node: Any) -> Iterator[Any]:
-    """Every ``type`` value in a config tree."""
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "type":
-                yield value
-            yield from _types(value)
-    elif isinstance(node, (list, tuple)):
-        for item in node:
-            yield from _types(item)
+# a ``type`` in a dumped config (``type=...`` or ``'type': ...``) whose value is not a quoted dotted path
+_NOT_BY_PATH = re.compile(r"""(?:\btype\s*=|['"]type['"]\s*:)\s*+(?!'[\w.]*\.[\w.]*'|"[\w.]*\.[\w.]*")""")
 
 
-def typed_by_path(cfg: Any) -> bool:
-    """Whether every type a task config names is a dotted path (so no registry needs a package imported whole).
+def typed_by_path(text: str) -> bool:
+    """Whether every type a dumped task config names is a dotted path (so no registry needs a package whole).
+
+    Read from the file's text, not by loading it (the task loads it once, as OpenCompass's script does):
+    a ``type`` whose value is a short registry name, a class, or anything but a quoted dotted path says no.
+    Text that merely looks like one (a ``type=`` inside a string) says no too, which costs only the lean start.
 
     Args:
-        cfg: the task's config (models, datasets, ...), as a dict.
+        text: the task's config file, as the runner wrote it (``Config.dump``).
     """
-    return all(isinstance(t, str) and "." in t for t in _types(cfg))
+    return _NOT_BY_PATH.search(text) is None
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -152,10 +206,11 @@ def main(argv: list[str] | None = None) -> None:
     if len(args) != 2 or args[0] not in TASKS:
         raise SystemExit(f"usage: python -m {MODULE} infer|eval TASK_CONFIG.py")
     stage, config = args
-    from mmengine.config import Config
-
-    if os.environ.get(FULL_IMPORTS_ENV) != "1" and typed_by_path(Config.fromfile(config).to_dict()):
+    with open(config, encoding="utf-8") as fh:
+        lean = os.environ.get(FULL_IMPORTS_ENV) != "1" and typed_by_path(fh.read())
+    if lean:
         install_lazy_packages()
+        import_reader_lazily()
     sys.argv = [TASKS[stage], config]
     runpy.run_module(TASKS[stage], run_name="__main__", alter_sys=True)
 

@@ -14,10 +14,12 @@ from typing import Any
 from ..errors import ConfigError
 from ..tasks.sparse.retrieval import OVERLENGTH_POLICIES
 
-__all__ = ["RunSettings"]
+__all__ = ["PROMPT_RECORDS", "RunSettings"]
 
 # OpenCompass's own keys of a partitioner's config section: not ours to check
 _OPENCOMPASS_KEYS = ("type", "stage", "out_dir", "keep_keys")
+# how a prediction file keeps each prompt: OpenCompass's whole text, or its digest and the sample's id
+PROMPT_RECORDS = ("text", "digest")
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,10 @@ class RunSettings:
         measure_with_model_tokenizer: scale the room by the model tokenizer's tokens per cl100k token.
         eval_tasks: the eval stage groups each model's datasets into this many tasks (0: one per dataset);
             it changes no prediction, so a resume that changes it is the same plan.
+        prompts: what each prediction file keeps of a prompt: ``"text"`` (OpenCompass's ``origin_prompt``,
+            which its own tools read) or ``"digest"`` (the prompt's digest and its sample id; the text stays
+            in the dataset cache). It changes no request and no score, so a resume that changes it is the
+            same plan; files written either way mix freely.
 
     Raises:
         ConfigError: an unknown policy, fewer than one shard, or a negative count.
@@ -41,6 +47,7 @@ class RunSettings:
     template_margin: int = 64
     measure_with_model_tokenizer: bool = True
     eval_tasks: int = field(default=0, compare=False)
+    prompts: str = field(default="text", compare=False)
 
     def __post_init__(self) -> None:
         if self.overlength not in OVERLENGTH_POLICIES:
@@ -49,6 +56,8 @@ class RunSettings:
             raise ConfigError(f"num_shards: {self.num_shards} must be at least 1")
         if self.template_margin < 0:
             raise ConfigError(f"template_margin: {self.template_margin} must not be negative")
+        if self.prompts not in PROMPT_RECORDS:
+            raise ConfigError(f"prompts: {self.prompts!r}; choose from {PROMPT_RECORDS}")
         if self.eval_tasks < 0:
             raise ConfigError(f"eval_tasks: {self.eval_tasks} must not be negative")
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..aggregate.plots import length_label, plt
+from ..aggregate.plots import length_label, pyplot
 from ..grading.evaluation import CONTEXT_CHARS, GOLD_CHARS
 from ..record import GradedSample
 from ..tasks import get_task, task_names
@@ -125,7 +125,7 @@ def cell_key(depth: float, length: int) -> str:
 def _colour(value: float) -> str:
     if value is None or math.isnan(value):
         return "#dddddd"
-    r, g, b, _ = plt.get_cmap("RdYlGn")(max(0.0, min(1.0, value / 100.0)))
+    r, g, b, _ = pyplot().get_cmap("RdYlGn")(max(0.0, min(1.0, value / 100.0)))
     return f"#{int(r * 255):02x}{int(g * 255):02x}{int(b * 255):02x}"
 
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..aggregate.plots import length_label, plt, png
+from ..aggregate.plots import length_label, png, pyplot
 
 __all__ = ["heatmap_png"]
 
@@ -28,7 +28,7 @@ def heatmap_png(table: pd.DataFrame, title: str, diverging: bool = False) -> byt
     means = table.mean(axis=0, skipna=True)
     values = np.vstack([table.to_numpy(dtype=float), means.to_numpy(dtype=float)[None, :]])
     rows = [f"{d:g}" for d in table.index] + ["mean"]
-    fig, ax = plt.subplots(figsize=(1.0 + 0.75 * len(table.columns), 1.0 + 0.38 * len(rows)))
+    fig, ax = pyplot().subplots(figsize=(1.0 + 0.75 * len(table.columns), 1.0 + 0.38 * len(rows)))
     masked = np.ma.masked_invalid(values)
     if diverging:
         lim = max(1.0, float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0)

@@ -30,7 +30,7 @@ import pandas as pd
 
 from ...aggregate.cells import NAN, Estimate, format_failure_rate, output_notes, percent, put_interval, truncated_rate
 from ...aggregate.metrics import mean
-from ...aggregate.plots import percent_axes, plt, png
+from ...aggregate.plots import percent_axes, png, pyplot
 from ...aggregate.uncertainty import interval, resample_means
 from ...protocol import reference_values
 from ...record import GradedSample
@@ -244,7 +244,7 @@ def atc_curve_png(records: Sequence[GradedSample], title: str) -> bytes:
     Returns:
         The figure as PNG bytes.
     """
-    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    fig, ax = pyplot().subplots(figsize=(6.5, 3.6))
     by_model: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
         by_model[f"{r.model} ({r.lang.upper()})"][int(r.fields["num_needles"])].append(float(r.score))

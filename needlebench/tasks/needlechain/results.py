@@ -12,7 +12,7 @@ import pandas as pd
 
 from ...aggregate.cells import NAN, Estimate, output_notes, percent, put_interval, truncated_rate
 from ...aggregate.metrics import GRADER_ERROR, error_shares, mean
-from ...aggregate.plots import percent_axes, plt, png
+from ...aggregate.plots import percent_axes, png, pyplot
 from ...aggregate.uncertainty import resample_means
 from ...protocol import reference_values
 from ...record import GradedSample
@@ -208,7 +208,7 @@ def chain_k_png(records: Sequence[GradedSample], model: str) -> bytes:
         The figure as PNG bytes.
     """
     questions = sorted({r.fields["question"] for r in records if r.model == model})
-    fig, axes = plt.subplots(1, max(1, len(questions)), figsize=(5.2 * max(1, len(questions)), 3.4), squeeze=False)
+    fig, axes = pyplot().subplots(1, max(1, len(questions)), figsize=(5.2 * max(1, len(questions)), 3.4), squeeze=False)
     for ax, question in zip(axes[0], questions):
         by: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
         for r in records:
@@ -241,7 +241,7 @@ def chain_positions_png(records: Sequence[GradedSample], model: str, bins: int =
     k_max = max((int(r.fields["k"]) for r in mine), default=0)
     profile = position_profile(mine, bins=bins, min_k=k_max)
     variants = [v for v in VARIANTS if v in profile]
-    fig, axes = plt.subplots(
+    fig, axes = pyplot().subplots(
         1, 2, figsize=(11, 1.6 + 0.5 * max(1, len(variants))), squeeze=False, constrained_layout=True
     )
     for ax, axis in zip(axes[0], ("presented", "reasoning")):

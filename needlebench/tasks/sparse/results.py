@@ -9,18 +9,19 @@ from __future__ import annotations
 import importlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
-
-from matplotlib.ticker import MaxNLocator
+from typing import TYPE_CHECKING, Any
 
 from ...aggregate.metrics import mean
-from ...aggregate.plots import percent_axes, plt, png
+from ...aggregate.plots import percent_axes, png, pyplot
 from ...errors import ConfigError
 from ...protocol import reference_values
 from ...record import GradedSample
 from ...taskspec import Conformance, ReportParts, Skipped, TaskResults
 from ..conformance import conformance, count_coverage, coverage, option_differences
 from ..profiles import Suite, get_suite
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = [
     "SINGLE",
@@ -50,14 +51,14 @@ def needle_points(record: GradedSample) -> Iterable[tuple[float, float]]:
         yield from depth_points(record)
 
 
-def mrt_position_figure(records: Sequence[GradedSample], title: str) -> plt.Figure:
+def mrt_position_figure(records: Sequence[GradedSample], title: str) -> Figure:
     """M-RT recall by needle position (1st, 2nd, ... in document order), one line per model.
 
     Args:
         records: scored M-RT records (with ``model`` and ``recalled``).
         title: the figure's title.
     """
-    fig, ax = plt.subplots(figsize=(6, 3.2))
+    fig, ax = pyplot().subplots(figsize=(6, 3.2))
     by_model: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
         for i, hit in enumerate(r.get("recalled") or []):
@@ -66,6 +67,8 @@ def mrt_position_figure(records: Sequence[GradedSample], title: str) -> plt.Figu
         xs = sorted(pos)
         ax.plot(xs, [mean(pos[x]) for x in xs], marker="o", label=model)
     percent_axes(ax, "needle position in the document", "recall (%)", title)
+    from matplotlib.ticker import MaxNLocator
+
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # positions are 1st, 2nd, ...: no 1.5th needle
     return fig
 
