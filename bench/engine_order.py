@@ -63,6 +63,8 @@ class Request:
     row: int  # row in that dataset
     group: Any  # haystack group (planning/stream.py)
     position: float  # first needle's token position
+    sample_id: str = ""  # the sample's id
+    gold: Any = None  # its structured gold, for grading an answer (bench/engine_outputs.py)
 
 
 Order = list[list[Request]]  # pieces: runs of one dataset (a batch never spans two)
@@ -110,6 +112,8 @@ def workload(
                     ri,
                     group,
                     pos,
+                    s.id,
+                    s.gold,
                 )
             )
         out.append(rows)

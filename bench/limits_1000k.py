@@ -63,7 +63,7 @@ datasets = needlebench_datasets(suite={suite!r}{extra})
 models = [dict(type="needlebench.opencompass.scripted.OracleModel", abbr="oracle", max_seq_len=2_000_000,
                max_out_len=64, batch_size={batch_size}, record={record!r}, datasets=datasets,
                run_cfg=dict(num_gpus=0))]
-infer, eval = runtime(num_shards={shards}, max_workers=1, eval_workers={eval_workers})
+infer, eval = runtime(num_shards={shards}, max_workers=1, eval_workers={eval_workers}{runtime_extra})
 summarizer = dict(type=SUMMARIZER)
 """
 # --stock: OpenCompass's own inferencer and eval task in place of the ones our configs set (the "before")
@@ -338,6 +338,9 @@ def main() -> None:
     ap.add_argument("--profile", default="", help="run every process under cProfile, .prof files into this folder")
     ap.add_argument("--scratch", default="/tmp", help="where the cache and work dir go (removed afterwards)")
     ap.add_argument("--keep", action="store_true", help="keep the cache and work dir")
+    ap.add_argument(
+        "--prompts", default="text", choices=("text", "digest"), help="what prediction files keep of each prompt"
+    )
     ap.add_argument("--out", default="")
     args = ap.parse_args()
 
@@ -355,6 +358,7 @@ def main() -> None:
         shards=args.shards,
         eval_workers=args.eval_workers,
         batch_size=args.batch_size,
+        runtime_extra=f", prompts={args.prompts!r}" if args.prompts != "text" else "",
     )
     config.write_text(text + (STOCK if args.stock else ""))
     env = {**os.environ, "NEEDLEBENCH_CACHE": str(cache), "HF_HUB_OFFLINE": "1"}
@@ -393,6 +397,7 @@ def main() -> None:
             shards=args.shards,
             eval_workers=args.eval_workers,
             batch_size=args.batch_size,
+            prompts=args.prompts,
             path="stock (OpenCompass's GenInferencer and OpenICLEvalTask)" if args.stock else "ours (as configured)",
             cap_gb=args.cap_gb or None,
             raise_gb=args.raise_gb if args.cap_gb else None,

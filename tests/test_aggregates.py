@@ -373,11 +373,11 @@ def test_single_model_report_names_the_model_once_and_counts_positions_in_intege
     assert "only-model" in headers and "planned" in headers and "fmt_fail%" in headers
     assert not [h for h in headers if h.startswith("only-model ")]  # never "only-model planned"
 
-    from needlebench.aggregate.plots import plt
+    from needlebench.aggregate.plots import pyplot
     from needlebench.tasks.sparse.results import mrt_position_figure
 
     fig = mrt_position_figure(graded({**r, "model": "m"} for r in mrt), "t")
     fig.canvas.draw()
     ticks = [t for t in fig.axes[0].get_xticks() if 1 <= t <= 3]
     assert ticks and all(float(t).is_integer() for t in ticks)  # 1st, 2nd, 3rd needle: no 1.5th
-    plt.close(fig)
+    pyplot().close(fig)

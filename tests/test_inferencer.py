@@ -58,6 +58,7 @@ def _pipeline(work: Path, stock: bool, prompts: str = "text") -> Path:
     """OpenCompass's infer and eval tasks, in this process, on the partitioner's plan of :func:`_config`.
 
     ``prompts`` is the run's ``runtime(prompts=...)``: what its prediction files keep of each prompt."""
+    from mmengine.config import Config
     from opencompass.tasks import OpenICLEvalTask, OpenICLInferTask
 
     from needlebench.opencompass.eval_task import NeedleBenchEvalTask
@@ -65,6 +66,8 @@ def _pipeline(work: Path, stock: bool, prompts: str = "text") -> Path:
 
     cfg = _config()
     cfg["work_dir"] = str(work)
+    (work / "configs").mkdir(parents=True)  # as OpenCompass stores the run's config (`needlebench prompt` reads it)
+    (work / "configs" / "run.py").write_text(Config(cfg.to_dict(), format_python_code=False).pretty_text)
     for d in cfg["datasets"]:
         d["infer_cfg"]["inferencer"]["type"] = STOCK_INFERENCER if stock else OURS_INFERENCER
     for task in NeedleBenchPartitioner(out_dir=str(work / "predictions"), num_shards=3, prompts=prompts)(cfg):
@@ -118,10 +121,12 @@ def test_predictions_and_results_are_opencompass_bytes(runs: tuple[Path, Path, P
 
 
 def test_prompts_kept_as_digests_change_no_answer_or_result_and_name_every_sample(
-    runs: tuple[Path, Path, Path],
+    runs: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``runtime(prompts="digest")``: each entry keeps its prompt's digest and sample id in place of the prompt;
-    the answers, the tmp_-free folders and every result file are the text run's, byte for byte."""
+    the answers, the tmp_-free folders and every result file are the text run's, byte for byte; and
+    ``needlebench prompt`` reads any sample's prompt back from the dataset cache, beside its kept digest."""
+    from needlebench.commands.prompt import show_prompt
     from needlebench.opencompass.carryover import prompt_digest
 
     _, text, digest = runs
@@ -132,8 +137,9 @@ def test_prompts_kept_as_digests_change_no_answer_or_result_and_name_every_sampl
     for name in _files(text / "predictions"):
         if not name.endswith(".json"):
             continue
-        text_bytes += (text / "predictions" / name).stat().st_size
-        digest_bytes += (digest / "predictions" / name).stat().st_size
+        if name.startswith("oracle/"):  # short answers: the prompts are most of what the text files hold
+            text_bytes += (text / "predictions" / name).stat().st_size
+            digest_bytes += (digest / "predictions" / name).stat().st_size
         for (key, full), (key2, kept) in zip(
             iter_prediction_file(text / "predictions" / name), iter_prediction_file(digest / "predictions" / name)
         ):
@@ -147,6 +153,20 @@ def test_prompts_kept_as_digests_change_no_answer_or_result_and_name_every_sampl
             dataset = whole if part.isdigit() else stem  # a dataset predicted in parts: <abbr>_0, <abbr>_1, ...
             by_dataset.setdefault((model, dataset), []).append(kept["sample_id"])
     assert digest_bytes * 5 < text_bytes, (digest_bytes, text_bytes)
+    # a sample of S-RT (predicted in parts or whole): its prompt from the cache is the one the text run kept
+    name = next(n for n in _files(text / "predictions") if n.startswith("echo/needlebench_srt_en_4k"))
+    (key, full), (_, kept) = next(
+        zip(iter_prediction_file(text / "predictions" / name), iter_prediction_file(digest / "predictions" / name))
+    )
+    capsys.readouterr()
+    assert show_prompt(digest, kept["sample_id"], model="echo") == 0
+    shown = capsys.readouterr().out
+    prompt = shown.split("--- prompt (", 1)[1].split(") ---\n", 1)[1].split("\n--- ", 1)[0]  # to the answers
+    sent = full["origin_prompt"]  # text, or the chat rounds OpenCompass rendered
+    turns = [sent] if isinstance(sent, str) else [turn.get("prompt", "") for turn in sent]
+    assert prompt and any(prompt in turn for turn in turns), (prompt[:200], sent)
+    assert f"{name.split('/', 1)[1]} entry {key}, digest {kept['prompt_digest']}" in shown, shown[-500:]
+    assert show_prompt(digest, "no-such-sample") == 1
     # the ids name every sample the dataset scored, each once (a dataset's parts together)
     for model in ("oracle", "garbage", "echo"):
         for samples in (text / "results" / model).glob("*.samples.jsonl"):

@@ -349,6 +349,56 @@ def pipeline_time_table(before: Mapping[str, Any], after: Mapping[str, Any], ful
     return _table(head, rows)
 
 
+# the suites the pipeline's cost is measured at: (label, bench/pipeline_cost_<stem>.json and its _before)
+COST_SUITES = (("4k", "4k"), ("32k", "32k"), ("128k", "128k"), ("1000k, 1 repeat", "1000k_r1"))
+COST_STAGES = (
+    ("dataset build", "build"),
+    ("infer tasks", "infer"),
+    ("eval tasks", "eval"),
+    ("driver, before the first task", "driver_before_tasks"),
+    ("driver, while tasks run", "driver_during_tasks"),
+    ("summary and report", "summary"),
+    ("all processes", "all_processes"),
+)
+
+
+def pipeline_cost_table(suites: Sequence[tuple[str, Mapping[str, Any], Mapping[str, Any]]]) -> str:
+    """CPU seconds per 1,000 samples per stage at each suite size, before and after issue 44.
+
+    Args:
+        suites: ``(label, before, after)`` per suite: ``bench/pipeline_cost_<suite>_before.json`` (the code
+            before issue 44's cuts) and ``bench/pipeline_cost_<suite>.json``, both ``bench/limits_1000k.py``
+            runs of the oracle on this machine.
+    """
+    head = ["per 1,000 samples (CPU)"]
+    for label, _, after in suites:
+        head += [f"{label} ({after['samples_predicted']:,}): before", "after"]
+    rows = []
+    for name, key in COST_STAGES:
+        cells = [name]
+        for _, before, after in suites:
+            cells += [_s(r["runs"][0]["per_1000_samples"]["cpu_s"][key]) for r in (before, after)]
+        rows.append(cells)
+    counts = ["task processes (build, infer, eval)"]
+    for _, before, after in suites:
+        for r in (before, after):
+            kinds = [p["kind"] for p in r["runs"][0]["processes"]]
+            counts.append(", ".join(str(kinds.count(k)) for k in ("build", "infer", "eval")))
+    rows.append(counts)
+    return _table(head, rows)
+
+
+def pipeline_profile_line(result: Mapping[str, Any]) -> str:
+    """Where a profiled run's CPU went, by package, per kind of process (``bench/pipeline_cost_4k_profile.json``)."""
+    parts = []
+    for kind in ("driver", "build", "infer", "eval"):
+        shares = {k: v for k, v in result["profiles"][kind]["self_s_by_package"].items() if k != "waiting"}
+        total = sum(shares.values()) or 1.0
+        top = sorted(shares.items(), key=lambda kv: -kv[1])[:4]
+        parts.append(f"{kind}: " + ", ".join(f"{name} {_pct(v / total)}" for name, v in top))
+    return "; ".join(parts)
+
+
 def memory_table(runs: Sequence[tuple[Mapping[str, Any], str]]) -> str:
     """Disk and peak memory per process of 1000k runs, as measured (``bench/limits_1000k*.json``).
 
@@ -575,6 +625,14 @@ def performance_blocks() -> dict[str, str]:
             _load("generation_128k.json"), _load("pipeline_32k.json"), _load("results.json")
         ),
         "report-size": report_size_table(_load("report_size.json")),
+        "pipeline-cost": pipeline_cost_table(
+            [
+                (label, _load(f"pipeline_cost_{stem}_before.json"), _load(f"pipeline_cost_{stem}.json"))
+                for label, stem in COST_SUITES
+                if (BENCH / f"pipeline_cost_{stem}.json").exists()
+            ]
+        ),
+        "pipeline-profile": pipeline_profile_line(_load("pipeline_cost_4k_profile.json")),
     }
 
 

@@ -96,6 +96,12 @@ def _retry(args: argparse.Namespace) -> int:
     return retry_run(Path(args.run), dry_run=args.dry_run, models=args.model or ())
 
 
+def _prompt(args: argparse.Namespace) -> int:
+    from .prompt import show_prompt
+
+    return show_prompt(Path(args.run), args.sample_id, model=args.model)
+
+
 def _batch(args: argparse.Namespace) -> int:
     from .batch import collect_batch, prepare_batch
 
@@ -199,6 +205,13 @@ def build_parser() -> argparse.ArgumentParser:
     rt.add_argument("--dry-run", action="store_true", help="list them per model and dataset, ask nothing")
     rt.add_argument("--model", action="append", help="only this model's (by abbr; give it again for more)")
     rt.set_defaults(func=_retry)
+    pr = _command(sub, "prompt", "a sample's prompt read back from the dataset cache (for runs that keep digests)")
+    pr.add_argument("run", metavar="RUN", help="the run folder (<work_dir>/<time>)")
+    pr.add_argument(
+        "sample_id", metavar="SAMPLE_ID", help="the sample's id (a record's id, a digest entry's sample_id)"
+    )
+    pr.add_argument("--model", help="the model whose limit picks the rows (default: the plan's first)")
+    pr.set_defaults(func=_prompt)
     ba = _command(
         sub,
         "batch",
