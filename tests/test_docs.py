@@ -40,7 +40,18 @@ def test_every_command_describes_each_positional_argument(
     """``needlebench <command> --help`` says what each positional argument is, for every command."""
     monkeypatch.setenv("COLUMNS", "120")
     commands = re.search(r"\{([a-z,]+)\}", _help([], capsys)).group(1).split(",")
-    assert commands == ["plan", "export", "score", "report", "leaderboard", "verify", "retry", "prompt", "batch", "parity"]
+    assert commands == [
+        "plan",
+        "export",
+        "score",
+        "report",
+        "leaderboard",
+        "verify",
+        "retry",
+        "prompt",
+        "batch",
+        "parity",
+    ]
     for command in commands:
         text = _help([command], capsys)
         usage = text.split("\n\n", 1)[0].split(f"needlebench {command}", 1)[1]

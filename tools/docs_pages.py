@@ -385,6 +385,16 @@ def pipeline_cost_table(suites: Sequence[tuple[str, Mapping[str, Any], Mapping[s
             kinds = [p["kind"] for p in r["runs"][0]["processes"]]
             counts.append(", ".join(str(kinds.count(k)) for k in ("build", "infer", "eval")))
     rows.append(counts)
+    each = ["CPU per infer / eval process (not per 1,000 samples)"]
+    for _, before, after in suites:
+        for r in (before, after):
+            procs = r["runs"][0]["processes"]
+            means = []
+            for kind in ("infer", "eval"):
+                cpu = [p["cpu_s"] for p in procs if p["kind"] == kind]
+                means.append(f"{sum(cpu) / len(cpu):.1f}" if cpu else "-")
+            each.append(" / ".join(means) + " s")
+    rows.append(each)
     return _table(head, rows)
 
 
@@ -397,6 +407,81 @@ def pipeline_profile_line(result: Mapping[str, Any]) -> str:
         top = sorted(shares.items(), key=lambda kv: -kv[1])[:4]
         parts.append(f"{kind}: " + ", ".join(f"{name} {_pct(v / total)}" for name, v in top))
     return "; ".join(parts)
+
+
+def digest_size_line(text: Mapping[str, Any], digest: Mapping[str, Any], full: Mapping[str, Any]) -> str:
+    """Predictions written with prompts kept as text and as digests (``runtime(prompts=...)``), 1000k suite.
+
+    Args:
+        text: ``bench/pipeline_cost_1000k_r1.json`` (1 repeat, prompts as text).
+        digest: ``bench/pipeline_cost_1000k_r1_digest.json`` (1 repeat, prompts as digests).
+        full: ``bench/limits_1000k.json`` (default repeats, prompts as text: measured).
+    """
+    per_sample = digest["disk_gb"]["predictions"] * 1e9 / digest["samples_predicted"]
+    projected = per_sample * full["samples_predicted"] / 1e9
+    scores = ", ".join(f"{s:g}" for s in digest["summary_scores"])
+    return (
+        f"1000k suite, 1 repeat ({digest['samples_predicted']:,} samples): predictions "
+        f"{_gb(text['disk_gb']['predictions'])} with prompts as text, "
+        f"about {digest['disk_gb']['predictions'] * 1000:.0f} MB as digests (about {per_sample:,.0f} bytes a sample; every "
+        f"summary cell {scores}). At default repeats ({full['samples_predicted']:,} samples) the text run wrote "
+        f"{_gb(full['disk_gb']['predictions'])}; digests at the measured bytes a sample would be "
+        f"about {projected * 1000:.0f} MB (projected from the 1-repeat run, not measured at default repeats; the "
+        "bench rounds disk use to the megabyte)."
+    )
+
+
+def engine_outputs_table(results: Sequence[Mapping[str, Any]]) -> str:
+    """Greedy answers of the vLLM CPU engine in OpenCompass's order and ours (``bench/engine_outputs*.json``).
+
+    Args:
+        results: one ``bench/engine_outputs.py`` run per KV cache size.
+    """
+    rows = []
+    for result in results:
+        cache = result["workload"].get("cache", "the server's default (holds every prompt of the workload)")
+        for name, run in result["runs"].items():
+            score = "" if run["mean_score"] is None else f"{run['mean_score']:.2f}"
+            identical = f"{run['identical']} of {run['of']}"
+            rows.append((cache, name, identical, score, f"{run['cached_prompt_tokens']:,}", run["cut_at_budget"]))
+    head = (
+        "KV cache",
+        "order, requests in flight",
+        "answers identical to OpenCompass's order at 1",
+        "mean score",
+        "prompt tokens from the cache",
+        "cut at the budget",
+    )
+    table = _table(head, rows)
+    diffs = [d for result in results for d in result["differences"]]
+    if not diffs:
+        return table + "\n\nNo answer differs."
+    lines = [f"- {d['run']}, {d['sample']} ({d['task']}): score {d['baseline_score']} -> {d['score']}" for d in diffs]
+    return table + "\n\nEvery answer that differs, with both scores:\n\n" + "\n".join(lines)
+
+
+def _cumulative(profile: Mapping[str, Any], function: str) -> float:
+    """A function's cumulative seconds in a kind's profile (``top_cumulative`` lines: ``cum self file(func)``)."""
+    for line in profile["top_cumulative"]:
+        if line.rstrip().endswith(function):
+            return float(line.split()[0])
+    raise KeyError(function)
+
+
+def profile_1000k_line(result: Mapping[str, Any]) -> str:
+    """Where a 1000k infer task's time goes (``bench/pipeline_cost_1000k_profile.json``, profiled)."""
+    infer = result["profiles"]["infer"]
+    total = _cumulative(infer, "(_run_module_as_main)")
+    write = _cumulative(infer, "inferencer.py:135(keep)")
+    imports = _cumulative(infer, "task_entry.py:77(import_reader_lazily)")
+    render = _cumulative(infer, "(get_generation_prompt_list_from_retriever_indices)")
+    return (
+        f"At 1000k the infer task's own work is the prompts: one task over {result['samples_predicted']} "
+        f"samples of 1,000,000 tokens, profiled, spent {_pct(write / total)} of its time writing them into the "
+        f"prediction files (JSON-encoding each 4 MB prompt for the `tmp_` log and again for the file), "
+        f"{_pct(render / total)} rendering them through OpenCompass's templates, and {_pct(imports / total)} "
+        'importing OpenCompass\'s dataset reader; `runtime(prompts="digest")` removes most of the first.'
+    )
 
 
 def memory_table(runs: Sequence[tuple[Mapping[str, Any], str]]) -> str:
@@ -633,6 +718,14 @@ def performance_blocks() -> dict[str, str]:
             ]
         ),
         "pipeline-profile": pipeline_profile_line(_load("pipeline_cost_4k_profile.json")),
+        "engine-outputs": engine_outputs_table(
+            [
+                _load(name)
+                for name in ("engine_outputs.json", "engine_outputs_small_cache.json")
+                if (BENCH / name).exists()
+            ]
+        ),
+        "pipeline-1000k": profile_1000k_line(_load("pipeline_cost_1000k_profile.json")),
     }
 
 
@@ -644,7 +737,12 @@ def disk_memory_blocks() -> dict[str, str]:
         (_load("limits_1000k_r1_ours.json"), "1000k, 1 repeat, ours"),
         (full, f"1000k, default repeats ({full['samples_predicted']:,} samples), ours, as shipped"),
     ]
-    return {"limits-memory": memory_table(runs)}
+    blocks = {"limits-memory": memory_table(runs)}
+    if (BENCH / "pipeline_cost_1000k_r1_digest.json").exists():
+        blocks["digest-size"] = digest_size_line(
+            _load("pipeline_cost_1000k_r1.json"), _load("pipeline_cost_1000k_r1_digest.json"), full
+        )
+    return blocks
 
 
 # ------------------------------------------------------------------------------------------------

@@ -92,7 +92,7 @@ def _task_config(model: dict, datasets: list[dict], work_dir: str, add_cfg: dict
 
     The runner writes each task's config to a Python file (``Config.dump``) before it starts the task;
     mmengine formats that text with yapf unless told not to, which for a task of a few hundred dataset
-    pieces cost the driver 40 of a 4k run's 115 CPU seconds (``bench/pipeline_4k.json``). The text
+    pieces cost the driver 40 of a 4k run's 115 CPU seconds (``bench/pipeline_cost_4k_before.json``). The text
     without the formatting is the same Python, read back to the same config.
     """
     return Config(
