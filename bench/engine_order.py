@@ -239,6 +239,42 @@ def _post(port: int, path: str, body: dict[str, Any] | None, timeout: float = 18
     return json.loads(raw) if raw.strip().startswith("{") else {}
 
 
+def cached_tokens(usage: dict[str, Any] | None) -> int:
+    """Prompt tokens a reply's ``usage`` says the prefix cache served (0 where the server does not say)."""
+    return int(((usage or {}).get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+
+
+def replies(
+    port: int, name: str, order: Order, concurrency: int, max_tokens: int
+) -> list[tuple[Request, dict[str, Any]]]:
+    """Each request with the server's chat completion, sent as OpenCompass's inferencer sends them: ``concurrency``
+    at once inside each piece (a batch never spans two), the next batch after the last answer, greedy.
+
+    Args:
+        port: the server's port on 127.0.0.1.
+        name: the served model's name.
+        order: the pieces, in the order sent.
+        concurrency: requests in flight.
+        max_tokens: each request's output budget.
+    """
+
+    def one(r: Request) -> tuple[Request, dict[str, Any]]:
+        body = {
+            "model": name,
+            "messages": [{"role": "user", "content": r.prompt}],
+            "max_tokens": max_tokens,
+            "temperature": 0.0,
+        }
+        return r, _post(port, "/v1/chat/completions", body)
+
+    out: list[tuple[Request, dict[str, Any]]] = []
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        for piece in order:
+            for i in range(0, len(piece), concurrency):
+                out.extend(pool.map(one, piece[i : i + concurrency]))
+    return out
+
+
 def engine_run(port: int, name: str, order: Order, concurrency: int, max_tokens: int) -> dict[str, Any]:
     """Send ``order`` as OpenCompass does (``concurrency`` at once inside each piece, waiting for the batch)
     after emptying the prefix cache.
@@ -253,24 +289,8 @@ def engine_run(port: int, name: str, order: Order, concurrency: int, max_tokens:
     before = _counters(port)
     start = time.perf_counter()
 
-    def one(r: Request) -> tuple[int, int]:
-        usage = _post(
-            port,
-            "/v1/chat/completions",
-            {
-                "model": name,
-                "messages": [{"role": "user", "content": r.prompt}],
-                "max_tokens": max_tokens,
-                "temperature": 0.0,
-            },
-        )["usage"]
-        return usage["prompt_tokens"], int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
-
-    counts: list[tuple[int, int]] = []
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        for piece in order:
-            for i in range(0, len(piece), concurrency):
-                counts.extend(pool.map(one, piece[i : i + concurrency]))
+    usages = [reply["usage"] for _, reply in replies(port, name, order, concurrency, max_tokens)]
+    counts = [(usage["prompt_tokens"], cached_tokens(usage)) for usage in usages]
     wall = time.perf_counter() - start
     after = _counters(port)
     delta = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}

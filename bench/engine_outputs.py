@@ -23,11 +23,22 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench.engine_order import ROOT, Order, Request, _post, _server, builtin_order, stream_order, tokenize, workload
+from bench.engine_order import (
+    ROOT,
+    Order,
+    Request,
+    _post,
+    _server,
+    builtin_order,
+    cached_tokens,
+    replies,
+    stream_order,
+    tokenize,
+    workload,
+)
 
 CONCURRENCY = (1, 8)
 BASELINE = "builtin at 1"
@@ -40,26 +51,14 @@ def answers(port: int, name: str, order: Order, concurrency: int, max_tokens: in
     """
     _post(port, "/reset_prefix_cache", None, timeout=60)
 
-    def one(r: Request) -> tuple[str, dict[str, Any]]:
-        reply = _post(
-            port,
-            "/v1/chat/completions",
-            {
-                "model": name,
-                "messages": [{"role": "user", "content": r.prompt}],
-                "max_tokens": max_tokens,
-                "temperature": 0.0,
-            },
-        )
-        choice = reply["choices"][0]
-        cached = int(((reply.get("usage") or {}).get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
-        return r.sample_id, {"text": choice["message"]["content"], "finish": choice["finish_reason"], "cached": cached}
-
     out: dict[str, dict[str, Any]] = {}
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        for piece in order:
-            for i in range(0, len(piece), concurrency):
-                out.update(pool.map(one, piece[i : i + concurrency]))
+    for r, reply in replies(port, name, order, concurrency, max_tokens):
+        choice = reply["choices"][0]
+        out[r.sample_id] = {
+            "text": choice["message"]["content"],
+            "finish": choice["finish_reason"],
+            "cached": cached_tokens(reply.get("usage")),
+        }
     return out
 
 

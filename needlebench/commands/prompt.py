@@ -25,18 +25,11 @@ __all__ = ["show_prompt"]
 
 def _entries(run: Path, model: str, abbr: str) -> Iterator[tuple[Path, str, dict[str, Any]]]:
     """The prediction entries of one model and dataset (its parts in order): (file, key, entry)."""
-    from ..opencompass.predictions import iter_prediction_file
+    from ..opencompass.predictions import dataset_prediction_files, iter_prediction_file
 
-    folder = run / "predictions" / model
-    whole = folder / f"{abbr}.json"
-    files = (
-        [whole]
-        if whole.exists()
-        else sorted(folder.glob(f"{abbr}_[0-9]*.json"), key=lambda p: int(p.stem.rsplit("_", 1)[1]))
-    )
-    for path in files:
-        for key, entry in iter_prediction_file(path):
-            yield path, key, entry
+    for name in dataset_prediction_files(str(run / "predictions" / model / f"{abbr}.json")):
+        for key, entry in iter_prediction_file(name):
+            yield Path(name), key, entry
 
 
 def show_prompt(run: Path, sample_id: str, model: str | None = None) -> int:

@@ -31,7 +31,7 @@ from ..planning.run import ModelRun, Part
 from ..record import unanswered
 from ..retries import read_retries
 from ..tasks import config_params
-from .predictions import PredictionLog, iter_prediction_file
+from .predictions import PROMPT_KEY, PredictionLog, iter_prediction_file
 
 __all__ = [
     "POOL_FILE",
@@ -47,7 +47,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 POOL_FILE = "needlebench_reuse.jsonl"  # in predictions/<model>/: the answers a re-plan carried over
-PROMPT_KEY = "origin_prompt"  # OpenCompass's prompt, as the model was sent it
 
 
 def prompt_digest(prompt: Any) -> str:

@@ -33,12 +33,10 @@ from opencompass.tasks.openicl_eval import OpenICLEvalTask  # the module, not th
 from opencompass.utils import get_infer_output_path, get_logger
 
 from ..cache.pages import releasing
-from .predictions import iter_prediction_file
+from .predictions import PROMPT_KEY, dataset_prediction_files, iter_prediction_file
 from .task_entry import MODULE as ENTRY
 
 __all__ = ["NeedleBenchEvalTask"]
-
-PROMPT = "origin_prompt"
 
 
 class NeedleBenchEvalTask(OpenICLEvalTask):
@@ -63,7 +61,7 @@ class NeedleBenchEvalTask(OpenICLEvalTask):
         cls = ICL_EVALUATORS.get(evaluator) if isinstance(evaluator, str) else evaluator
         if cls is None or not getattr(cls, "__module__", "").startswith("needlebench."):
             return False
-        return PROMPT not in inspect.signature(cls.score).parameters
+        return PROMPT_KEY not in inspect.signature(cls.score).parameters
 
     def _load_and_preprocess_test_data(self) -> Any:
         """OpenCompass's test set, whose row loop (the references, read row by row) hands its pages back."""
@@ -75,15 +73,9 @@ class NeedleBenchEvalTask(OpenICLEvalTask):
         if not self._prompts_unused():
             return super()._load_predictions()
         filename = get_infer_output_path(self.model_cfg, self.dataset_cfg, osp.join(self.work_dir, "predictions"))
-        root, ext = osp.splitext(filename)
-        if osp.exists(osp.realpath(filename)):
-            files = [filename]
-        else:  # a dataset predicted in parts: _0, _1, ... while they exist
-            files = []
-            while osp.exists(osp.realpath(f"{root}_{len(files)}{ext}")):
-                files.append(f"{root}_{len(files)}{ext}")
-            if not files:
-                return super()._load_predictions()  # OpenCompass's error for a missing file
+        files = dataset_prediction_files(filename)  # the whole file, or its parts _0, _1, ...
+        if not files:
+            return super()._load_predictions()  # OpenCompass's error for a missing file
         samples: list[dict[str, Any]] = []
         for path in files:
             try:
@@ -102,7 +94,7 @@ class NeedleBenchEvalTask(OpenICLEvalTask):
 
 def _without_prompt(value: Any) -> Any:
     if isinstance(value, dict):
-        value.pop(PROMPT, None)
+        value.pop(PROMPT_KEY, None)
     return value
 
 

@@ -29,13 +29,38 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["PredictionLog", "PredictionFile", "iter_prediction_file", "looks_whole", "entry_text"]
+__all__ = [
+    "PROMPT_KEY",
+    "PredictionLog",
+    "PredictionFile",
+    "dataset_prediction_files",
+    "iter_prediction_file",
+    "looks_whole",
+    "entry_text",
+]
 
 log = logging.getLogger(__name__)
 
+PROMPT_KEY = "origin_prompt"  # an entry's prompt as the model was sent it (OpenCompass's key)
 _DECODER = json.JSONDecoder()
 _SPACE = re.compile(r"[ \t\n\r]*")
 _CHUNK = 1 << 22  # characters read at a time
+
+
+def dataset_prediction_files(filename: str) -> list[str]:
+    """A dataset's prediction files, as OpenCompass's eval task finds them: ``<abbr>.json`` where it exists,
+    else the parts ``<abbr>_0.json``, ``<abbr>_1.json``, ... while they exist (none: an empty list).
+
+    Args:
+        filename: the dataset's whole prediction file (``get_infer_output_path``'s).
+    """
+    if os.path.exists(os.path.realpath(filename)):
+        return [filename]
+    root, ext = os.path.splitext(filename)
+    files: list[str] = []
+    while os.path.exists(os.path.realpath(f"{root}_{len(files)}{ext}")):
+        files.append(f"{root}_{len(files)}{ext}")
+    return files
 
 
 def entry_text(key: Any, value: Any) -> str:
