@@ -350,11 +350,12 @@ def test_a_sample_given_as_utf8_reads_equals_and_pickles_as_one_given_as_text() 
 def test_released_dataset_pages_leave_rss_and_the_rows_read_the_same() -> None:
     """After ``release_mapped`` the prompts a process read through one dataset are out of its RSS (file-backed
     pages) and read back the same; a second ``Dataset`` of the same file keeps its pages; ``releasing`` iterates
-    the same rows; a dataset in memory has no mapping to release (its buffers are never advised)."""
+    the same rows; a dataset in memory has no mapping to release (its buffers are never advised); rows read
+    column by column on demand hold the same values."""
     import psutil
     from datasets import Dataset
 
-    from needlebench.cache.pages import dataset_mappings, release_mapped, releasing
+    from needlebench.cache.pages import OnDemandRow, dataset_mappings, release_mapped, releasing, rows_on_demand
 
     params = dict(lang="en", lengths=[8000], depths=[0, 50, 100], repeats=2)
     rows, other = load_rows("srt", **params), Dataset.from_file(load_rows("srt", **params).cache_files[0]["filename"])
@@ -370,6 +371,14 @@ def test_released_dataset_pages_leave_rss_and_the_rows_read_the_same() -> None:
     assert [row["prompt"] for row in rows] == prompts
     assert list(releasing(rows)) == list(rows) and len(releasing(rows)) == len(rows)
     assert dataset_mappings(Dataset.from_dict({"a": ["x" * 100_000]})) == []
+    # rows read column by column hold the values datasets' rows hold; an index mapping or a format reads as before
+    on_demand = list(rows_on_demand(rows))
+    assert all(isinstance(r, OnDemandRow) for r in on_demand) and [dict(r) for r in on_demand] == list(rows)
+    assert "prompt" in on_demand[0] and "nope" not in on_demand[0] and on_demand[0].get("nope") is None
+    assert on_demand[1].utf8("prompt") == prompts[1].encode("utf-8")
+    picked = rows.select([2, 0])
+    assert [type(r) for r in rows_on_demand(picked)] == [dict, dict] and list(rows_on_demand(picked)) == list(picked)
+    assert all(type(r) is dict for r in rows_on_demand(rows.with_format("numpy")))
 
 
 @pytest.mark.parametrize(

@@ -108,3 +108,21 @@ def test_evaluator_scores_rows_and_survives_bad_rows(tmp_path) -> None:
     assert len(lines) == 3 and json.loads(lines[0])["score"] == 100.0
     with pytest.raises(ValueError, match="metric"):
         NeedleBenchEvaluator(metric="bleu")
+
+
+def test_the_haystack_around_a_needle_is_the_same_read_from_text_or_from_utf8_bytes() -> None:
+    """The drill-down's context from a prompt's UTF-8 bytes (a row read column by column) is the context from its
+    text: first occurrence, whole characters either side, at the prompt's edges and between multi-byte ones."""
+    from needlebench.grading.evaluation import CONTEXT_CHARS, _around, _around_utf8
+
+    wide = "草堂🌲é" * 200  # 3-, 4- and 2-byte characters
+    for prompt, needle in [
+        (wide + "NEEDLE 针" + wide + "NEEDLE 针", "NEEDLE 针"),  # twice: the first one
+        ("针在这里" + wide, "针在这里"),  # at the very start
+        (wide + "🌲end", "🌲end"),  # at the very end
+        ("a" * (CONTEXT_CHARS - 5) + "x" + "b" * 3, "x"),  # windows shorter than CONTEXT_CHARS
+        (wide, "absent"),
+    ]:
+        for cut in range(0, 7):  # the window edges fall inside a character at some of these shifts
+            text = "é" * cut + prompt
+            assert _around_utf8(text.encode("utf-8"), needle) == _around(text, needle), (needle, cut)

@@ -18,8 +18,8 @@ from needlebench.opencompass.task_entry import typed_by_path
 def _modules_after(code: str) -> dict:
     """Run ``code`` in a fresh interpreter after installing the lazy packages; what it prints (JSON)."""
     prelude = (
-        "import sys, json\nfrom needlebench.opencompass.task_entry import install_lazy_packages, import_reader_lazily\n"
-        "install_lazy_packages()\nimport_reader_lazily()\n"
+        "import sys, json\nfrom needlebench.opencompass.task_entry import install_lazy_packages, import_with_stand_ins\n"
+        "install_lazy_packages()\nimport_with_stand_ins()\n"
     )
     done = subprocess.run([sys.executable, "-c", prelude + code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -34,15 +34,22 @@ def test_the_task_modules_import_without_every_dataset_and_model() -> None:
         "ms = [m for m in sys.modules if m.startswith('opencompass.models.')]\n"
         "ev = [m for m in sys.modules if m.startswith('opencompass.openicl.icl_evaluator.')]\n"
         "tf = [m for m in sys.modules if m.split('.')[0] == 'transformers']\n"
+        "stats = 'scipy.stats' in sys.modules\n"
+        "from opencompass.openicl.icl_evaluator import icl_base_evaluator as base\n"  # G-pass@k: the real hypergeom
+        "g = base._compute_g_pass_at_k(8, 5, 4, 2)\n"
+        "from scipy.stats import hypergeom\n"
+        "g_real = float(hypergeom.sf(1, 8, 5, 4))\n"
         "from opencompass.openicl.icl_dataset_reader import AutoTokenizer\n"  # the reader's, used the first time
         "real = AutoTokenizer.from_pretrained.__qualname__\n"
         "import transformers\n"  # the real package, not the stand-in the reader was imported with
         "print(json.dumps({'datasets': ds, 'models': ms, 'tasks': [m for m in sys.modules if m.startswith('opencompass.tasks.')],"
-        " 'evaluators': ev, 'transformers': tf, 'real': real, 'package': transformers.__file__}))\n"
+        " 'evaluators': ev, 'transformers': tf, 'real': real, 'package': transformers.__file__,"
+        " 'stats': stats, 'g': float(g), 'g_real': g_real}))\n"
     )
     # neither every evaluator OpenCompass ships nor transformers before a model asks for it
     assert found["evaluators"] == ["opencompass.openicl.icl_evaluator.icl_base_evaluator"], found["evaluators"]
-    assert found["transformers"] == [], found["transformers"]
+    assert found["transformers"] == [] and found["stats"] is False, (found["transformers"], found["stats"])
+    assert found["g"] == found["g_real"] and 0 < found["g"] < 1, found  # the stand-in's name is the real one
     assert found["real"] == "AutoTokenizer.from_pretrained" and found["package"].endswith("transformers/__init__.py")
     # OpenCompass's own package imports bring ~300 dataset modules and every model module; here only what is used
     assert found["datasets"] == ["opencompass.datasets.base"], found["datasets"]

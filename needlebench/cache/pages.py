@@ -23,13 +23,21 @@ import functools
 import logging
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from datasets import Dataset
+from datasets import Dataset, Value
 
-__all__ = ["RELEASE_EVERY", "dataset_mappings", "release_mapped", "released_every", "releasing"]
+__all__ = [
+    "RELEASE_EVERY",
+    "OnDemandRow",
+    "dataset_mappings",
+    "release_mapped",
+    "released_every",
+    "releasing",
+    "rows_on_demand",
+]
 
 log = logging.getLogger(__name__)
 MAPS = Path("/proc/self/maps")
@@ -118,18 +126,72 @@ def released_every(rows: Iterable[T], mappings: Iterable[Span], every: int) -> I
     release_mapped(mappings)
 
 
+class OnDemandRow(Mapping[str, Any]):
+    """One row of an Arrow record batch whose columns are converted to Python when read, not before.
+
+    OpenCompass's eval task loops over every row for one column (the references); ``datasets`` would decode
+    each row whole, prompt included (4 MB at 1000k), and the grader reads it once more.
+    """
+
+    __slots__ = ("_batch", "_at", "_names")
+
+    def __init__(self, batch: Any, at: int, names: Mapping[str, int]) -> None:
+        self._batch, self._at, self._names = batch, at, names
+
+    def __getitem__(self, key: str) -> Any:
+        return self._batch.column(self._names[key])[self._at].as_py()
+
+    def utf8(self, key: str) -> bytes:
+        """A string column's value as its UTF-8 bytes, not decoded (one copy: ``bytes`` can be searched).
+
+        Args:
+            key: the column.
+        """
+        return self._batch.column(self._names[key])[self._at].as_buffer().to_pybytes()
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+def rows_on_demand(dataset: Any) -> Iterator[Mapping[str, Any]]:
+    """``dataset``'s rows, each an :class:`OnDemandRow` where that reads the same values, else as it iterates.
+
+    The same values: a ``datasets.Dataset`` without an index mapping or an output format, whose columns are
+    all plain values (strings, numbers), which ``datasets`` hands over as Arrow's ``as_py`` gives them.
+
+    Args:
+        dataset: the rows (anything iterable; a ``datasets.Dataset`` is read from its Arrow table).
+    """
+    table = getattr(getattr(dataset, "data", None), "table", None)
+    plain = isinstance(dataset, Dataset) and dataset._indices is None and dataset.format["type"] is None
+    if table is None or not plain or not all(isinstance(f, Value) for f in dataset.features.values()):
+        yield from dataset
+        return
+    names = {name: i for i, name in enumerate(table.column_names)}
+    for batch in table.to_batches():
+        for at in range(batch.num_rows):
+            yield OnDemandRow(batch, at, names)
+
+
 class _ReleasingDataset(Dataset):
-    """A ``datasets.Dataset`` whose row iteration hands its pages back every :data:`RELEASE_EVERY` rows."""
+    """A ``datasets.Dataset`` whose row iteration reads columns on demand and hands its pages back every
+    :data:`RELEASE_EVERY` rows."""
 
     def __iter__(self) -> Iterator[Any]:
-        return released_every(super().__iter__(), dataset_mappings(self), RELEASE_EVERY)
+        return released_every(rows_on_demand(self), dataset_mappings(self), RELEASE_EVERY)
 
 
 def releasing(dataset: Dataset) -> Dataset:
     """The same rows (no copy), iterated with :func:`released_every`: for code that loops over every row.
 
-    OpenCompass's eval task reads each row whole to list the references (prompts included); this keeps
-    that loop's RSS at :data:`RELEASE_EVERY` prompts. What ``select`` or ``map`` derive is a plain
+    OpenCompass's eval task loops over every row to list the references; here that loop reads only the
+    reference of each row (:func:`rows_on_demand`) and its RSS stays at :data:`RELEASE_EVERY` rows. What ``select`` or ``map`` derive is a plain
     ``Dataset`` again.
 
     Args:

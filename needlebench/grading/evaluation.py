@@ -164,19 +164,45 @@ def _evidence(row: Any, gold: Any, spec: TaskSpec) -> dict[str, Any]:
             gold = json.loads(gold)
         out: dict[str, Any] = {"gold": spec.oracle(gold)[:GOLD_CHARS]} if spec.oracle else {}
         needles = spec.aggregation().needle_texts
-        prompt = row["prompt"] if needles and "prompt" in row else ""
+        utf8 = getattr(row, "utf8", None)  # a row read column by column can hand over a column's bytes undecoded
+        prompt: str | bytes = "" if not needles or "prompt" not in row else utf8("prompt") if utf8 else row["prompt"]
     except Exception as exc:  # evidence is for reading; a sample without it still counts
         log.warning("sample %s: no evidence for the report (%s: %s)", row.get("id"), type(exc).__name__, exc)
         return {}
-    context = []
-    for text in needles(gold) if prompt else ():
-        at = prompt.find(text)
-        if at >= 0:
-            end = at + len(text)
-            context.append((prompt[max(0, at - CONTEXT_CHARS) : at], text, prompt[end : end + CONTEXT_CHARS]))
+    around = _around_utf8 if isinstance(prompt, bytes) else _around
+    context = [found for text in (needles(gold) if prompt else ()) if (found := around(prompt, text)) is not None]
     if context:
         out["context"] = tuple(context)
     return out
+
+
+def _around(prompt: str, text: str) -> tuple[str, str, str] | None:
+    """``(before, text, after)`` at ``text``'s first occurrence, ``CONTEXT_CHARS`` either side; None if absent."""
+    at = prompt.find(text)
+    if at < 0:
+        return None
+    end = at + len(text)
+    return prompt[max(0, at - CONTEXT_CHARS) : at], text, prompt[end : end + CONTEXT_CHARS]
+
+
+def _around_utf8(prompt: bytes, text: str) -> tuple[str, str, str] | None:
+    """:func:`_around` on the prompt's UTF-8 bytes, decoding only the two windows (a 1M-token prompt is 4 MB).
+
+    UTF-8 is self-synchronising, so the first match of the needle's bytes is its first occurrence in the
+    text; each window is cut to whole characters (4 bytes at most each) before it is decoded.
+    """
+    wanted = text.encode("utf-8", "surrogatepass")
+    at = prompt.find(wanted)
+    if at < 0:
+        return None
+    end, span = at + len(wanted), 4 * CONTEXT_CHARS + 4
+    start, stop = max(0, at - span), min(len(prompt), end + span)
+    while start < at and prompt[start] & 0xC0 == 0x80:  # a continuation byte: not a character's start
+        start += 1
+    while stop > end and stop < len(prompt) and prompt[stop] & 0xC0 == 0x80:
+        stop -= 1
+    before = prompt[start:at].decode("utf-8", "surrogatepass")[-CONTEXT_CHARS:]
+    return before, text, prompt[end:stop].decode("utf-8", "surrogatepass")[:CONTEXT_CHARS]
 
 
 def metric_names(task: TaskSpec, metas: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from opencompass.openicl.icl_evaluator.icl_base_evaluator import BaseEvaluator  # the module: task_entry.py
 
-from ..cache.pages import RELEASE_EVERY, dataset_mappings, released_every
+from ..cache.pages import RELEASE_EVERY, dataset_mappings, released_every, rows_on_demand
 from ..errors import ConfigError
 from ..grading.evaluation import dataset_results, grade_rows, metric_names, write_results
 from ..record import METRICS, TRUNCATED_POLICIES, ScoreOptions, prediction_text, unanswered
@@ -106,7 +106,8 @@ class NeedleBenchEvaluator(BaseEvaluator):
         records = []
         if task:
             meter = output_meter(self.output_tokenizer, self.output_tokenizer_kwargs, self.max_out_len)
-            rows = released_every(test_set, dataset_mappings(test_set), every=RELEASE_EVERY)  # RSS: a few prompts
+            # each row's prompt decoded once (for the evidence), the RSS a few prompts
+            rows = released_every(rows_on_demand(test_set), dataset_mappings(test_set), every=RELEASE_EVERY)
             records = grade_rows(predictions, references, rows, task, self.options, raw=raw, meter=meter)
         names = self.metric_names
         if names is None and task is not None:
@@ -127,8 +128,8 @@ class NeedleBenchEvaluator(BaseEvaluator):
             details: the evaluator's per-sample details, in row order.
             test_set: the dataset rows.
         """
-        if hasattr(test_set, "select_columns"):
-            test_set = test_set.select_columns(["subdivision", "idx"])
+        if hasattr(test_set, "select_columns"):  # plain rows: OpenCompass's loop adds each row's detail to it
+            test_set = [{"subdivision": s, "idx": i} for s, i in zip(test_set["subdivision"], test_set["idx"])]
         return super().group(n, details, test_set)
 
     def pred_postprocess(self, predictions: list[Any]) -> list[Any]:

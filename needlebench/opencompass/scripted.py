@@ -124,7 +124,7 @@ def _same_bytes(candidate: pa.Buffer, wanted: bytes) -> bool:
         view[at : at + 64] != wanted[at : at + 64] for at in range(0, len(wanted), step)
     ):
         return False
-    return view == wanted
+    return candidate.equals(pa.py_buffer(wanted))  # memcmp (memoryview's == compares item by item: 40x slower)
 
 
 class OracleModel(ScriptedModel):
@@ -162,7 +162,10 @@ class OracleModel(ScriptedModel):
         super().__init__(path=path, **kwargs)
         self.datasets = [dict(d) for d in datasets if is_needlebench(d)]
         self._tables: list[pa.Table] = []  # the rows of the datasets indexed so far (memory-mapped)
-        self._by_length: dict[int, list[tuple[int, int]]] = defaultdict(list)  # bytes -> (table, row)
+        self._chunks: list[dict[str, list[pa.Array]]] = []  # each table's prompt, task and answer, chunk by chunk
+        # UTF-8 bytes -> (table, chunk, offset in the chunk): a chunked column's row lookup walks its chunks,
+        # thousands at 1000k
+        self._by_length: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
         self._unread = list(self.datasets)  # indexed one at a time, when a prompt is not found yet
         self.kv_bytes_per_token = kv_bytes_per_token
         self._kv: list[bytearray] = []
@@ -170,12 +173,10 @@ class OracleModel(ScriptedModel):
     def _matches(self, data: bytes) -> list[tuple[str, str]]:
         """The (task, gold) of every indexed row whose prompt is ``data``."""
         found = []
-        for table, row in self._by_length.get(len(data), ()):
-            prompts = self._tables[table].column("prompt")
-            if _same_bytes(prompts[row].as_buffer(), data):
-                found.append(
-                    (self._tables[table].column("task")[row].as_py(), self._tables[table].column("answer")[row].as_py())
-                )
+        for table, chunk, offset in self._by_length.get(len(data), ()):
+            columns = self._chunks[table]
+            if _same_bytes(columns["prompt"][chunk][offset].as_buffer(), data):
+                found.append((columns["task"][chunk][offset].as_py(), columns["answer"][chunk][offset].as_py()))
         return found
 
     def _find(self, text: str) -> list[tuple[str, str]]:
@@ -189,12 +190,12 @@ class OracleModel(ScriptedModel):
         while not found and self._unread:
             cfg = self._unread.pop(0)
             table = selected_rows(load_rows(cfg["task"], **config_params(cfg))).data.table
-            number, row = len(self._tables), 0
+            number = len(self._tables)
             self._tables.append(table)
-            for chunk in table.column("prompt").chunks:
+            self._chunks.append({name: table.column(name).chunks for name in ("prompt", "task", "answer")})
+            for at, chunk in enumerate(self._chunks[-1]["prompt"]):
                 for offset, size in enumerate(pc.binary_length(chunk).to_pylist()):
-                    self._by_length[size].append((number, row + offset))
-                row += len(chunk)
+                    self._by_length[size].append((number, at, offset))
             found = self._matches(data)
         return found
 
