@@ -1,8 +1,9 @@
 """Our dataset class keeps OpenCompass's ``BaseDataset`` contract without rewriting the prompts.
 
 ``BaseDataset.__init__`` adds ``subdivision`` and ``idx`` with ``Dataset.map`` (a full rewrite of the
-rows); ours sets the same columns beside the memory-mapped ones. Here both constructors build every
-task's dataset from the same config, and every row, feature and reader split must be equal.
+rows); ours sets the same columns beside the memory-mapped ones, with the prompt column last. Here both
+constructors build every task's dataset from the same config, and every row, feature and reader split must
+be equal.
 """
 
 from __future__ import annotations
@@ -46,7 +47,10 @@ def test_rows_equal_what_basedataset_would_build(cfg: dict[str, Any]) -> None:
     for over in ({}, {"reader_cfg": {**reader, "test_range": "[1:3]"}}, {"n": 2, "k": [1, 2]}):
         ours, ref = _build(NeedleBenchDataset, cfg, **over), _build(BuiltinContract, cfg, **over)
         assert ours.dataset.features == ref.dataset.features
-        assert ours.dataset.column_names[-2:] == ["subdivision", "idx"]
+        # the same columns, the prompt moved last: OpenCompass fills a template column by column
+        # (``safe_format``), and no column is filled into the prompt after it (nor rescanned through it)
+        assert ours.dataset.column_names == [c for c in ref.dataset.column_names if c != "prompt"] + ["prompt"]
+        assert ref.dataset.column_names[-2:] == ["subdivision", "idx"]
         for split in ("train", "test"):
             mine, theirs = getattr(ours, split), getattr(ref, split)
             assert len(mine) == len(theirs) > 0

@@ -75,7 +75,8 @@ class NeedleBenchDataset(BaseDataset):
         if (max(k) if isinstance(k, list) else k) > n:
             raise ValueError("Maximum value of `k` must less than or equal to `n`")
         ds = with_reader_columns(self.load(**kwargs), abbr)
-        self.dataset = concatenate_datasets([ds] * n) if n > 1 else ds
+        # concatenate_datasets puts the prompt column back among the others: again last (see with_reader_columns)
+        self.dataset = concatenate_datasets([ds] * n).select_columns(ds.column_names) if n > 1 else ds
         self._init_reader(**(reader_cfg or {}))
 
     @staticmethod
