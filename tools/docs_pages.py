@@ -356,7 +356,7 @@ COST_SUITES = (
     ("32k", "32k", "pipeline_cost_32k_before.json"),
     ("128k", "128k", "pipeline_cost_128k_before.json"),
     ("1000k, 1 repeat", "1000k_r1", "pipeline_cost_1000k_r1_before.json"),
-    ("1000k, default repeats; after: prompts as digests", "1000k_digest", "limits_1000k.json"),
+    ("1000k default repeats, after as digests", "1000k_digest", "limits_1000k.json"),
 )
 COST_STAGES = (
     ("dataset build", "build"),
@@ -481,16 +481,16 @@ def profile_1000k_line(result: Mapping[str, Any]) -> str:
     total = _cumulative(infer, "(_run_module_as_main)")
     write = _cumulative(infer, "(keep)")
     imports = _cumulative(infer, "(import_with_stand_ins)")
-    render = _cumulative(infer, "(get_generation_prompt_list_from_retriever_indices)")
-    oracle = _cumulative(infer, "scripted.py:91(generate)")
+    encode = _cumulative(infer, "json/__init__.py:183(dumps)")
+    oracle = _cumulative(infer, "(generate_from_template)")
     return (
         f"At 1000k the infer task's own work is the prompts: one task over {result['samples_predicted']} "
         f"samples of 1,000,000 tokens, profiled with prompts kept as text, spent {_pct(write / total)} of its time "
-        f"writing them into the prediction files (JSON-encoding each 4 MB prompt for the `tmp_` log and again for "
-        f"the file), {_pct(render / total)} rendering them through OpenCompass's templates (the row read from the "
-        f"cache and decoded included), {_pct(oracle / total)} in the oracle (each prompt encoded and compared with "
-        f"its row), and {_pct(imports / total)} importing OpenCompass's dataset reader and base evaluator; "
-        '`runtime(prompts="digest")` replaces most of the first with one hash of each prompt.'
+        f"writing them into the prediction files ({_pct(encode / total)} JSON-encoding each 4 MB prompt, for the "
+        f"`tmp_` log and again for the file), {_pct(imports / total)} importing torch, datasets and OpenCompass's "
+        f"dataset reader and base evaluator, and {_pct(oracle / total)} in the oracle (each prompt encoded and "
+        "compared with its row); reading and rendering the prompts is no longer among its 40 costliest calls. "
+        '`runtime(prompts="digest")` replaces the writing with one hash of each prompt.'
     )
 
 
