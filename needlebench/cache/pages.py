@@ -138,8 +138,11 @@ class OnDemandRow(Mapping[str, Any]):
     def __init__(self, batch: Any, at: int, names: Mapping[str, int]) -> None:
         self._batch, self._at, self._names = batch, at, names
 
+    def _scalar(self, key: str) -> Any:
+        return self._batch.column(self._names[key])[self._at]
+
     def __getitem__(self, key: str) -> Any:
-        return self._batch.column(self._names[key])[self._at].as_py()
+        return self._scalar(key).as_py()
 
     def utf8(self, key: str) -> bytes:
         """A string column's value as its UTF-8 bytes, not decoded (one copy: ``bytes`` can be searched).
@@ -147,7 +150,7 @@ class OnDemandRow(Mapping[str, Any]):
         Args:
             key: the column.
         """
-        return self._batch.column(self._names[key])[self._at].as_buffer().to_pybytes()
+        return self._scalar(key).as_buffer().to_pybytes()
 
     def __contains__(self, key: object) -> bool:
         return key in self._names
@@ -191,8 +194,8 @@ def releasing(dataset: Dataset) -> Dataset:
     """The same rows (no copy), iterated with :func:`released_every`: for code that loops over every row.
 
     OpenCompass's eval task loops over every row to list the references; here that loop reads only the
-    reference of each row (:func:`rows_on_demand`) and its RSS stays at :data:`RELEASE_EVERY` rows. What ``select`` or ``map`` derive is a plain
-    ``Dataset`` again.
+    reference of each row (:func:`rows_on_demand`) and its RSS stays at :data:`RELEASE_EVERY` rows. What
+    ``select`` or ``map`` derive is a plain ``Dataset`` again.
 
     Args:
         dataset: a memory-mapped dataset.

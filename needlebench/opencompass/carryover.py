@@ -89,13 +89,11 @@ def _hash_into(digest: Any, value: Any) -> None:
 
 def _json_key(key: Any) -> str:
     """A mapping key as JSON writes it (``1`` -> ``"1"``, ``True`` -> ``"true"``, ``None`` -> ``"null"``)."""
-    return (
-        key
-        if isinstance(key, str)
-        else json.dumps(key)
-        if key is None or isinstance(key, (bool, int, float))
-        else str(key)
-    )
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, (bool, int, float)):
+        return json.dumps(key)
+    return str(key)
 
 
 def digested_entry(entry: Mapping[str, Any], sample_id: str) -> dict[str, Any]:

@@ -161,8 +161,8 @@ class OracleModel(ScriptedModel):
     ) -> None:
         super().__init__(path=path, **kwargs)
         self.datasets = [dict(d) for d in datasets if is_needlebench(d)]
-        self._tables: list[pa.Table] = []  # the rows of the datasets indexed so far (memory-mapped)
-        self._chunks: list[dict[str, list[pa.Array]]] = []  # each table's prompt, task and answer, chunk by chunk
+        # the datasets indexed so far (memory-mapped): each one's prompt, task and answer, chunk by chunk
+        self._chunks: list[dict[str, list[pa.Array]]] = []
         # UTF-8 bytes -> (table, chunk, offset in the chunk): a chunked column's row lookup walks its chunks,
         # thousands at 1000k
         self._by_length: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
@@ -190,8 +190,7 @@ class OracleModel(ScriptedModel):
         while not found and self._unread:
             cfg = self._unread.pop(0)
             table = selected_rows(load_rows(cfg["task"], **config_params(cfg))).data.table
-            number = len(self._tables)
-            self._tables.append(table)
+            number = len(self._chunks)
             self._chunks.append({name: table.column(name).chunks for name in ("prompt", "task", "answer")})
             for at, chunk in enumerate(self._chunks[-1]["prompt"]):
                 for offset, size in enumerate(pc.binary_length(chunk).to_pylist()):

@@ -11,8 +11,9 @@ inferencer and retriever packages) in ``sys.modules``: each one's submodules imp
 read from the package itself (``from opencompass.models import X``, a registry key
 ``opencompass.models.X``), so code that needs the whole package still gets it. OpenCompass's dataset
 reader and base evaluator, which every task imports, are imported with stand-ins for
-``transformers.AutoTokenizer`` and ``scipy.stats.hypergeom`` that import the real ones on first use. A task whose config names any type by a short registry name
-(``type="ZeroRetriever"``) runs with the full imports, as OpenCompass runs it. Measured on a 4k oracle run:
+``transformers.AutoTokenizer`` and ``scipy.stats.hypergeom`` that import the real ones on first use. A task
+whose config names any type by a short registry name (``type="ZeroRetriever"``) runs with the full imports,
+as OpenCompass runs it. Measured on a 4k oracle run:
 7-8 s of CPU before a task's first sample became 2.4 s (infer) and 3.3 s (eval).
 
     python -m needlebench.opencompass.task_entry infer|eval TASK_CONFIG.py
