@@ -100,12 +100,17 @@ def run_export(config: str, out: Path) -> list[dict]:
     return [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
 
 
-def run_opencompass(config: str, work: Path, env: dict | None = None) -> Path:
-    """A real ``opencompass`` run; the timestamped run folder it made."""
+# OpenCompass's command line as ``needlebench run`` starts it: its own code and files, without importing every
+# module it ships first (``tests/test_task_entry.py`` shows both commands write the same files)
+OPENCOMPASS = [str(VENV_BIN / "python"), "-m", "needlebench.opencompass.driver"]
+
+
+def run_opencompass(config: str, work: Path, env: dict | None = None, command: list[str] = OPENCOMPASS) -> Path:
+    """A real OpenCompass run (``command``: ``needlebench run``'s start, or the ``opencompass`` script); its run folder."""
     import subprocess
 
     result = subprocess.run(
-        [bin_path("opencompass"), config, "-w", str(work)],
+        [*command, config, "-w", str(work)],
         cwd=ROOT,
         env=env,
         capture_output=True,

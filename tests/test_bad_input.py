@@ -195,11 +195,11 @@ def test_opencompass_against_a_dead_server_stops_before_inference(tmp_path: Path
     import os
     import subprocess
 
-    from conftest import ROOT, bin_path, free_port
+    from conftest import OPENCOMPASS, ROOT, free_port
 
     dead = f"http://127.0.0.1:{free_port()}/v1"
     r = subprocess.run(
-        [bin_path("opencompass"), "tests/configs/e2e_flaky.py", "-w", str(tmp_path)],
+        [*OPENCOMPASS, "tests/configs/e2e_flaky.py", "-w", str(tmp_path)],
         cwd=ROOT,
         env={**os.environ, "NEEDLEBENCH_API_BASE": dead},
         capture_output=True,

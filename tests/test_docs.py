@@ -41,6 +41,7 @@ def test_every_command_describes_each_positional_argument(
     monkeypatch.setenv("COLUMNS", "120")
     commands = re.search(r"\{([a-z,]+)\}", _help([], capsys)).group(1).split(",")
     assert commands == [
+        "run",
         "plan",
         "export",
         "score",

@@ -24,7 +24,8 @@ SAMPLES = {"needlebench_srt_en_4k": 6, "needlebench_srt_zh_4k": 6, "needlebench_
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return run_opencompass(MAIN_JOB, tmp_path_factory.mktemp("oc_e2e"))
+    # the README's command itself: the `opencompass` script, not `needlebench run`'s lean start
+    return run_opencompass(MAIN_JOB, tmp_path_factory.mktemp("oc_e2e"), command=[bin_path("opencompass")])
 
 
 def test_readme_shows_what_the_main_job_writes(tiny_run: Path) -> None:

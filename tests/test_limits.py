@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, bin_path
+from conftest import OPENCOMPASS, ROOT
 
 from needlebench.files import verified
 
@@ -91,7 +91,7 @@ def _opencompass(work: Path, cache: Path, cgroup: Path | None = None, **env: str
             (cgroup / "cgroup.procs").write_text(str(os.getpid()))
 
     return subprocess.run(
-        [bin_path("opencompass"), CONFIG, "-w", str(work), "-r", RUN],
+        [*OPENCOMPASS, CONFIG, "-w", str(work), "-r", RUN],
         cwd=ROOT,
         env=full_env,
         capture_output=True,

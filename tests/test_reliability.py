@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, bin_path, free_port, run_opencompass, wait_healthy
+from conftest import OPENCOMPASS, ROOT, bin_path, free_port, run_opencompass, wait_healthy
 
 pytestmark = pytest.mark.e2e
 
@@ -164,7 +164,7 @@ def _report_agrees(run: Path) -> None:
 def _opencompass(work: Path, *extra: str, delay: float = 1.0) -> subprocess.Popen:
     """The resume config's run, its oracle waiting ``delay`` seconds an answer (a kill needs time to land)."""
     return subprocess.Popen(
-        [str(Path(sys.executable).parent / "opencompass"), "tests/configs/e2e_resume.py", "-w", str(work), *extra],
+        [*OPENCOMPASS, "tests/configs/e2e_resume.py", "-w", str(work), *extra],
         cwd=ROOT,
         env={**os.environ, "NEEDLEBENCH_TEST_DELAY": str(delay)},
         stdout=subprocess.DEVNULL,
@@ -224,7 +224,7 @@ def _replan_run(work: Path, calls: Path, *extra: str, **env: str) -> subprocess.
     """tests/configs/e2e_replan.py through opencompass, its settings from ``env``; the counted oracle on the path."""
     path = os.pathsep.join(filter(None, [str(ROOT / "tests"), str(ROOT), os.environ.get("PYTHONPATH")]))
     return subprocess.run(
-        [str(Path(sys.executable).parent / "opencompass"), "tests/configs/e2e_replan.py", "-w", str(work), *extra],
+        [*OPENCOMPASS, "tests/configs/e2e_replan.py", "-w", str(work), *extra],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": path, "NEEDLEBENCH_TEST_CALLS": str(calls), **env},
         capture_output=True,
@@ -362,7 +362,7 @@ def test_a_retry_asks_only_what_failed_and_keeps_every_other_file(tmp_path: Path
         env = dict(os.environ, NEEDLEBENCH_API_BASE=f"http://127.0.0.1:{port}/v1")
         work = tmp_path / "work"
         result = subprocess.run(
-            [bin_path("opencompass"), "tests/configs/e2e_retry.py", "-w", str(work)],
+            [*OPENCOMPASS, "tests/configs/e2e_retry.py", "-w", str(work)],
             cwd=ROOT,
             env=env,
             capture_output=True,

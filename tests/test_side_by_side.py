@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_opencompass
+from conftest import ROOT, bin_path, run_opencompass
 
 pytestmark = pytest.mark.e2e
 
@@ -78,7 +78,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
         HF_HUB_OFFLINE="1",
         PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")])),
     )
-    builtin = run_opencompass("tests/configs/side_builtin.py", root / "builtin", env=env)
+    # OpenCompass's own NeedleBench on its own command (the `opencompass` script)
+    builtin = run_opencompass(
+        "tests/configs/side_builtin.py", root / "builtin", env=env, command=[bin_path("opencompass")]
+    )
     ours = run_opencompass("tests/configs/side_ours.py", root / "ours", env=env)
     return builtin, ours, data
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
-from conftest import ROOT
+from conftest import ROOT, bin_path, run_opencompass
 from mmengine.config import Config
 
 from needlebench.opencompass.task_entry import typed_by_path
@@ -93,3 +94,52 @@ def test_only_configs_naming_every_type_by_path_go_lean() -> None:
         assert typed_by_path(text["by path"]), text["by path"]
         assert not typed_by_path(text["short name"]), text["short name"]
         assert not typed_by_path(text["short name, quoted key"]), text["short name, quoted key"]
+
+
+def test_the_lean_driver_imports_only_what_a_run_uses_and_finds_registry_names() -> None:
+    """``needlebench run``'s start: OpenCompass's command line module without evaluate, transformers' pipelines,
+    sklearn or the dataset modules; a short registry name (``MMLUDataset``) still found, the packages
+    loaded whole."""
+    code = (
+        "import sys, json\nfrom needlebench.opencompass import driver\n"
+        "driver.install_lazy_packages(driver.DRIVER_LAZY_PACKAGES)\ndriver.import_with_stand_ins(driver.DRIVER_STAND_INS)\n"
+        "driver.load_whole_on_registry_miss()\n"
+        "import opencompass.cli.main, needlebench.opencompass.partitioner, needlebench.opencompass.summarizer\n"
+        "heavy = sorted({'evaluate', 'sklearn', 'transformers.pipelines'} & set(sys.modules))\n"
+        "ds = [m for m in sys.modules if m.startswith('opencompass.datasets.')]\n"
+        "from opencompass.registry import LOAD_DATASET\n"
+        "found = LOAD_DATASET.get('MMLUDataset')\n"
+        "print(json.dumps({'heavy': heavy, 'datasets': ds, 'found': f'{found.__module__}.{found.__name__}',"
+        " 'custom': 'opencompass.datasets.custom' in sys.modules}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["heavy"] == [] and found["datasets"] == [], found
+    # the miss loaded the packages whole, as OpenCompass imports them
+    assert found["found"] == "opencompass.datasets.mmlu.MMLUDataset", found
+    assert found["custom"] is True
+
+
+def _files(run: Path) -> dict[str, bytes]:
+    """A run's files by path, the time stamp in OpenCompass's summary names and log paths left out."""
+    out = {}
+    for path in sorted(run.rglob("*")):
+        rel = path.relative_to(run).as_posix().replace(run.name, "TIME")
+        if path.is_file() and not rel.startswith(("logs/", "configs/")) and path.suffix in (".json", ".csv", ".md"):
+            out[rel] = path.read_bytes()
+    return out
+
+
+def test_needlebench_run_writes_the_files_the_opencompass_command_writes(tmp_path: Path) -> None:
+    """The same config through ``opencompass`` and through ``needlebench run``: the same prediction, result and
+    summary files, byte for byte (OpenCompass's own summary included)."""
+    plain = run_opencompass("tests/configs/e2e_driver.py", tmp_path / "plain", command=[bin_path("opencompass")])
+    lean = run_opencompass("tests/configs/e2e_driver.py", tmp_path / "lean", command=[bin_path("needlebench"), "run"])
+    a, b = _files(plain), _files(lean)
+    assert sorted(a) == sorted(b)
+    assert any(k.startswith("predictions/oracle/") for k in a) and "summary/summary_TIME.csv" in a, sorted(a)
+    different = [k for k in a if a[k] != b[k] and not k.endswith("results.json")]
+    assert not different, different
+    table = (plain / "summary" / "needlebench_summary.csv").read_text(encoding="utf-8")
+    assert "100" in table, table

@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, bin_path, run_opencompass
+from conftest import OPENCOMPASS, ROOT, run_opencompass
 
 pytestmark = pytest.mark.e2e
 
@@ -354,7 +354,7 @@ def test_a_batch_file_through_vllm_run_batch_gives_the_online_predictions_and_sc
     assert f"{MODEL}: 7 answered, 0 failed, 0 without a result" in got.stdout
     config = sorted((run / "configs").glob("*.py"))[-1]
     ev = subprocess.run(
-        [bin_path("opencompass"), str(config), "-w", str(work), "-r", run.name],
+        [*OPENCOMPASS, str(config), "-w", str(work), "-r", run.name],
         cwd=ROOT,
         env=env,
         capture_output=True,

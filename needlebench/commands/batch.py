@@ -21,14 +21,16 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..opencompass.batch import BatchMode, read_batch_results, replay_table, write_table
-from .retry import opencompass_bin, run_config
+from .retry import opencompass_command, run_config
 
 __all__ = ["prepare_batch", "collect_batch"]
 
 
 def _opencompass(config: Path, work_dir: Path, resume: str | None, mode: BatchMode) -> int:
     """OpenCompass's infer stage for ``config`` (resuming run ``resume``), in a batch mode."""
-    args = [opencompass_bin(), str(config), "-w", str(work_dir), "-m", "infer"] + (["-r", resume] if resume else [])
+    args = [*opencompass_command(), str(config), "-w", str(work_dir), "-m", "infer"] + (
+        ["-r", resume] if resume else []
+    )
     return subprocess.run(args, check=False, env={**os.environ, **mode.env()}).returncode
 
 

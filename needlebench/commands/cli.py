@@ -102,6 +102,13 @@ def _prompt(args: argparse.Namespace) -> int:
     return show_prompt(Path(args.run), args.sample_id, model=args.model)
 
 
+def _run(args: argparse.Namespace) -> int:
+    from ..opencompass.driver import main as drive
+
+    drive([args.config, *args.options])
+    return 0
+
+
 def _batch(args: argparse.Namespace) -> int:
     from .batch import collect_batch, prepare_batch
 
@@ -128,6 +135,18 @@ def build_parser() -> argparse.ArgumentParser:
         description="plan a config's cost, export its prompts, score predictions made elsewhere, rebuild reports",
     )
     sub = parser.add_subparsers(dest="command", required=True)
+    rn = _command(
+        sub,
+        "run",
+        "run a config as `opencompass CONFIG [options]` does, the same code and files, without importing every "
+        "dataset, model and summarizer OpenCompass ships first (about 5-8 s of CPU less per run)",
+    )
+    rn.add_argument(
+        "config",
+        metavar="CONFIG",
+        help="the config, then any option `opencompass` takes after it (-w DIR, -r [TIME], -m infer, ...)",
+    )
+    rn.set_defaults(func=_run)
     pl = _command(sub, "plan", "per model: samples, tokens, cut cells, shards and prefix reuse of a config")
     pl.add_argument(
         "config", help="an OpenCompass eval config (.py); NEEDLEBENCH_MODELS is read as opencompass reads it"
@@ -257,7 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the ``needlebench`` command line (``plan``, ``export``, ``score``, ``report``, ``leaderboard``, ``verify``,
+    """Run the ``needlebench`` command line (``run``, ``plan``, ``export``, ``score``, ``report``, ``leaderboard``, ``verify``,
     ``retry``, ``batch``, ``parity``).
 
     Args:
@@ -270,7 +289,9 @@ def main(argv: list[str] | None = None) -> int:
     """
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
-    if args.command == "export" and len(extra) == 1 and not args.out and not extra[0].startswith("-"):
+    if args.command == "run":
+        args.options = extra  # OpenCompass's own options, handed on as given
+    elif args.command == "export" and len(extra) == 1 and not args.out and not extra[0].startswith("-"):
         args.out = extra[0]  # `export CONFIG --format parquet OUT`: the output after the options
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")

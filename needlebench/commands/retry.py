@@ -2,7 +2,8 @@
 
 A run whose server was down or throttling for long enough ends with some samples ``request_failed``
 (left out of every score, counted under ``failed``). This resumes the run with OpenCompass
-(``opencompass <its config> -w <work dir> -r <time>``, the config as the run stored it): the infer stage
+(``opencompass <its config> -w <work dir> -r <time>``, the config as the run stored it, through
+``needlebench run``'s lean start): the infer stage
 asks again only the failed requests (``opencompass.carryover.requeue_failed``), every answered sample is
 kept as it is, and the eval stage and summaries are redone for the datasets it touched.
 """
@@ -10,7 +11,6 @@ kept as it is, and the eval stage and summaries are redone for the datasets it t
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -20,7 +20,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..retries import RETRY_MODELS_ENV, failed_requests
 
-__all__ = ["retry_run", "run_config", "opencompass_bin"]
+__all__ = ["retry_run", "run_config", "opencompass_command"]
 
 
 def run_config(run: Path, command: str = "retry") -> Path:
@@ -39,9 +39,9 @@ def run_config(run: Path, command: str = "retry") -> Path:
     return configs[-1]
 
 
-def opencompass_bin() -> str:
-    """The ``opencompass`` command: on ``PATH``, else beside this Python."""
-    return shutil.which("opencompass") or str(Path(sys.executable).parent / "opencompass")
+def opencompass_command() -> list[str]:
+    """OpenCompass's command line as ``needlebench run`` starts it (``opencompass.driver``): this Python, lean imports."""
+    return [sys.executable, "-m", "needlebench.opencompass.driver"]
 
 
 def retry_run(run: Path, dry_run: bool = False, models: Sequence[str] = ()) -> int:
@@ -69,9 +69,10 @@ def retry_run(run: Path, dry_run: bool = False, models: Sequence[str] = ()) -> i
     if dry_run:
         return 0
     config = run_config(run)
-    opencompass = opencompass_bin()
     env = {**os.environ, RETRY_MODELS_ENV: ",".join(models)} if models else None
-    done = subprocess.run([opencompass, str(config), "-w", str(run.parent), "-r", run.name], check=False, env=env)
+    done = subprocess.run(
+        [*opencompass_command(), str(config), "-w", str(run.parent), "-r", run.name], check=False, env=env
+    )
     if done.returncode:
         return done.returncode
     after = Counter({k: n for k, n in failed_requests(run).items() if k in before})

@@ -36,6 +36,7 @@ __all__ = [
     "STAND_INS",
     "import_with_stand_ins",
     "install_lazy_packages",
+    "load_whole_on_registry_miss",
     "typed_by_path",
     "main",
 ]
@@ -190,6 +191,35 @@ def install_lazy_packages(names: tuple[str, ...] = LAZY_PACKAGES) -> None:
         parent, _, child = name.rpartition(".")
         if parent in sys.modules:
             setattr(sys.modules[parent], child, module)
+
+
+def load_whole_on_registry_miss() -> None:
+    """Make a registry lookup that finds nothing run every lazy package's ``__init__`` and look again.
+
+    A class registers itself when its module is imported; a lazy shell imports only the submodules asked
+    for, so a registry asked for a short name (``type="OpenICLInferTask"``) whose module nothing imported yet
+    finds nothing. Then, and only then, the packages are imported whole (as OpenCompass itself imports
+    them) and the lookup is repeated, so a config that names a type by its registry name gets it. For the
+    driver (``driver.py``), which cannot read every type of a config before OpenCompass loads it.
+    """
+    from mmengine.registry import Registry
+
+    if getattr(Registry.get, "_needlebench_whole_on_miss", False):
+        return
+    lookup = Registry.get
+
+    def get(self: Registry, key: str) -> Any:
+        found = lookup(self, key)
+        if found is None:
+            shells = [m for m in list(sys.modules.values()) if isinstance(m, _LazyPackage)]
+            if any(not m.__dict__.get("_needlebench_loaded") for m in shells):
+                for shell in shells:
+                    shell._load_whole()
+                found = lookup(self, key)
+        return found
+
+    get._needlebench_whole_on_miss = True  # type: ignore[attr-defined]
+    Registry.get = get  # type: ignore[method-assign]
 
 
 def _find_unimported(name: str) -> Any:

@@ -1,0 +1,90 @@
+"""``needlebench run CONFIG [opencompass options]``: OpenCompass's own command, without importing all it ships.
+
+The ``opencompass`` command imports, before it reads a config, every runner, task, dataset, model and
+summarizer module OpenCompass ships (``opencompass.utils.run`` alone pulls ``opencompass.datasets`` whole,
+with ``evaluate``, ``transformers.pipelines`` and ``sklearn``): measured 14 s of CPU on this 2-core machine,
+on every run, on top of what the run does. This entry point runs the very same ``opencompass.cli.main.main``
+with the same arguments after putting the lazy shells of ``task_entry.py`` in place (plus
+``opencompass.summarizers``), and with ``opencompass.datasets.custom`` stood in for while
+``opencompass.utils.run`` imports (its one name builds a config for ``--custom-dataset-path`` only). The
+run's files are those ``opencompass`` writes (``tests/test_task_entry.py`` compares the two runs' files).
+
+It also keeps a setting OpenCompass asks for and mmengine drops: OpenCompass loads the config with
+``Config.fromfile(..., format_python_code=False)``, but mmengine 0.10's ``fromfile`` passes that flag on only
+for lazy-import configs, so the ``opencompass`` script formats the run's config dump (``configs/<time>.py``)
+with yapf: 5 s of CPU for a one-model config of four datasets. Here the flag holds, and the dump is the same
+Python, unformatted (read back to the same config).
+
+A config that names a type by its short registry name (``type="OpenICLInferTask"``) still gets it: a
+registry lookup that finds nothing imports the lazy packages whole and looks again
+(``task_entry.load_whole_on_registry_miss``).
+
+    python -m needlebench.opencompass.driver CONFIG [options]   # = needlebench run CONFIG [options]
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from typing import Any
+
+from .task_entry import (
+    LAZY_PACKAGES,
+    STAND_INS,
+    import_with_stand_ins,
+    install_lazy_packages,
+    load_whole_on_registry_miss,
+)
+
+__all__ = ["DRIVER_LAZY_PACKAGES", "DRIVER_STAND_INS", "keep_format_flag", "main"]
+
+# the task entry's packages, and the summarizers (``opencompass.summarizers.subjective`` imports sklearn)
+DRIVER_LAZY_PACKAGES = (*LAZY_PACKAGES, "opencompass.summarizers")
+DRIVER_STAND_INS = {
+    **STAND_INS,
+    "opencompass.utils.run": (
+        ("tabulate", "mmengine.config", "opencompass.models", "opencompass.partitioners", "opencompass.runners"),
+        "opencompass.datasets.custom",
+        ("make_custom_dataset_config",),
+    ),
+}
+
+
+def keep_format_flag() -> None:
+    """``mmengine.Config.fromfile`` honouring ``format_python_code=False`` for every config (see the module)."""
+    from mmengine.config import Config
+
+    load = Config.fromfile
+    if getattr(load, "_needlebench_keeps_format_flag", False):
+        return
+    signature = inspect.signature(load)
+
+    def fromfile(*args: Any, **kwargs: Any) -> Any:
+        config = load(*args, **kwargs)
+        if signature.bind(*args, **kwargs).arguments.get("format_python_code", True) is False:
+            object.__setattr__(config, "_format_python_code", False)
+        return config
+
+    fromfile._needlebench_keeps_format_flag = True  # type: ignore[attr-defined]
+    Config.fromfile = staticmethod(fromfile)  # type: ignore[method-assign]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run OpenCompass's command line on ``argv`` (a config and OpenCompass's options), lean imports first.
+
+    Args:
+        argv: ``opencompass``'s arguments; default ``sys.argv[1:]``.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    install_lazy_packages(DRIVER_LAZY_PACKAGES)
+    import_with_stand_ins(DRIVER_STAND_INS)
+    load_whole_on_registry_miss()
+    keep_format_flag()
+    from opencompass.cli.main import main as opencompass_main
+
+    sys.argv = ["opencompass", *args]
+    opencompass_main()
+
+
+if __name__ == "__main__":
+    main()
