@@ -53,7 +53,11 @@ from typing import Any
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
-OPENCOMPASS = str(Path(sys.executable).parent / "opencompass")
+# the two ways to start OpenCompass's command line: its own script, and ``needlebench run``'s lean start
+DRIVERS = {
+    "opencompass": [str(Path(sys.executable).parent / "opencompass")],
+    "needlebench": [sys.executable, "-m", "needlebench.opencompass.driver"],
+}
 RUN = "20000101_000000"  # a fixed run folder, so a resume (-r) finds it
 PROFILE_HOOK = Path(__file__).resolve().parent / "profile_hook"
 
@@ -153,9 +157,11 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _run(config: Path, work: Path, env: dict[str, str], cgroup: Path | None, resume: bool) -> dict[str, Any]:
-    """One ``opencompass`` invocation, monitored."""
-    cmd = [OPENCOMPASS, str(config), "-w", str(work), "-r", RUN]
+def _run(
+    config: Path, work: Path, env: dict[str, str], cgroup: Path | None, resume: bool, driver: str = "opencompass"
+) -> dict[str, Any]:
+    """One ``opencompass`` invocation (``driver``: which start, see ``DRIVERS``), monitored."""
+    cmd = [*DRIVERS[driver], str(config), "-w", str(work), "-r", RUN]
 
     def enter_cgroup() -> None:
         if cgroup is not None:
@@ -341,6 +347,12 @@ def main() -> None:
     ap.add_argument(
         "--prompts", default="text", choices=("text", "digest"), help="what prediction files keep of each prompt"
     )
+    ap.add_argument(
+        "--driver",
+        default="opencompass",
+        choices=sorted(DRIVERS),
+        help="start OpenCompass with its `opencompass` script or with `needlebench run` (lean imports)",
+    )
     ap.add_argument("--out", default="")
     args = ap.parse_args()
 
@@ -371,12 +383,12 @@ def main() -> None:
     runs = []
     load = os.getloadavg()
     try:
-        runs.append(_run(config, work, env, cgroup, resume=False))
+        runs.append(_run(config, work, env, cgroup, resume=False, driver=args.driver))
         if runs[-1]["rc"] != 0 and cgroup is not None:
             calls_before = len(record.read_text().splitlines()) if record.exists() else 0
             runs[-1]["oracle_calls"] = calls_before
             _set_limit(cgroup, int(args.raise_gb * 2**30))
-            runs.append(_run(config, work, env, cgroup, resume=True))
+            runs.append(_run(config, work, env, cgroup, resume=True, driver=args.driver))
         run_dir = work / RUN
         summary_csv = run_dir / "summary" / "needlebench_summary.csv"
         cells = list(csv.DictReader(summary_csv.open(encoding="utf-8"))) if summary_csv.exists() else []
@@ -398,6 +410,7 @@ def main() -> None:
             eval_workers=args.eval_workers,
             batch_size=args.batch_size,
             prompts=args.prompts,
+            driver=args.driver,
             path="stock (OpenCompass's GenInferencer and OpenICLEvalTask)" if args.stock else "ours (as configured)",
             cap_gb=args.cap_gb or None,
             raise_gb=args.raise_gb if args.cap_gb else None,

@@ -287,6 +287,27 @@ def test_eval_stage_groups_a_models_datasets_into_eval_workers_tasks() -> None:
     assert _groups(datasets, 0) == [[d] for d in datasets] == _groups(datasets, 9)
 
 
+def test_a_runs_eval_tasks_span_its_models(tmp_path: Path) -> None:
+    """Three models, two eval tasks in all (not two each): every (model, dataset) pair once, in config order,
+    each task naming each of its models once with that model's datasets."""
+    datasets = needlebench_datasets(
+        suite="4k", tasks=["srt", "mrt"], langs=["en"], lengths=[1000], depths=[0], repeats=1
+    )
+    models = [{**MODEL, "abbr": f"m{i}"} for i in range(3)]
+    part = NeedleBenchPartitioner(out_dir=str(tmp_path / "results"), stage="eval", eval_tasks=2)
+    tasks = part.partition(
+        [{"models": models, "datasets": datasets}], work_dir=str(tmp_path), out_dir=str(tmp_path / "results")
+    )
+    assert len(tasks) == 2
+    pairs = [(m["abbr"], d["abbr"]) for t in tasks for m, ds in zip(t["models"], t["datasets"]) for d in ds]
+    assert pairs == [(m["abbr"], d["abbr"]) for m in models for d in datasets]
+    assert all(len({m["abbr"] for m in t["models"]}) == len(t["models"]) for t in tasks)
+    assert [m["abbr"] for m in tasks[0]["models"]] == ["m0", "m1"] and [m["abbr"] for m in tasks[1]["models"]] == [
+        "m1",
+        "m2",
+    ]
+
+
 def test_api_models_keep_the_openai_client_reserve() -> None:
     """OpenCompass's OpenAI client trims or refuses a prompt within 100 tokens of max_seq_len - output."""
     from needlebench.planning.limits import OPENAI_CLIENT_RESERVE, model_room

@@ -489,8 +489,8 @@ def runtime(
     Args:
         num_shards: inference tasks to cut (e.g. one per GPU, or per Slurm job), of about equal prompt tokens.
         max_workers: inference tasks run at once.
-        eval_workers: evaluation tasks run at once; each model's datasets are grouped into this many
-            eval tasks (one OpenCompass import, or one Slurm job, per group instead of per dataset).
+        eval_workers: evaluation tasks run at once; the run's datasets, every model's, are grouped into this
+            many eval tasks (one OpenCompass import, or one Slurm job, per group instead of per dataset).
         overlength: ``shorten`` (cut the haystack of prompts over the model's room) or ``skip``.
         runner: an OpenCompass runner (``LocalRunner``, ``SlurmRunner``, ``DLCRunner``, ``VOLCRunner``).
         template_margin: tokens kept free for the chat template in each model's room.

@@ -111,16 +111,33 @@ def _keeping_prompts(dataset: dict, prompts: str) -> dict:
     return {**dataset, "infer_cfg": {**dataset["infer_cfg"], "inferencer": {**inferencer, "prompts": prompts}}}
 
 
-def _groups(datasets: list[dict], count: int) -> list[list[dict]]:
-    """A model's datasets in ``count`` contiguous eval tasks of near-equal size (0: one task per dataset).
+def _groups(datasets: list[Any], count: int) -> list[list[Any]]:
+    """Items (datasets, or a run's (model, dataset) pairs) in ``count`` contiguous groups of near-equal size
+    (0: one group per item).
 
     Each eval task is a process that imports OpenCompass (seconds) and, under Slurm, a job; grouping
-    a model's datasets into as many tasks as run at once pays that once per group, not per dataset.
+    the datasets into as many tasks as run at once pays that once per group, not per dataset.
     OpenCompass's eval task scores each dataset of its group in turn and skips those already scored.
     """
     if not count or count >= len(datasets):
         return [[d] for d in datasets]
     return [datasets[a:b] for a, b in shard_ranges([1] * len(datasets), count)]
+
+
+def _eval_task_config(pairs: list[tuple[dict, dict]], work_dir: str, add_cfg: dict) -> Config:
+    """One eval task over a run of (model, dataset) pairs: each model once, with its datasets, in order.
+
+    OpenCompass's eval task scores ``models[i]`` on ``datasets[i]`` for each i, so one process serves
+    several models' datasets where a group spans them.
+    """
+    models: list[dict] = []
+    datasets: list[list[dict]] = []
+    for model, dataset in pairs:
+        if not models or models[-1] is not model:
+            models.append(model)
+            datasets.append([])
+        datasets[-1].append(dataset)
+    return Config({"models": models, "datasets": datasets, "work_dir": work_dir, **add_cfg}, format_python_code=False)
 
 
 def _evaluated(dataset: dict, limit: Limit, names: tuple[str, ...]) -> dict:
@@ -349,7 +366,10 @@ class NeedleBenchPartitioner(BasePartitioner):
         return tasks
 
     def _eval_tasks(self, model_dataset_combinations: list[dict], work_dir: str, add_cfg: dict) -> list[ConfigDict]:
-        """Each model's datasets, limited as the plan says, grouped into ``eval_tasks`` tasks.
+        """Every model's datasets, limited as the plan says, grouped into ``eval_tasks`` tasks for the whole run.
+
+        The groups are contiguous over the models in config order, so a run of several models starts
+        ``eval_tasks`` eval processes, not that many per model (each a few seconds of imports, or a Slurm job).
 
         Where the run has no plan (an eval-only run of an older work dir) or the plan lacks a pair, the
         limit is decided now, with a warning: it may differ from what inference used.
@@ -357,7 +377,7 @@ class NeedleBenchPartitioner(BasePartitioner):
         plan = read_plan(work_dir)
         limits = Limits(self.settings, self.logger)
         names: dict[str, tuple[str, ...]] = {}  # per dataset abbr, every model's
-        tasks: list[ConfigDict] = []
+        pairs: list[tuple[dict, dict]] = []  # (model, its dataset as scored), every model's in config order
         for comb in model_dataset_combinations:
             for model in comb["models"]:
                 m_abbr = model.get("abbr", "model")
@@ -382,6 +402,5 @@ class NeedleBenchPartitioner(BasePartitioner):
                     if d["abbr"] not in names:
                         names[d["abbr"]] = _planned_names(d)
                     datasets.append(_evaluated(d, limit, names[d["abbr"]]))
-                for group in _groups(datasets, self.settings.eval_tasks):
-                    tasks.append(_task_config(model, group, work_dir, add_cfg))
-        return tasks
+                pairs.extend((model, d) for d in datasets)
+        return [_eval_task_config(group, work_dir, add_cfg) for group in _groups(pairs, self.settings.eval_tasks)]

@@ -31,7 +31,7 @@ class RunSettings:
         overlength: ``"shorten"`` (cut the haystack of a prompt over the model's room) or ``"skip"`` it.
         template_margin: tokens kept free for the chat template.
         measure_with_model_tokenizer: scale the room by the model tokenizer's tokens per cl100k token.
-        eval_tasks: the eval stage groups each model's datasets into this many tasks (0: one per dataset);
+        eval_tasks: the eval stage groups the run's datasets, every model's, into this many tasks (0: one per dataset);
             it changes no prediction, so a resume that changes it is the same plan.
         prompts: what each prediction file keeps of a prompt: ``"text"`` (OpenCompass's ``origin_prompt``,
             which its own tools read) or ``"digest"`` (the prompt's digest and its sample id; the text stays
