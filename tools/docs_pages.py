@@ -358,6 +358,8 @@ COST_SUITES = (
     ("1000k, 1 repeat", "1000k_r1", "pipeline_cost_1000k_r1_before.json"),
     ("1000k default repeats, after as digests", "1000k_digest", "limits_1000k.json"),
 )
+# the suites measured with both starts of OpenCompass's command line, back to back (``--driver``)
+DRIVER_SUITES = (("4k", "4k"), ("32k", "32k"))
 COST_STAGES = (
     ("dataset build", "build"),
     ("infer tasks", "infer"),
@@ -369,17 +371,20 @@ COST_STAGES = (
 )
 
 
-def pipeline_cost_table(suites: Sequence[tuple[str, Mapping[str, Any], Mapping[str, Any]]]) -> str:
-    """CPU seconds per 1,000 samples per stage at each suite size, before and after issue 44.
+def pipeline_cost_table(
+    suites: Sequence[tuple[str, Mapping[str, Any], Mapping[str, Any]]], sides: tuple[str, str] = ("before", "after")
+) -> str:
+    """CPU seconds per 1,000 samples per stage at each suite size, two runs side by side.
 
     Args:
         suites: ``(label, before, after)`` per suite: ``bench/pipeline_cost_<suite>_before.json`` (the code
             before issue 44's cuts) and ``bench/pipeline_cost_<suite>.json``, both ``bench/limits_1000k.py``
-            runs of the oracle on this machine.
+            runs of the oracle on this machine (or any two such runs, named by ``sides``).
+        sides: the two columns' names.
     """
     head = ["per 1,000 samples (CPU)"]
     for label, _, after in suites:
-        head += [f"{label} ({after['samples_predicted']:,}): before", "after"]
+        head += [f"{label} ({after['samples_predicted']:,}): {sides[0]}", sides[1]]
     rows = []
     for name, key in COST_STAGES:
         cells = [name]
@@ -726,6 +731,17 @@ def performance_blocks() -> dict[str, str]:
                 for label, stem, before in COST_SUITES
                 if (BENCH / f"pipeline_cost_{stem}.json").exists()
             ]
+        ),
+        "pipeline-driver": pipeline_cost_table(
+            [
+                (
+                    label,
+                    _load(f"pipeline_driver_{stem}_opencompass.json"),
+                    _load(f"pipeline_driver_{stem}_needlebench.json"),
+                )
+                for label, stem in DRIVER_SUITES
+            ],
+            sides=("`opencompass`", "`needlebench run`"),
         ),
         "pipeline-profile": pipeline_profile_line(_load("pipeline_cost_4k_profile.json")),
         "engine-outputs": engine_outputs_table(
