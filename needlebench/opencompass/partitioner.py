@@ -87,17 +87,25 @@ def _write_overlength(plan: RunPlan, work_dir: str) -> None:
         json.dump(data, fh, indent=1, sort_keys=True)
 
 
-def _task_config(model: dict, datasets: list[dict], work_dir: str, add_cfg: dict) -> Config:
-    """One task's config, as OpenCompass's partitioners make it, written to its file unformatted.
+def _task_config(pairs: list[tuple[dict, dict]], work_dir: str, add_cfg: dict) -> Config:
+    """One task's config over (model, dataset) pairs, as OpenCompass's partitioners make it, written unformatted.
+
+    Each model appears once, with its datasets in order: OpenCompass's tasks run ``models[i]`` on
+    ``datasets[i]`` for each i, so one eval task can serve several models' datasets.
 
     The runner writes each task's config to a Python file (``Config.dump``) before it starts the task;
     mmengine formats that text with yapf unless told not to, which for a task of a few hundred dataset
     pieces cost the driver 40 of a 4k run's 115 CPU seconds (``bench/pipeline_cost_4k_before.json``). The text
     without the formatting is the same Python, read back to the same config.
     """
-    return Config(
-        {"models": [model], "datasets": [datasets], "work_dir": work_dir, **add_cfg}, format_python_code=False
-    )
+    models: list[dict] = []
+    datasets: list[list[dict]] = []
+    for model, dataset in pairs:
+        if not models or models[-1] is not model:
+            models.append(model)
+            datasets.append([])
+        datasets[-1].append(dataset)
+    return Config({"models": models, "datasets": datasets, "work_dir": work_dir, **add_cfg}, format_python_code=False)
 
 
 def _keeping_prompts(dataset: dict, prompts: str) -> dict:
@@ -111,7 +119,7 @@ def _keeping_prompts(dataset: dict, prompts: str) -> dict:
     return {**dataset, "infer_cfg": {**dataset["infer_cfg"], "inferencer": {**inferencer, "prompts": prompts}}}
 
 
-def _groups(datasets: list[Any], count: int) -> list[list[Any]]:
+def _groups(items: list[Any], count: int) -> list[list[Any]]:
     """Items (datasets, or a run's (model, dataset) pairs) in ``count`` contiguous groups of near-equal size
     (0: one group per item).
 
@@ -119,25 +127,9 @@ def _groups(datasets: list[Any], count: int) -> list[list[Any]]:
     the datasets into as many tasks as run at once pays that once per group, not per dataset.
     OpenCompass's eval task scores each dataset of its group in turn and skips those already scored.
     """
-    if not count or count >= len(datasets):
-        return [[d] for d in datasets]
-    return [datasets[a:b] for a, b in shard_ranges([1] * len(datasets), count)]
-
-
-def _eval_task_config(pairs: list[tuple[dict, dict]], work_dir: str, add_cfg: dict) -> Config:
-    """One eval task over a run of (model, dataset) pairs: each model once, with its datasets, in order.
-
-    OpenCompass's eval task scores ``models[i]`` on ``datasets[i]`` for each i, so one process serves
-    several models' datasets where a group spans them.
-    """
-    models: list[dict] = []
-    datasets: list[list[dict]] = []
-    for model, dataset in pairs:
-        if not models or models[-1] is not model:
-            models.append(model)
-            datasets.append([])
-        datasets[-1].append(dataset)
-    return Config({"models": models, "datasets": datasets, "work_dir": work_dir, **add_cfg}, format_python_code=False)
+    if not count or count >= len(items):
+        return [[item] for item in items]
+    return [items[a:b] for a, b in shard_ranges([1] * len(items), count)]
 
 
 def _evaluated(dataset: dict, limit: Limit, names: tuple[str, ...]) -> dict:
@@ -354,7 +346,7 @@ class NeedleBenchPartitioner(BasePartitioner):
             d for d in datasets if not is_needlebench(d) and not osp.exists(get_infer_output_path(model, d, out_dir))
         ]
         if foreign:
-            tasks.append(_task_config(model, foreign, work_dir, add_cfg))
+            tasks.append(_task_config([(model, d) for d in foreign], work_dir, add_cfg))
         for shard in run.shards:
             chunk = [
                 _keeping_prompts(part_config(by_abbr[p.dataset], run.limits[p.dataset], p), self.settings.prompts)
@@ -362,7 +354,7 @@ class NeedleBenchPartitioner(BasePartitioner):
                 if not done(p.dataset) and not done(p.abbr)
             ]
             if chunk:
-                tasks.append(_task_config(model, chunk, work_dir, add_cfg))
+                tasks.append(_task_config([(model, d) for d in chunk], work_dir, add_cfg))
         return tasks
 
     def _eval_tasks(self, model_dataset_combinations: list[dict], work_dir: str, add_cfg: dict) -> list[ConfigDict]:
@@ -403,4 +395,4 @@ class NeedleBenchPartitioner(BasePartitioner):
                         names[d["abbr"]] = _planned_names(d)
                     datasets.append(_evaluated(d, limit, names[d["abbr"]]))
                 pairs.extend((model, d) for d in datasets)
-        return [_eval_task_config(group, work_dir, add_cfg) for group in _groups(pairs, self.settings.eval_tasks)]
+        return [_task_config(group, work_dir, add_cfg) for group in _groups(pairs, self.settings.eval_tasks)]
