@@ -52,11 +52,13 @@ from typing import Any
 
 import psutil
 
+from needlebench.opencompass import driver
+
 ROOT = Path(__file__).resolve().parents[1]
 # the two ways to start OpenCompass's command line: its own script, and ``needlebench run``'s lean start
 DRIVERS = {
     "opencompass": [str(Path(sys.executable).parent / "opencompass")],
-    "needlebench": [sys.executable, "-m", "needlebench.opencompass.driver"],
+    "needlebench": driver.command(),
 }
 RUN = "20000101_000000"  # a fixed run folder, so a resume (-r) finds it
 PROFILE_HOOK = Path(__file__).resolve().parent / "profile_hook"

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from needlebench.opencompass.driver import command as driver_command
+
 ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
 if str(ROOT) not in sys.path:  # the repository's bench package (hostile outputs), however pytest was started
@@ -102,7 +104,7 @@ def run_export(config: str, out: Path) -> list[dict]:
 
 # OpenCompass's command line as ``needlebench run`` starts it: its own code and files, without importing every
 # module it ships first (``tests/test_task_entry.py`` shows both commands write the same files)
-OPENCOMPASS = [str(VENV_BIN / "python"), "-m", "needlebench.opencompass.driver"]
+OPENCOMPASS = driver_command(str(VENV_BIN / "python"))
 
 
 def run_opencompass(config: str, work: Path, env: dict | None = None, command: list[str] = OPENCOMPASS) -> Path:

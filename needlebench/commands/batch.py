@@ -20,17 +20,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..opencompass import driver
 from ..opencompass.batch import BatchMode, read_batch_results, replay_table, write_table
-from .retry import opencompass_command, run_config
+from .retry import run_config
 
 __all__ = ["prepare_batch", "collect_batch"]
 
 
 def _opencompass(config: Path, work_dir: Path, resume: str | None, mode: BatchMode) -> int:
     """OpenCompass's infer stage for ``config`` (resuming run ``resume``), in a batch mode."""
-    args = [*opencompass_command(), str(config), "-w", str(work_dir), "-m", "infer"] + (
-        ["-r", resume] if resume else []
-    )
+    args = [*driver.command(), str(config), "-w", str(work_dir), "-m", "infer"] + (["-r", resume] if resume else [])
     return subprocess.run(args, check=False, env={**os.environ, **mode.env()}).returncode
 
 

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..opencompass import driver
 from ..retries import RETRY_MODELS_ENV, failed_requests
 
-__all__ = ["retry_run", "run_config", "opencompass_command"]
+__all__ = ["retry_run", "run_config"]
 
 
 def run_config(run: Path, command: str = "retry") -> Path:
@@ -37,11 +37,6 @@ def run_config(run: Path, command: str = "retry") -> Path:
     if not configs:
         raise ConfigError(f"{command}: {run} holds no configs/*.py (is it a run folder, <work_dir>/<time>?)")
     return configs[-1]
-
-
-def opencompass_command() -> list[str]:
-    """OpenCompass's command line as ``needlebench run`` starts it (``opencompass.driver``): this Python, lean imports."""
-    return [sys.executable, "-m", "needlebench.opencompass.driver"]
 
 
 def retry_run(run: Path, dry_run: bool = False, models: Sequence[str] = ()) -> int:
@@ -70,9 +65,7 @@ def retry_run(run: Path, dry_run: bool = False, models: Sequence[str] = ()) -> i
         return 0
     config = run_config(run)
     env = {**os.environ, RETRY_MODELS_ENV: ",".join(models)} if models else None
-    done = subprocess.run(
-        [*opencompass_command(), str(config), "-w", str(run.parent), "-r", run.name], check=False, env=env
-    )
+    done = subprocess.run([*driver.command(), str(config), "-w", str(run.parent), "-r", run.name], check=False, env=env)
     if done.returncode:
         return done.returncode
     after = Counter({k: n for k, n in failed_requests(run).items() if k in before})

@@ -36,7 +36,7 @@ from .task_entry import (
     load_whole_on_registry_miss,
 )
 
-__all__ = ["DRIVER_LAZY_PACKAGES", "DRIVER_STAND_INS", "keep_format_flag", "main"]
+__all__ = ["DRIVER_LAZY_PACKAGES", "DRIVER_STAND_INS", "command", "keep_format_flag", "main"]
 
 # the task entry's packages, and the summarizers (``opencompass.summarizers.subjective`` imports sklearn)
 DRIVER_LAZY_PACKAGES = (*LAZY_PACKAGES, "opencompass.summarizers")
@@ -48,6 +48,15 @@ DRIVER_STAND_INS = {
         ("make_custom_dataset_config",),
     ),
 }
+
+
+def command(python: str = sys.executable) -> list[str]:
+    """The command line that starts OpenCompass this way (``needlebench run``'s start), before the config.
+
+    Args:
+        python: the interpreter, one with needlebench and OpenCompass installed (default: this one).
+    """
+    return [python, "-m", __name__]
 
 
 def keep_format_flag() -> None:
