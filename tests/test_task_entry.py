@@ -35,6 +35,7 @@ def test_the_task_modules_import_without_every_dataset_and_model() -> None:
         "ms = [m for m in sys.modules if m.startswith('opencompass.models.')]\n"
         "ev = [m for m in sys.modules if m.startswith('opencompass.openicl.icl_evaluator.')]\n"
         "tf = [m for m in sys.modules if m.split('.')[0] == 'transformers']\n"
+        "torch = [m for m in sys.modules if m.split('.')[0] == 'torch']\n"
         "stats = 'scipy.stats' in sys.modules\n"
         "from opencompass.openicl.icl_evaluator import icl_base_evaluator as base\n"  # G-pass@k: the real hypergeom
         "g = base._compute_g_pass_at_k(8, 5, 4, 2)\n"
@@ -44,12 +45,13 @@ def test_the_task_modules_import_without_every_dataset_and_model() -> None:
         "real = AutoTokenizer.from_pretrained.__qualname__\n"
         "import transformers\n"  # the real package, not the stand-in the reader was imported with
         "print(json.dumps({'datasets': ds, 'models': ms, 'tasks': [m for m in sys.modules if m.startswith('opencompass.tasks.')],"
-        " 'evaluators': ev, 'transformers': tf, 'real': real, 'package': transformers.__file__,"
+        " 'evaluators': ev, 'transformers': tf, 'torch': torch, 'real': real, 'package': transformers.__file__,"
         " 'stats': stats, 'g': float(g), 'g_real': g_real}))\n"
     )
     # neither every evaluator OpenCompass ships nor transformers before a model asks for it
     assert found["evaluators"] == ["opencompass.openicl.icl_evaluator.icl_base_evaluator"], found["evaluators"]
     assert found["transformers"] == [] and found["stats"] is False, (found["transformers"], found["stats"])
+    assert found["torch"] == [], found["torch"]  # nor torch, which only a model that needs it imports
     assert found["g"] == found["g_real"] and 0 < found["g"] < 1, found  # the stand-in's name is the real one
     assert found["real"] == "AutoTokenizer.from_pretrained" and found["package"].endswith("transformers/__init__.py")
     # OpenCompass's own package imports bring ~300 dataset modules and every model module; here only what is used
@@ -61,6 +63,30 @@ def test_the_task_modules_import_without_every_dataset_and_model() -> None:
         "opencompass.tasks.openicl_infer",
         "opencompass.tasks.openicl_eval",
     }
+
+
+def test_what_stands_for_torch_answers_as_before_torch_and_is_torch_once_a_model_imports_it() -> None:
+    """OpenCompass's modules keep the stand-ins they were imported with: each answers what a process without
+    torch knows (no process group: rank 0, the main process), and torch's own answer once torch is imported."""
+    found = _modules_after(
+        "from opencompass.openicl.icl_inferencer import icl_base_inferencer as bi, icl_gen_inferencer as gi\n"
+        "from opencompass.openicl.icl_retriever import icl_base_retriever as br\n"
+        "from opencompass.models import base as mb\n"
+        "import importlib\n"
+        "ol = importlib.import_module('opencompass.openicl.utils.logging')\n"
+        "before = [bi.is_main_process(), br.is_main_process(), mb.dist.get_rank(), mb.dist.get_world_size(),"
+        " ol.dist.is_available() and ol.dist.is_initialized(), 'torch' in sys.modules]\n"
+        "import torch, mmengine.dist\n"
+        "x = torch.ones(1, requires_grad=True)\n"
+        "with gi.torch.no_grad():\n"
+        "    y = x * 2\n"
+        "after = [bi.is_main_process() == mmengine.dist.is_main_process(), mb.dist.get_rank() == mmengine.dist.get_rank(),"
+        " ol.dist.is_initialized() == torch.distributed.is_initialized(), mb.torch.long is torch.long,"  # not listed: real
+        " y.requires_grad, len(list(bi.DataLoader([1, 2, 3], batch_size=2)))]\n"
+        "print(json.dumps({'before': before, 'after': after}))\n"
+    )
+    assert found["before"] == [True, True, 0, 1, False, False], found
+    assert found["after"] == [True, True, True, True, False, 2], found
 
 
 def test_names_read_from_a_lazy_package_come_from_their_submodule_or_the_whole_package() -> None:

@@ -29,8 +29,10 @@ import sys
 from typing import Any
 
 from .task_entry import (
+    LAZY,
     LAZY_PACKAGES,
     STAND_INS,
+    StandIns,
     import_with_stand_ins,
     install_lazy_packages,
     load_whole_on_registry_miss,
@@ -42,10 +44,9 @@ __all__ = ["DRIVER_LAZY_PACKAGES", "DRIVER_STAND_INS", "command", "keep_format_f
 DRIVER_LAZY_PACKAGES = (*LAZY_PACKAGES, "opencompass.summarizers")
 DRIVER_STAND_INS = {
     **STAND_INS,
-    "opencompass.utils.run": (
-        ("tabulate", "mmengine.config", "opencompass.models", "opencompass.partitioners", "opencompass.runners"),
-        "opencompass.datasets.custom",
-        ("make_custom_dataset_config",),
+    "opencompass.utils.run": StandIns(
+        first=("tabulate", "mmengine.config", "opencompass.models", "opencompass.partitioners", "opencompass.runners"),
+        packages={"opencompass.datasets.custom": {"make_custom_dataset_config": LAZY}},
     ),
 }
 

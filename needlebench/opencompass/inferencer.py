@@ -18,6 +18,7 @@ Options it does not take over (``multiround``, ``dump_only_message_path``, ``dum
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import time
@@ -25,7 +26,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import torch
 from opencompass.openicl.icl_inferencer import GenInferencer
 from opencompass.openicl.icl_inferencer.icl_base_inferencer import GenInferencerOutputHandler
 from opencompass.utils import batched, get_logger
@@ -40,11 +40,21 @@ from ..retries import record_retries
 from .batch import BatchMode, batch_line, batch_mode
 from .carryover import CarriedAnswer, digested_entry, prompt_digest, read_pool
 from .predictions import PredictionFile, PredictionLog
+from .task_entry import torch_imported
 
 __all__ = ["BatchGenInferencer", "REQUEST_ORDER"]
 
 # the order every prompt is sent in: the plan's pieces (planning/stream.py), each dataset's rows in their order
 REQUEST_ORDER = "needlebench stream: datasets sharing a haystack interleaved, rows in dataset order"
+
+
+def _no_grad() -> contextlib.AbstractContextManager[Any]:
+    """torch's ``no_grad`` where a model imported torch; nothing to switch off in a process without torch."""
+    if torch_imported():
+        import torch
+
+        return torch.no_grad()
+    return contextlib.nullcontext()
 
 
 class _Window:
@@ -301,7 +311,7 @@ class BatchGenInferencer(GenInferencer):
                 ice_template=ice_template,
                 prompt_template=prompt_template,
             )
-            with torch.no_grad():
+            with _no_grad():
                 parsed = self.model.parse_template(entry, mode="gen")
                 carried = _carried(parsed, [ids[i] for i in chunk], pool) if keyed and pool else {}
                 asked = [i for i in range(len(parsed)) if i not in carried]

@@ -9,18 +9,24 @@ entry point first puts *lazy shells* of those packages (and of ``opencompass.ope
 inferencer and retriever packages) in ``sys.modules``: each one's submodules import one by one as usual
 (``opencompass.models.openai_api``), and the package's own ``__init__`` runs only when a name is first
 read from the package itself (``from opencompass.models import X``, a registry key
-``opencompass.models.X``), so code that needs the whole package still gets it. OpenCompass's dataset
-reader and base evaluator, which every task imports, are imported with stand-ins for
-``transformers.AutoTokenizer`` and ``scipy.stats.hypergeom`` that import the real ones on first use. A task
+``opencompass.models.X``), so code that needs the whole package still gets it. The OpenCompass
+modules every task imports that take names from torch, transformers and scipy.stats at import time are
+imported with stand-ins for those names (``STAND_INS``): a name used only by code no NeedleBench task runs
+imports the real package on first use, and mmengine's questions about the process's rank answer as they do
+in a process with no torch.distributed group until a model imports torch. A task whose model needs torch
+(HuggingFace) imports it then, as before; an API or oracle task never imports torch or transformers. A task
 whose config names any type by a short registry name (``type="ZeroRetriever"``) runs with the full imports,
-as OpenCompass runs it. Measured on a 4k oracle run:
-7-8 s of CPU before a task's first sample became 2.4 s (infer) and 3.3 s (eval).
+as OpenCompass runs it. Measured on a 4k oracle run: 7-8 s of CPU before a task's first sample became
+2.4 s (infer) and 3.3 s (eval) with the lazy packages, then the task modules' imports 3.7 -> 1.9 s without
+torch (the 4k pipeline 11.6 -> 8.3 s of CPU per 1,000 samples).
 
     python -m needlebench.opencompass.task_entry infer|eval TASK_CONFIG.py
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
 import importlib.util
 import os
@@ -28,17 +34,23 @@ import re
 import runpy
 import sys
 import types
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 __all__ = [
+    "LAZY",
     "LAZY_PACKAGES",
     "MODULE",
     "STAND_INS",
+    "StandIns",
+    "TorchDatasetStandIn",
+    "before_torch",
     "import_with_stand_ins",
     "install_lazy_packages",
     "load_whole_on_registry_miss",
     "typed_by_path",
     "main",
+    "torch_imported",
 ]
 
 MODULE = "needlebench.opencompass.task_entry"
@@ -54,22 +66,121 @@ LAZY_PACKAGES = (
     # the LLM-judge evaluators, which the evaluator registry imports before it finds a dotted name (with scipy)
     "opencompass.evaluator",
 )
-# Modules every task imports that take one name from a heavy package at import time and use it rarely:
-# each is imported with a stand-in for that package whose names import the real one on first use
-# (``import_with_stand_ins``). OpenCompass's dataset reader takes ``transformers.AutoTokenizer`` for an encoder
-# no task of ours builds (transformers: 3.5 s of CPU per process); its base evaluator takes ``scipy.stats``'
-# ``hypergeom`` for G-pass@k only (scipy.stats: 0.8 s per eval process).
-STAND_INS: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
-    # module: (imported first, as usual; the package stood in for; the names it takes from it)
-    "opencompass.openicl.icl_dataset_reader": (
-        ("torch", "datasets", "opencompass.registry", "opencompass.utils", "opencompass.openicl.icl_prompt_template"),
-        "transformers",
-        ("AutoTokenizer",),
+LAZY = "lazy"  # a stood-in name that imports the real package, and is the real name, the first time it is used
+
+
+class TorchDatasetStandIn:
+    """Stands for ``torch.utils.data.Dataset`` as the base class of OpenCompass's ``DatasetEncoder``.
+
+    Only OpenCompass's TopK retriever builds a ``DatasetEncoder`` (never a NeedleBench task), and hands it to
+    torch's ``DataLoader``, which takes any object with ``__getitem__`` and ``__len__`` (``DatasetEncoder``'s own).
+    """
+
+
+def before_torch(module: str, name: str, answer: Any) -> Any:
+    """``module.name``, a function that asks torch for the process's rank, as it answers before torch is imported.
+
+    No ``torch.distributed`` process group can exist in a process that has not imported torch: the rank is 0,
+    the world size 1, and this is the main process, which is what mmengine's functions answer then. Once
+    torch is imported (a model that needs it was built), the real function answers.
+
+    Args:
+        module: the real function's module.
+        name: its name.
+        answer: what it answers before torch is imported.
+    """
+
+    def stand_in(*args: Any, **kwargs: Any) -> Any:
+        if torch_imported():
+            return getattr(importlib.import_module(module), name)(*args, **kwargs)
+        return answer
+
+    stand_in.__name__ = stand_in.__qualname__ = name
+    return stand_in
+
+
+def torch_imported() -> bool:
+    """Whether this process has imported the real torch (a stand-in has no file)."""
+    return getattr(sys.modules.get("torch"), "__file__", None) is not None
+
+
+@dataclasses.dataclass(frozen=True)
+class StandIns:
+    """Heavy packages one module takes names from, stood in for while that module's own lines run.
+
+    Attributes:
+        first: modules imported first, as usual: whatever the module needs as the real thing.
+        packages: package -> {a name the module takes, dotted below the package: ``LAZY`` or its stand-in}.
+        functions: ``module.function`` of a module imported already -> what it answers while the module imports,
+            until torch is imported (the real function answers after).
+    """
+
+    first: tuple[str, ...]
+    packages: Mapping[str, Mapping[str, Any]]
+    functions: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+# mmengine's answers in a process with no torch.distributed process group
+_NOT_DISTRIBUTED = {
+    name: before_torch("mmengine.dist", name, answer)
+    for name, answer in (("is_main_process", True), ("get_rank", 0), ("get_world_size", 1))
+}
+# Modules every task imports that take names from heavy packages at import time and use them rarely, or only
+# once a model has imported the package: each imports with stand-ins (``import_with_stand_ins``), in this order.
+# - torch (2.5 s of CPU per process), which no NeedleBench task needs unless its model does. OpenCompass's
+#   package of helpers makes its logger as it imports, and mmengine's logger imports torch to learn the
+#   process's rank and device (the device only names a log file, which OpenCompass's logger has none of);
+#   its retriever and inferencer ask mmengine whether this is the main process; the inferencer takes
+#   torch's DataLoader, which only OpenCompass's own inference loop uses, and the dataset reader subclasses
+#   torch's Dataset for its TopK retriever's encoder. ``opencompass.utils`` takes mmengine's environment
+#   report, which imports torch, for the driver's log.
+# - transformers (3.5 s per process): the dataset reader takes ``AutoTokenizer`` for an encoder no task of
+#   ours builds.
+# - scipy.stats (0.8 s per eval process): the base evaluator takes ``hypergeom`` for G-pass@k only.
+STAND_INS: dict[str, StandIns] = {
+    "opencompass.utils": StandIns(
+        first=("datasets", "mmengine.logging", "mmengine.utils", "opencompass.registry"),
+        packages={"mmengine.utils.dl_utils": {"collect_env": LAZY}},
+        functions={
+            "mmengine.logging.logger._get_rank": 0,
+            "mmengine.logging.logger._get_device_id": 0,
+        },
     ),
-    "opencompass.openicl.icl_evaluator.icl_base_evaluator": (
-        ("numpy", "datasets", "scipy", "opencompass.registry", "opencompass.utils.logging"),
-        "scipy.stats",
-        ("hypergeom",),
+    "opencompass.models.base": StandIns(
+        first=("opencompass.utils",),
+        packages={"torch": {"Tensor": LAZY}, "mmengine.dist": _NOT_DISTRIBUTED},
+    ),
+    "opencompass.openicl.icl_dataset_reader": StandIns(
+        first=("datasets", "opencompass.registry", "opencompass.utils", "opencompass.openicl.icl_prompt_template"),
+        packages={
+            "transformers": {"AutoTokenizer": LAZY},
+            "torch": {"utils.data.Dataset": TorchDatasetStandIn},
+        },
+    ),
+    "opencompass.openicl.icl_retriever.icl_base_retriever": StandIns(
+        first=("opencompass.openicl.icl_prompt_template", "opencompass.utils.prompt"),
+        packages={"mmengine.dist": _NOT_DISTRIBUTED},
+    ),
+    "opencompass.openicl.icl_inferencer.icl_base_inferencer": StandIns(
+        first=("numpy", "opencompass.utils", "opencompass.openicl.icl_prompt_template"),
+        packages={"mmengine.dist": _NOT_DISTRIBUTED, "torch": {"utils.data.DataLoader": LAZY}},
+    ),
+    "opencompass.openicl.utils": StandIns(
+        first=(),
+        packages={
+            "torch": {
+                f"distributed.{name}": before_torch("torch.distributed", name, answer)
+                for name, answer in (("is_available", False), ("is_initialized", False), ("get_rank", 0))
+            }
+        },
+    ),
+    "opencompass.openicl.icl_inferencer.icl_gen_inferencer": StandIns(
+        first=("tqdm", "opencompass.registry", "opencompass.utils"),
+        packages={"torch": {"no_grad": LAZY}},
+    ),
+    "opencompass.openicl.icl_evaluator.icl_base_evaluator": StandIns(
+        first=("numpy", "datasets", "scipy", "opencompass.registry", "opencompass.utils.logging"),
+        packages={"scipy.stats": {"hypergeom": LAZY}},
     ),
 }
 TASKS = {"infer": "opencompass.tasks.openicl_infer", "eval": "needlebench.opencompass.eval_task"}
@@ -93,30 +204,88 @@ class _LazyName:
         return self._real()(*args, **kwargs)
 
 
-def import_with_stand_ins(stand_ins: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = STAND_INS) -> None:
-    """Import each module of ``stand_ins`` with a stand-in for the heavy package it takes names from.
+class _StandInModule(types.ModuleType):
+    """Stands for a package while one module imports: the names it lists are stand-ins, any other is the real one."""
 
-    The stand-in is in ``sys.modules`` only while the module's own lines run (what else it imports is
-    imported before), so every later import of the package gets the real one; each name the module took
-    imports the real package the first time it is used. A module or package imported already is left alone.
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
+        if sys.modules.get(self.__name__) is self:  # a name not listed, read while the module imports: from
+            top = self.__name__.split(".")[0]  # now on the real package (a listing that fell behind costs time only)
+            for key, module in list(sys.modules.items()):
+                if isinstance(module, _StandInModule) and (key == top or key.startswith(f"{top}.")):
+                    del sys.modules[key]
+        return getattr(importlib.import_module(self.__name__), name)
+
+
+def _stand_in_package(package: str, names: Mapping[str, Any]) -> dict[str, types.ModuleType]:
+    """Modules standing for ``package`` (and its subpackages a dotted name goes through), by dotted name."""
+    modules: dict[str, types.ModuleType] = {package: _StandInModule(package)}
+    for dotted, value in names.items():
+        *path, name = dotted.split(".")
+        where = package
+        for part in path:
+            inner = f"{where}.{part}"
+            if inner not in modules:
+                modules[inner] = _StandInModule(inner)
+                setattr(modules[where], part, modules[inner])
+            where = inner
+        setattr(modules[where], name, _LazyName(where, name) if value is LAZY else value)
+    return modules
+
+
+@contextlib.contextmanager
+def _answering(functions: Mapping[str, Any]) -> Iterator[None]:
+    """Each ``module.function`` of ``functions`` answers its value (until torch is imported) inside the block."""
+    saved = []
+    for dotted, answer in functions.items():
+        module_name, name = dotted.rsplit(".", 1)
+        module = sys.modules.get(module_name)
+        real = getattr(module, name, None)
+        if real is None:  # another release, without this function: nothing to stand in for
+            continue
+
+        def stand_in(*args: Any, _real: Any = real, _answer: Any = answer, **kwargs: Any) -> Any:
+            return _real(*args, **kwargs) if torch_imported() else _answer
+
+        setattr(module, name, stand_in)
+        saved.append((module, name, real))
+    try:
+        yield
+    finally:
+        for module, name, real in saved:
+            setattr(module, name, real)
+
+
+def import_with_stand_ins(stand_ins: Mapping[str, StandIns] = STAND_INS) -> None:
+    """Import each module of ``stand_ins`` with stand-ins for the heavy packages it takes names from.
+
+    The stand-ins are in ``sys.modules`` only while the module's own lines run (what ``first`` names is
+    imported before, as usual), so every later import of a package gets the real one; each ``LAZY`` name
+    the module took imports the real package the first time it is used. A module imported already, or one
+    whose stood-in package is imported already, is left alone.
 
     Args:
-        stand_ins: module -> (modules imported first, the package stood in for, the names taken from it).
+        stand_ins: module -> what it imports first and the packages and functions stood in for meanwhile.
     """
-    for module, (needs, package, names) in stand_ins.items():
-        if module in sys.modules or package in sys.modules:
+    for module, spec in stand_ins.items():
+        if module in sys.modules:
             continue
-        for name in needs:
+        for name in spec.first:
             importlib.import_module(name)
-        stand_in = types.ModuleType(package)
-        for name in names:
-            setattr(stand_in, name, _LazyName(package, name))
-        sys.modules[package] = stand_in
+        if any(package in sys.modules for package in spec.packages):
+            continue
+        stand_in: dict[str, types.ModuleType] = {}
+        for package, names in spec.packages.items():
+            stand_in.update(_stand_in_package(package, names))
+        sys.modules.update(stand_in)
         try:
-            importlib.import_module(module)
+            with _answering(spec.functions):
+                importlib.import_module(module)
         finally:
-            if sys.modules.get(package) is stand_in:
-                del sys.modules[package]
+            for name, value in stand_in.items():
+                if sys.modules.get(name) is value:
+                    del sys.modules[name]
 
 
 class _LazyPackage(types.ModuleType):
