@@ -18,7 +18,7 @@ in a process with no torch.distributed group until a model imports torch. A task
 whose config names any type by a short registry name (``type="ZeroRetriever"``) runs with the full imports,
 as OpenCompass runs it. Measured on a 4k oracle run: 7-8 s of CPU before a task's first sample became
 2.4 s (infer) and 3.3 s (eval) with the lazy packages, then the task modules' imports 3.7 -> 1.9 s without
-torch (the 4k pipeline 11.6 -> 8.3 s of CPU per 1,000 samples).
+torch (the 4k pipeline 11.6 -> 7.9 s of CPU per 1,000 samples, `bench/pipeline_cost_4k.json`).
 
     python -m needlebench.opencompass.task_entry infer|eval TASK_CONFIG.py
 """
@@ -34,7 +34,7 @@ import re
 import runpy
 import sys
 import types
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 __all__ = [
@@ -90,10 +90,14 @@ def before_torch(module: str, name: str, answer: Any) -> Any:
         answer: what it answers before torch is imported.
     """
 
+    return _until_torch(lambda: getattr(importlib.import_module(module), name), name, answer)
+
+
+def _until_torch(real: Callable[[], Callable[..., Any]], name: str, answer: Any) -> Callable[..., Any]:
+    """A function named ``name`` that answers ``answer`` until torch is imported, then calls ``real()``'s."""
+
     def stand_in(*args: Any, **kwargs: Any) -> Any:
-        if torch_imported():
-            return getattr(importlib.import_module(module), name)(*args, **kwargs)
-        return answer
+        return real()(*args, **kwargs) if torch_imported() else answer
 
     stand_in.__name__ = stand_in.__qualname__ = name
     return stand_in
@@ -245,10 +249,7 @@ def _answering(functions: Mapping[str, Any]) -> Iterator[None]:
         if real is None:  # another release, without this function: nothing to stand in for
             continue
 
-        def stand_in(*args: Any, _real: Any = real, _answer: Any = answer, **kwargs: Any) -> Any:
-            return _real(*args, **kwargs) if torch_imported() else _answer
-
-        setattr(module, name, stand_in)
+        setattr(module, name, _until_torch(lambda real=real: real, name, answer))
         saved.append((module, name, real))
     try:
         yield
