@@ -25,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .jsonl import read_jsonl
+
 __all__ = [
     "REQUESTS_FILE",
     "THROTTLE_STATUSES",
@@ -328,12 +330,8 @@ def read_requests(folder: Any) -> list[dict[str, Any]]:
     Args:
         folder: ``<work_dir>/predictions/<model>`` (a ``pathlib.Path``).
     """
-    import json
-
     path = folder / REQUESTS_FILE
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return read_jsonl(path) if path.exists() else []
 
 
 def request_totals(records: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -13,6 +13,9 @@ as 0. The reasons:
   ``needlebench_overlength.json``; a record may say so too);
 - ``truncated``: the output was cut off at its budget and the sample is scored with
   ``truncated="unscored"`` (clarified): it tells nothing about what the model would have answered.
+- ``unreadable``: the sample's line in ``samples.jsonl`` could not be read back (not JSON, not a record, or
+  missing from a file that holds its dataset): the report places it in its cell from the run's plan, so
+  the cell says it is incomplete instead of quietly counting fewer samples.
 
 Whatever counts, a record says how its output ended: ``output_tokens`` (and which tokenizer
 counted them), ``truncated`` (cut off at ``max_out_len``) and ``think_unclosed`` (a ``<think>``
@@ -42,6 +45,7 @@ __all__ = [
     "UNSCORED_REASONS",
     "FAILED_REASONS",
     "TRUNCATED_POLICIES",
+    "REASONING_APART",
     "RESERVED_KEYS",
     "Unanswered",
     "failed_prediction",
@@ -51,17 +55,22 @@ __all__ = [
     "finish_reason",
     "prediction_text",
     "answer_content",
+    "scored_text",
+    "postprocessed",
     "reasoning_text",
     "server_output_tokens",
 ]
 
 METRICS = ("keyword", "levenshtein")
 
-UNSCORED_REASONS = ("shortened", "request_failed", "no_prediction", "skipped", "truncated")
+UNSCORED_REASONS = ("shortened", "request_failed", "no_prediction", "skipped", "truncated", "unreadable")
 # the reasons the tables count as "failed": the sample was sent (or meant to be) and got no answer
 FAILED_REASONS = ("request_failed", "no_prediction")
 # what a cut-off output counts as: "scored" as its text reads (OpenCompass, reference), "unscored" (clarified)
 TRUNCATED_POLICIES = ("scored", "unscored")
+# what is scored of an answer whose reasoning a server returned apart (``reasoning_content``): the "answer"
+# alone (the default, every protocol), or OpenCompass's "joined" text (reasoning, think tag, answer)
+REASONING_APART = ("answer", "joined")
 
 # the key of a structured prediction that says the request failed (see ``failed_prediction``)
 _FAILED_KEY = "needlebench_request_failed"
@@ -71,7 +80,9 @@ _FINISH_KEY = "needlebench_finish_reason"
 _REASONING_KEY = "needlebench_reasoning"
 _THINK_TAG_KEY = "needlebench_think_tag"
 _OUTPUT_TOKENS_KEY = "needlebench_output_tokens"
-_SERVER_KEYS = (_FINISH_KEY, _REASONING_KEY, _OUTPUT_TOKENS_KEY)
+# the key of a postprocessed server answer's other reading: OpenCompass's joined text, postprocessed
+_JOINED_KEY = "needlebench_joined"
+_SERVER_KEYS = (_FINISH_KEY, _REASONING_KEY, _OUTPUT_TOKENS_KEY, _JOINED_KEY)
 DETAIL_CHARS = 500  # of a failure message kept in the record
 
 
@@ -93,6 +104,10 @@ class ScoreOptions:
         reference_strip: OpenCompass's own think strip, which only its adapter layer may import
             (``needlebench.opencompass.outputs.reference_strip``); needed by ``strip_think=True`` on
             reference samples.
+        reasoning_apart: what is scored of an answer whose reasoning the server returned apart
+            (``reasoning_content``): ``"answer"`` (the default under every protocol: the server said which
+            part is reasoning) or ``"joined"`` (OpenCompass's ``OpenAISDK`` text: reasoning, ``</think>``,
+            answer; a measurement bug kept for parity checks, docs/protocol/differences.md).
     """
 
     metric: str = "keyword"
@@ -100,10 +115,13 @@ class ScoreOptions:
     alpha: float = 0.2
     truncated: str | None = None
     reference_strip: Callable[[str], str] | None = field(default=None, compare=False, repr=False)
+    reasoning_apart: str = "answer"
 
     def __post_init__(self) -> None:
         if self.truncated is not None and self.truncated not in TRUNCATED_POLICIES:
             raise ValueError(f"truncated: {self.truncated!r}; choose from {TRUNCATED_POLICIES}")
+        if self.reasoning_apart not in REASONING_APART:
+            raise ValueError(f"reasoning_apart: {self.reasoning_apart!r}; choose from {REASONING_APART}")
 
     def truncated_policy(self, protocol: object) -> str:
         """``"scored"`` or ``"unscored"`` for a cut-off output of a sample made under ``protocol``.
@@ -487,6 +505,8 @@ def prediction_text(prediction: object) -> object:
     """
     if not _from_server(prediction):
         return prediction
+    if _JOINED_KEY in prediction:  # type: ignore[operator]
+        return prediction[_JOINED_KEY]  # type: ignore[index]
     content, reasoning = answer_content(prediction), reasoning_text(prediction)
     if not reasoning:
         return content
@@ -506,6 +526,36 @@ def answer_content(prediction: object) -> object:
     if _from_server(prediction):
         return prediction.get("prediction") or ""  # type: ignore[union-attr]
     return prediction
+
+
+def scored_text(prediction: object, reasoning_apart: str = "answer") -> object:
+    """What a grader scores of a prediction: a server's answer alone, or OpenCompass's joined text.
+
+    Args:
+        prediction: a prediction as saved, or after :func:`postprocessed`.
+        reasoning_apart: ``"answer"`` (:func:`answer_content`) or ``"joined"`` (:func:`prediction_text`).
+    """
+    return prediction_text(prediction) if reasoning_apart == "joined" else answer_content(prediction)
+
+
+def postprocessed(prediction: object, proc: Callable[[str], Any]) -> object:
+    """A text postprocessor (a model's or dataset's ``pred_postprocessor``) applied to a prediction.
+
+    A failed request passes through untouched; a server's answer whose reasoning came apart keeps both
+    readings, each postprocessed (the answer as ``prediction``, OpenCompass's joined text beside it), so the
+    grader scores the one :attr:`ScoreOptions.reasoning_apart` names; anything else is postprocessed as the
+    text :func:`prediction_text` gives.
+
+    Args:
+        prediction: one saved prediction.
+        proc: the postprocessor, text in, text out.
+    """
+    if unanswered(prediction) is not None:
+        return prediction
+    if reasoning_text(prediction) is None:
+        return proc(prediction_text(prediction))  # type: ignore[arg-type]
+    joined = proc(prediction_text(prediction))  # type: ignore[arg-type]
+    return {"prediction": proc(answer_content(prediction)), _JOINED_KEY: joined}  # type: ignore[arg-type]
 
 
 def reasoning_text(prediction: object) -> str | None:

@@ -16,6 +16,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from .jsonl import BadLine, iter_jsonl, read_jsonl
+
 __all__ = ["RETRIES_FILE", "RETRY_MODELS_ENV", "failed_requests", "read_retries", "record_retries", "retry_totals"]
 
 RETRIES_FILE = "needlebench_retries.jsonl"
@@ -47,10 +49,8 @@ def read_retries(folder: Path | str) -> dict[str, list[dict[str, Any]]]:
     path = Path(folder) / RETRIES_FILE
     out: dict[str, list[dict[str, Any]]] = {}
     if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                item = json.loads(line)
-                out.setdefault(item["abbr"], []).append(item)
+        for item in read_jsonl(path):
+            out.setdefault(item["abbr"], []).append(item)
     return out
 
 
@@ -77,8 +77,8 @@ def failed_requests(run: Path) -> Counter[tuple[str, str]]:
     """
     found: Counter[tuple[str, str]] = Counter()
     for path in sorted((run / "results").glob("*/*.samples.jsonl")):
-        with path.open(encoding="utf-8") as fh:
-            for line in fh:
-                if '"request_failed"' in line and json.loads(line).get("unscored") == "request_failed":
-                    found[(path.parent.name, path.name.removesuffix(".samples.jsonl"))] += 1
+        bad: list[BadLine] = []  # a record that cannot be read is counted by the report, not here
+        for _, record in iter_jsonl(path, bad):
+            if isinstance(record, dict) and record.get("unscored") == "request_failed":
+                found[(path.parent.name, path.name.removesuffix(".samples.jsonl"))] += 1
     return found

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -30,6 +31,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 LONG_FILES = (
     "test_e2e_opencompass.py",
     "test_reliability.py",
+    "test_keys.py",
+    "test_hostile_e2e.py",
+    "test_command_errors.py",
     "test_vllm_server.py",
     "test_slurm.py",
     "test_limits.py",
@@ -148,6 +152,49 @@ def wait_healthy(port: int, proc: object, seconds: float = 180) -> None:
             assert proc.poll() is None, "the server died while starting"  # type: ignore[attr-defined]
             time.sleep(0.5)
     pytest.fail(f"the server on port {port} did not come up in {seconds:.0f} s")
+
+
+def start_flaky_server(port: int, log: Path, *options: str) -> subprocess.Popen:
+    """``tools/flaky_server.py`` (the scripted OpenAI-compatible server) on 127.0.0.1, up and healthy.
+
+    Args:
+        port: its port (:func:`free_port`).
+        log: where it appends each request (JSON lines).
+        options: the server's own options (``--never-every``, ``--echo``, ``--reasoning``, ``--hostile``,
+            ``--require-key``, ...); it stops by itself after ``--max-seconds`` (900 unless given).
+    """
+    server = subprocess.Popen(
+        [sys.executable, str(ROOT / "tools" / "flaky_server.py"), "--port", str(port), "--log", str(log)]
+        + ["--max-seconds", "900", *options]
+    )
+    try:
+        wait_healthy(port, server, 60)
+    except BaseException:
+        stop_server(server)
+        raise
+    return server
+
+
+def stop_server(server: subprocess.Popen) -> None:
+    """Stop a server a test started, and wait for it."""
+    server.terminate()
+    server.wait(timeout=30)
+
+
+def launch_chromium(playwright: Any) -> Any:
+    """Debian's Chromium (never a downloaded browser; ``scripts/test.sh`` installs it), launched headless by
+    Playwright with no sandbox, GPU or background network.
+
+    Args:
+        playwright: the object ``sync_playwright()`` yields.
+    """
+    import shutil
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "Debian chromium must be installed (scripts/test.sh installs it)"
+    return playwright.chromium.launch(
+        executable_path=chromium, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+    )
 
 
 def assert_linear(fn: Callable[[Any], object], small: Any, large: Any, factor: int = 8, label: str = "") -> None:

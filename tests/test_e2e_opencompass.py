@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, bin_path, graded, run_opencompass
+from conftest import ROOT, bin_path, graded, launch_chromium, run_opencompass
 
 pytestmark = pytest.mark.e2e
 
@@ -174,6 +174,88 @@ def scored_run(tiny_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
     return run
 
 
+def test_real_report_and_board_mark_every_cut_off_cell(tiny_run: Path, tmp_path: Path) -> None:
+    """The main job's report (the summarizer's page) and a leaderboard of the run mark each number whose answers
+    were cut off, at the budget its plan holds, with counts taken from the samples themselves; a zero made only
+    of cut-off answers reads "cut off"."""
+    from needlebench.report.board_pages import leaderboard_markdown
+    from needlebench.report.cutoff import CutOff
+    from needlebench.report.html import build
+    from needlebench.report.leaderboard import build_leaderboard
+
+    model = "smollm2-135m-instruct"
+    plan = json.loads((tiny_run / "needlebench_plan.json").read_text(encoding="utf-8"))
+    budgets = {abbr: limit["out_len"] for m in plan["models"] for abbr, limit in m["limits"].items()}
+    _, rep = build([tiny_run], tmp_path / "report")
+    board = leaderboard_markdown(build_leaderboard([tiny_run], published=False))
+    srt = [hm for hm in rep.heatmaps if hm.key.startswith("heatmap_srt_")]
+    assert srt
+    for hm in srt:  # S-RT: one sample per (depth, length) cell
+        lang = hm.key.split("_")[2]
+        abbr = f"needlebench_srt_{lang}_4k"
+        rows = [
+            json.loads(x) for x in (tiny_run / "results" / model / f"{abbr}.samples.jsonl").read_text().splitlines()
+        ]
+        for r in rows:
+            cut = hm.cut_off.get((float(r["depth"]), r["length"]))
+            assert cut == (CutOff(1, 1, (budgets[abbr],)) if r["truncated"] else None), r["id"]
+        n_cut = sum(r["truncated"] for r in rows)
+        if n_cut:
+            assert f"✂ {n_cut}/{len(rows)}" in board
+        if n_cut == len(rows) and not any(r["score"] for r in rows):
+            assert f"cut off (0.00 [0.00, 0.00]) ✂ {n_cut}/{n_cut}" in board
+    marks = sum(len(hm.cut_off) for hm in rep.heatmaps)
+    page = (tiny_run / "summary" / "report.html").read_text(encoding="utf-8")
+    assert page.count("class='cutmark'") == marks + (1 if marks else 0)  # and one in the legend
+    # as a reader sees them: the summarizer's own page and a leaderboard page of the run, in Chromium
+    from playwright.sync_api import sync_playwright
+
+    from needlebench.report.board_pages import write_leaderboard
+
+    board_page = write_leaderboard(build_leaderboard([tiny_run], published=False), tmp_path / "board")["html"]
+    shown_marks = """() => Array.from(document.querySelectorAll('table.hmgrid td .cutmark')).map(m => [
+        m.textContent, m.closest('td').getAttribute('title') || '', m.closest('td').childNodes[0].textContent.trim(),
+        m.getBoundingClientRect().width > 0])"""
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = launch_chromium(p)
+        view = browser.new_page(viewport={"width": 1400, "height": 1000})
+        view.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        view.goto((tiny_run / "summary" / "report.html").resolve().as_uri())
+        shown = view.evaluate(shown_marks)
+        view.goto(board_page.resolve().as_uri())
+        table = view.locator("table.board").first
+        headers = table.locator("thead th").all_inner_texts()
+        board_cells = {
+            h: (td.inner_text(), td.get_attribute("title") or "")
+            for h, td in zip(headers, table.locator("tbody tr.measured").first.locator("td").all())
+        }
+        browser.close()
+    assert not errors, errors
+    want = sorted(
+        (f"✂ {c.cut}/{c.answered}", f"{c.cut} of {c.answered} answers cut off at the {c.budgets[0]}-token")
+        for hm in rep.heatmaps
+        for c in hm.cut_off.values()
+    )
+    assert len(shown) == marks and all(visible for *_, visible in shown), shown
+    for (mark, title, _, _), (want_mark, want_title) in zip(sorted(shown), want, strict=True):
+        assert mark == want_mark and want_title in title, (mark, title)
+    for mark, _, text, _ in shown:  # every answer behind a 0 cut off: it reads so
+        if mark.split("/")[0].removeprefix("✂ ") == mark.split("/")[1] and text != "cut off":
+            assert float(text) > 0, (mark, text)
+    zh, zh_title = board_cells["S-RT ZH"]
+    cut_zh = sum(
+        r["truncated"]
+        for r in map(json.loads, (tiny_run / "results" / model / "needlebench_srt_zh_4k.samples.jsonl").open())
+    )
+    assert (
+        f"✂ {cut_zh}/6" in zh
+        and f"{cut_zh} of 6 answers cut off at the {budgets['needlebench_srt_zh_4k']}-token" in zh_title
+    )
+    if cut_zh == 6:
+        assert zh.startswith("cut off"), zh
+
+
 def test_predictions_scored_outside_opencompass_give_the_same_tables(tiny_run: Path, scored_run: Path) -> None:
     """The run's own answers, exported as a predictions file and scored against a Parquet export of the same
     config, give the same per-sample grades and the same summary table as OpenCompass did."""
@@ -287,6 +369,46 @@ def _numbers(rows: list[dict[str, str]], columns: list[str]) -> list[float]:
     values = [float(r[c]) for r in rows for c in columns]
     assert values, columns
     return values
+
+
+def test_a_record_that_cannot_be_read_is_counted_in_its_planned_cell(scripted_run: Path, tmp_path: Path) -> None:
+    """``planned`` comes from the run's plan, not from the records that could be read: one line of the oracle's
+    S-RT samples cut in half is counted as ``unreadable`` in its own cell (which says it is incomplete), every
+    other cell and count stays as it was, and ``needlebench verify`` fails on the run."""
+    run = tmp_path / "run"
+    shutil.copytree(scripted_run, run)
+    samples = run / "results" / "oracle" / "needlebench_srt_en_4k.samples.jsonl"
+    lines = samples.read_bytes().split(b"\n")
+    lost = json.loads(lines[1])
+    lines[1] = lines[1][: len(lines[1]) // 2]  # half a record: not JSON
+    samples.write_bytes(b"\n".join(lines))
+    done = subprocess.run([bin_path("needlebench"), "report", str(run)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    before = {(r["task"], r["lang"], r["length"]): r for r in _table(scripted_run, "needlebench_summary")}
+    after = {
+        (r["task"], r["lang"], r["length"]): r
+        for r in csv.DictReader((run / "needlebench_report" / "needlebench_summary.csv").open(encoding="utf-8"))
+    }
+    assert set(after) == set(before)
+    cell, lang_row = ("S-RT", "EN", str(lost["length"])), ("S-RT", "EN", "all")
+    for key, row in after.items():
+        old = before[key]
+        assert row["oracle planned"] == old["oracle planned"], key  # the plan's count, whatever was read
+        if key in (cell, lang_row) or key[0].startswith("OVERALL") or key == ("S-RT", "OVERALL", "all"):
+            assert row["oracle unreadable"] == "1" and row["oracle complete"] == "False", row
+            assert int(row["oracle scored"]) == int(old["oracle scored"]) - 1
+            assert "1 of " in row["oracle note"] and "record(s) unreadable (excluded)" in row["oracle note"], row
+        else:
+            assert row["oracle unreadable"] == "0" and row["oracle complete"] == old["oracle complete"], key
+    verified = subprocess.run(
+        [bin_path("needlebench"), "verify", str(run / "summary" / "results.json"), str(run)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert verified.returncode == 1, verified.stdout + verified.stderr
+    assert "1 planned record(s) of the run cannot be read back" in verified.stdout + verified.stderr
+    assert f"{samples}:2: not a JSON line" in verified.stdout + verified.stderr
 
 
 @pytest.mark.parametrize(("model", "expected"), [("oracle", 100.0), ("garbage", 0.0)])

@@ -12,14 +12,13 @@ import csv
 import json
 import math
 import random
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from conftest import bin_path, graded
+from conftest import bin_path, graded, launch_chromium
 
 from needlebench.aggregate.cells import Estimate
 from needlebench.commands.cli import main
@@ -325,13 +324,9 @@ def test_leaderboard_html_sorts_in_a_real_browser(comparable_run: Path, tmp_path
     from playwright.sync_api import sync_playwright
 
     page_path = write_leaderboard(build_leaderboard([comparable_run]), tmp_path)["html"]
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert chromium, "Debian chromium must be installed (scripts/test.sh installs it)"
     errors: list[str] = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=chromium, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-        )
+        browser = launch_chromium(p)
         page = browser.new_page(viewport={"width": 1600, "height": 1000})
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))

@@ -6,12 +6,11 @@ import csv
 import io
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, bin_path
+from conftest import ROOT, bin_path, launch_chromium
 
 from needlebench.progress import Progress
 from needlebench.sample import DATASET_VERSION
@@ -143,12 +142,10 @@ def test_drilldown_lists_a_cells_samples_in_a_real_browser(exported: Path, tmp_p
         for x in f.read_text().splitlines()
     ]
     page_path = run / "summary" / "report.html"
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert chromium, "Debian chromium must be installed (scripts/test.sh installs it)"
     errors: list[str] = []
     seen: dict[tuple[str, str], list[str]] = {}
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        browser = launch_chromium(p)
         page = browser.new_page(viewport={"width": 1500, "height": 1000})
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))

@@ -13,7 +13,16 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import OPENCOMPASS, ROOT, bin_path, free_port, run_opencompass, wait_healthy
+from conftest import (
+    OPENCOMPASS,
+    ROOT,
+    bin_path,
+    free_port,
+    run_opencompass,
+    start_flaky_server,
+    stop_server,
+    wait_healthy,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -289,17 +298,7 @@ def test_a_resume_under_another_plan_stops_before_any_call_and_replans_keeping_v
 
 
 def _flaky_server(port: int, log: Path, *options: str) -> subprocess.Popen:
-    server = subprocess.Popen(
-        [sys.executable, str(ROOT / "tools" / "flaky_server.py"), "--port", str(port), "--log", str(log)]
-        + ["--faults-per-prompt", "0", "--max-seconds", "600", "--echo", *options],
-    )
-    wait_healthy(port, server, 60)
-    return server
-
-
-def _stop(server: subprocess.Popen) -> None:
-    server.terminate()
-    server.wait(timeout=30)
+    return start_flaky_server(port, log, "--faults-per-prompt", "0", "--max-seconds", "600", "--echo", *options)
 
 
 def _answered(log: Path) -> dict[str, int]:
@@ -329,7 +328,7 @@ def test_failed_requests_are_asked_again_in_the_run_and_each_prompt_answered_onc
         env = dict(os.environ, NEEDLEBENCH_API_BASE=f"http://127.0.0.1:{port}/v1")
         run = run_opencompass("tests/configs/e2e_retry.py", tmp_path / "work", env=env)
     finally:
-        _stop(server)
+        stop_server(server)
     answered = _answered(log)
     assert len(answered) == 12 and set(answered.values()) == {1}, answered
     records = [
@@ -371,7 +370,7 @@ def test_a_retry_asks_only_what_failed_and_keeps_every_other_file(tmp_path: Path
         )
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     finally:
-        _stop(server)
+        stop_server(server)
     (run,) = [p for p in work.iterdir() if p.is_dir()]
     failed = [s["id"] for s in _samples(run, "api-model") if s["unscored"] == "request_failed"]
     assert failed and len(failed) < 12
@@ -393,7 +392,7 @@ def test_a_retry_asks_only_what_failed_and_keeps_every_other_file(tmp_path: Path
             timeout=1200,
         )
     finally:
-        _stop(server)
+        stop_server(server)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "still failed" in done.stdout and ", 0 still failed" in done.stdout
     assert sum(_answered(healthy_log).values()) == len(failed)  # only the failed prompts were asked
@@ -407,53 +406,75 @@ def test_a_retry_asks_only_what_failed_and_keeps_every_other_file(tmp_path: Path
     assert all(r["api-model complete"] == "True" and r["oracle complete"] == "True" for r in table)
 
 
+@pytest.fixture(scope="module")
+def reasoning_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, dict]]:
+    """One run of tests/configs/e2e_reasoning_api.py against the scripted reasoning server: the run folder and,
+    per prompt (its last message), what the server sent."""
+    tmp = tmp_path_factory.mktemp("reasoning")
+    port, log = free_port(), tmp / "requests.jsonl"
+    server = _flaky_server(port, log, "--never-every", "0", "--reasoning", "--log-messages")
+    try:
+        env = dict(os.environ, NEEDLEBENCH_API_BASE=f"http://127.0.0.1:{port}/v1")
+        run = run_opencompass("tests/configs/e2e_reasoning_api.py", tmp / "work", env=env)
+    finally:
+        stop_server(server)
+    return run, {r["messages"][-1]["content"]: r for r in map(json.loads, log.read_text().splitlines())}
+
+
+def _reasoned_samples(run: Path, model: str, abbr: str) -> list[tuple[dict, dict]]:
+    """(prediction row, graded record) pairs of one dataset, in row order."""
+    from needlebench.opencompass.predictions import dataset_prediction_files
+
+    rows = []
+    for path in dataset_prediction_files(str(run / "predictions" / model / f"{abbr}.json")):  # whole, or its parts
+        part = json.loads(Path(path).read_text(encoding="utf-8"))
+        rows += [r for _, r in sorted(part.items(), key=lambda kv: int(kv[0]))]
+    records = [json.loads(x) for x in (run / "results" / model / f"{abbr}.samples.jsonl").open()]
+    assert len(rows) == len(records) == 6
+    return list(zip(rows, records, strict=True))
+
+
 def test_reasoning_returned_apart_is_kept_counted_by_the_server_and_scored_as_opencompass_scores(
-    tmp_path: Path,
+    reasoning_run: tuple[Path, dict[str, dict]],
 ) -> None:
     """A server that returns ``reasoning_content`` apart (the scripted server's ``--reasoning``): each record's
     ``output_tokens`` is the server's ``usage.completion_tokens``, ``truncated`` its ``finish_reason == "length"``,
     its reasoning is kept and shown in the report's drill-down, an empty answer cut off while reasoning is
-    counted in its cell, and every answer scores what OpenCompass's evaluator gives the text its ``OpenAISDK``
-    returns (reasoning, ``</think>``, answer) after its reasoning model's postprocessor."""
+    counted in its cell, and under ``reasoning_apart="joined"`` every answer scores what OpenCompass's evaluator
+    gives the text its ``OpenAISDK`` returns (reasoning, ``</think>``, answer) after its reasoning model's
+    postprocessor; by default the answer alone is postprocessed and scored."""
     from opencompass.datasets.needlebench_v2.origin import NeedleBenchOriginEvaluator
     from opencompass.utils.text_postprocessors import extract_non_reasoning_content
 
     from needlebench.opencompass.scripted import last_human_message
 
-    port, log = free_port(), tmp_path / "requests.jsonl"
-    server = _flaky_server(port, log, "--never-every", "0", "--reasoning", "--log-messages")
-    try:
-        env = dict(os.environ, NEEDLEBENCH_API_BASE=f"http://127.0.0.1:{port}/v1")
-        run = run_opencompass("tests/configs/e2e_reasoning_api.py", tmp_path / "work", env=env)
-    finally:
-        _stop(server)
-    by_prompt = {r["messages"][-1]["content"]: r for r in map(json.loads, log.read_text().splitlines())}
+    run, by_prompt = reasoning_run
     assert len(by_prompt) == 12 and all("reasoning" in r for r in by_prompt.values())
     ran_out = 0
     for lang in ("en", "zh"):
-        abbr = f"needlebench_srt_{lang}_4k"
-        rows = json.loads((run / "predictions" / "api-model" / f"{abbr}.json").read_text(encoding="utf-8"))
-        records = [json.loads(x) for x in (run / "results" / "api-model" / f"{abbr}.samples.jsonl").open()]
-        assert len(rows) == len(records) == 6
-        for (_, row), record in zip(sorted(rows.items(), key=lambda kv: int(kv[0])), records, strict=True):
-            sent = by_prompt[last_human_message(row["origin_prompt"])]
-            assert record["output_tokens"] == sent["completion_tokens"], record
-            assert record["output_tokenizer"] == "server:usage.completion_tokens"
-            assert record["truncated"] == (sent["finish"] == "length")
-            assert record["reasoning"] == sent["reasoning"]
-            assert record["ran_out_reasoning"] == (sent["finish"] == "length" and sent["content"] == "")
-            ran_out += record["ran_out_reasoning"]
-            # what OpenCompass's OpenAISDK returns for this response, through its reasoning postprocessor
-            theirs = sent["reasoning"] + ("</think>" + sent["content"] if sent["content"] else "")
-            text = extract_non_reasoning_content(theirs)
-            assert record["prediction"] == text
-            assert record["score"] is not None and record["unscored"] is None  # reference: scored as written
-            gold = json.loads(row["gold"])  # OpenCompass's S-RT reference is "needle*keyword"
-            reference = f"{gold['needle']}*{gold['keywords'][0]}"
-            expected = NeedleBenchOriginEvaluator().score([text], [reference])["score"]
-            assert record["score"] == pytest.approx(expected), record
-            assert record["score"] == (0.0 if record["ran_out_reasoning"] else 100.0)
-    assert 0 < ran_out < 12
+        for suffix in ("", "_joined"):
+            for row, record in _reasoned_samples(run, "api-model", f"needlebench_srt_{lang}_4k{suffix}"):
+                sent = by_prompt[last_human_message(row["origin_prompt"])]
+                assert record["output_tokens"] == sent["completion_tokens"], record
+                assert record["output_tokenizer"] == "server:usage.completion_tokens"
+                assert record["truncated"] == (sent["finish"] == "length")
+                assert record["reasoning"] == sent["reasoning"]
+                assert record["ran_out_reasoning"] == (sent["finish"] == "length" and sent["content"] == "")
+                ran_out += record["ran_out_reasoning"]
+                if suffix:  # what OpenCompass's OpenAISDK returns for this response, through its postprocessor
+                    theirs = sent["reasoning"] + ("</think>" + sent["content"] if sent["content"] else "")
+                    text = extract_non_reasoning_content(theirs)
+                else:  # the answer alone, through the same postprocessor
+                    text = extract_non_reasoning_content(sent["content"])
+                assert record["prediction"] == text
+                assert record["score"] is not None and record["unscored"] is None  # reference: scored as written
+                gold = json.loads(row["gold"])  # OpenCompass's S-RT reference is "needle*keyword"
+                reference = f"{gold['needle']}*{gold['keywords'][0]}"
+                expected = NeedleBenchOriginEvaluator().score([text], [reference])["score"]
+                assert record["score"] == pytest.approx(expected), record
+                decoy = sent["content"] == "I could not find it in the document."
+                assert record["score"] == (0.0 if record["ran_out_reasoning"] or decoy else 100.0)
+    assert 0 < ran_out < 24
     table = list(csv.DictReader((run / "summary" / "needlebench_summary.csv").open(encoding="utf-8")))
     notes = " ".join(r.get("api-model note", "") for r in table)
     assert "no answer: budget ran out while reasoning" in notes, table[:2]
@@ -465,4 +486,34 @@ def test_reasoning_returned_apart_is_kept_counted_by_the_server_and_scored_as_op
 
     listed = json.loads(gzip.decompress(base64.b64decode(payload.group(1).strip())))
     shown = [s for s in listed if s.get("reasoning")]
-    assert len(shown) == 12 and any("budget ran out while reasoning" in s["error"] for s in shown)
+    assert len(shown) == 48 and any("budget ran out while reasoning" in s["error"] for s in shown)
+
+
+def test_reasoning_returned_apart_is_not_the_answer_unless_asked(reasoning_run: tuple[Path, dict[str, dict]]) -> None:
+    """With the plain API model (no think strip), a decoy (the gold only in the reasoning the server returned
+    apart, the answer "I could not find it") scores 0 by default and 100 under ``reasoning_apart="joined"``,
+    OpenCompass's scoring of the text its ``OpenAISDK`` joins; an answer with the gold scores 100 either way."""
+    from opencompass.datasets.needlebench_v2.origin import NeedleBenchOriginEvaluator
+
+    from needlebench.opencompass.scripted import last_human_message
+
+    run, by_prompt = reasoning_run
+    decoys = 0
+    for lang in ("en", "zh"):
+        default = _reasoned_samples(run, "api-plain", f"needlebench_srt_{lang}_4k")
+        joined = _reasoned_samples(run, "api-plain", f"needlebench_srt_{lang}_4k_joined")
+        for (row, ours), (_, theirs) in zip(default, joined, strict=True):
+            sent = by_prompt[last_human_message(row["origin_prompt"])]
+            gold = json.loads(row["gold"])
+            reference = f"{gold['needle']}*{gold['keywords'][0]}"
+            text = sent["reasoning"] + ("</think>" + sent["content"] if sent["content"] else "")
+            assert theirs["score"] == NeedleBenchOriginEvaluator().score([text], [reference])["score"]
+            assert ours["prediction"] == sent["content"]
+            if sent["content"] == "I could not find it in the document.":
+                decoys += 1
+                assert (ours["score"], theirs["score"]) == (0.0, 100.0), (ours, theirs)
+            elif sent["content"]:
+                assert (ours["score"], theirs["score"]) == (100.0, 100.0), (ours, theirs)
+            else:  # ran out while reasoning: no answer; the joined text is the reasoning, which lacks the gold
+                assert ours["ran_out_reasoning"] and ours["score"] == 0.0
+    assert decoys > 0

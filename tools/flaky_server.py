@@ -9,11 +9,16 @@ returns it, and one prompt in three runs out of budget while reasoning
 (:func:`reasoned`; each answer's parts are logged). With ``--echo`` the good response is
 ``FLAKY_OK`` followed by the prompt's last message, which holds the needle,
 so every answered sample scores 100 and a failed request that a summary
-averaged in as 0 would show. Prompts whose hash falls in the
+averaged in as 0 would show. With ``--hostile SCRIPT`` each prompt is answered as the script (a JSON file:
+the SHA-256 of the prompt's last message -> ``{"gold": text, "kind": name}``) says: its gold text, then the
+hostile text of :data:`HOSTILE` ``kind``, written into the response body as raw bytes (invalid UTF-8 and
+lone-surrogate escapes included), and logged in base64 as sent (:func:`hostile_content`). Prompts whose hash falls in the
 ``--never-every`` class fail every time (with ``--fail-first N``, their first N requests). Which prompt gets which fault is a
 pure function of the prompt, so a rerun meets the same faults. Every request
 and its fault are appended to ``--log`` (JSON lines; with ``--log-messages``, the messages as sent). The server is bounded:
-it stops after ``--max-requests`` requests or ``--max-seconds`` seconds.
+it stops after ``--max-requests`` requests or ``--max-seconds`` seconds. With ``--require-key KEY`` every
+request but ``/health`` without ``Authorization: Bearer KEY`` is refused with 401 (logged as fault
+``unauthorized``, the key it was sent never logged nor quoted).
 
     python tools/flaky_server.py --port 8799 --log /tmp/requests.jsonl
 """
@@ -21,6 +26,7 @@ it stops after ``--max-requests`` requests or ``--max-seconds`` seconds.
 from __future__ import annotations
 
 import argparse
+import base64
 import hashlib
 import json
 import threading
@@ -63,14 +69,65 @@ def _completion(content: str, finish: str = "stop", reasoning: str | None = None
     return json.dumps(body).encode()
 
 
+# --hostile: what a model may write, as the bytes between the quotes of the response's JSON "content" string, so
+# that what no json.dumps writes reaches the client too (invalid UTF-8, lone surrogates as escapes). Each text
+# tries to set window.__pwned, inject an element or break out of a script block, a template, a terminal.
+_MARKUP = (
+    "</script><script>window.__pwned=1</script><!--<script>window.__pwned=2</script>-->"
+    '<img src=x onerror="window.__pwned=3"><svg onload="window.__pwned=4"></svg><b id="nb-injected">bold</b>'
+    "</textarea></style><style>body{display:none}</style>]]>"
+)
+
+
+def _json_text(text: str) -> bytes:
+    """``text`` as it sits inside a JSON string: control characters escaped, U+2028 and the rest raw UTF-8."""
+    return json.dumps(text, ensure_ascii=False)[1:-1].encode("utf-8")
+
+
+HOSTILE: dict[str, bytes] = {
+    "line_breaks": _json_text("ls\u2028ps\u2029vt\x0bff\x0cfs\x1cgs\x1drs\x1enel\x85cr\rcrlf\r\nlf\nend"),
+    "nul": _json_text("nul\x00inside\x00\x00end"),
+    "lone_surrogates": b"lone \\ud800 high, \\udfff low, \\udc00\\ud800 reversed",
+    "invalid_utf8": b"bad \xff\xfe bytes \xc3\x28 overlong \xc0\xaf surrogate \xed\xa0\x80 cut \xe4\xb8",
+    "huge": _json_text(("<i>huge</i> \u2028 {{x}} \x1b[1m" * 40_000)[:1_000_000]),
+    "markup": _json_text(_MARKUP),
+    "template": _json_text(
+        "{{ constructor.constructor('window.__pwned=5')() }} ${window.__pwned=6} {% raw %}{{7*7}}{% endraw %} "
+        "<%= 7*7 %> #{7*7} @{x}"
+    ),
+    "ansi": _json_text("\x1b[31mred\x1b[0m \x1b]0;title\x07 \x1b[2J\x1b[Hcleared \x9b31m csi \x1bc reset"),
+}
+
+
+def hostile_content(gold: str, kind: str) -> bytes:
+    """The JSON string body (between its quotes) of a ``--hostile`` answer: ``gold`` (may be empty), then the
+    hostile text ``kind``, separated by a space so neither runs into the other.
+
+    Args:
+        gold: the sample's correct answer, or "" for the hostile text alone.
+        kind: a key of :data:`HOSTILE`.
+    """
+    return (_json_text(gold + " ") if gold else b"") + HOSTILE[kind]
+
+
+def _hostile_completion(content: bytes) -> bytes:
+    """A chat completion whose ``content`` string holds ``content``'s bytes exactly (they need not be UTF-8)."""
+    marker = "@@CONTENT@@"
+    return _completion(marker).replace(marker.encode(), content, 1)
+
+
 REASONING = "Let me look for the sentence the question asks about, then check it once more. "
+
+
+DECOY = "I could not find it in the document."
 
 
 def reasoned(key: str, answer: str) -> tuple[str, str, str, int]:
     """(reasoning, content, finish reason, completion tokens) of a ``--reasoning`` answer.
 
     One prompt in three runs out of budget while reasoning: its reasoning stops mid-way, its content is
-    empty and its finish reason ``length``; the others reason, then answer. The token count is the
+    empty and its finish reason ``length``; one in six is a decoy: the answer only in the reasoning, the
+    content :data:`DECOY`; the others reason, then answer. The token count is the
     reasoning's and the answer's words (not a tokenizer's count, so a record that counted the text
     itself would differ from it)."""
     h = int(hashlib.sha256(key.encode()).hexdigest(), 16)
@@ -78,6 +135,9 @@ def reasoned(key: str, answer: str) -> tuple[str, str, str, int]:
     if h % 3 == 0:
         reasoning = (REASONING * steps)[: 40 * steps]
         return reasoning, "", "length", len(reasoning.split())
+    if h % 6 == 1:  # a decoy: the answer (with the gold, under --echo) only in the reasoning
+        reasoning = REASONING * steps + answer
+        return reasoning, DECOY, "stop", len(reasoning.split()) + len(DECOY.split())
     reasoning = REASONING * steps
     return reasoning, answer, "stop", len(reasoning.split()) + len(answer.split())
 
@@ -103,7 +163,18 @@ def make_handler(args: argparse.Namespace, state: dict[str, Any]) -> type[BaseHT
             self.end_headers()
             self.wfile.write(data)
 
+        def _refused(self) -> bool:
+            """With ``--require-key``: a request without the key is answered 401 (and logged); True if it was."""
+            if not args.require_key or self.headers.get("Authorization") == f"Bearer {args.require_key}":
+                return False
+            with lock, open(args.log, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"path": self.path, "fault": "unauthorized"}) + "\n")
+            self._send(401, b'{"error": {"message": "invalid API key", "type": "invalid_request_error"}}')
+            return True
+
         def do_GET(self) -> None:
+            if self.path.rstrip("/") != "/health" and self._refused():
+                return
             if self.path.rstrip("/") == "/health":
                 self._send(200, b'{"status": "ok"}')
             elif self.path.rstrip("/") == "/v1/models":
@@ -113,6 +184,8 @@ def make_handler(args: argparse.Namespace, state: dict[str, Any]) -> type[BaseHT
 
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            if self._refused():
+                return
             try:
                 req = json.loads(raw)
                 key = json.dumps(req["messages"], sort_keys=True)
@@ -120,6 +193,9 @@ def make_handler(args: argparse.Namespace, state: dict[str, Any]) -> type[BaseHT
                 self._send(400, b'{"error": {"message": "bad request"}}')
                 return
             answer = ANSWER
+            if args.hostile:
+                self._hostile(req, key)
+                return
             if args.echo and req["messages"]:
                 answer = f"{ANSWER}\n{req['messages'][-1].get('content', '')}"
             with lock:
@@ -175,6 +251,23 @@ def make_handler(args: argparse.Namespace, state: dict[str, Any]) -> type[BaseHT
                     self.wfile.flush()
                     time.sleep(0.1)
 
+        def _hostile(self, req: dict[str, Any], key: str) -> None:
+            """Answer as the ``--hostile`` script says, or 404 for a prompt it does not hold (never a guess)."""
+            text = str(req["messages"][-1].get("content", "")) if req["messages"] else ""
+            digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+            step = state["script"].get(digest)
+            content = hostile_content(step["gold"], step["kind"]) if step else b""
+            entry: dict[str, Any] = {"prompt": hashlib.sha256(key.encode()).hexdigest()[:16], "fault": "ok"}
+            entry.update(sha256=digest, scripted=step is not None, kind=step and step["kind"])
+            entry["content_b64"] = base64.b64encode(content).decode("ascii")
+            with lock, open(args.log, "a", encoding="utf-8") as fh:
+                state["requests"] += 1
+                fh.write(json.dumps(entry) + "\n")
+            if step is None:
+                self._send(404, b'{"error": {"message": "prompt not in the --hostile script"}}')
+            else:
+                self._send(200, _hostile_completion(content))
+
     return Handler
 
 
@@ -194,10 +287,19 @@ def main() -> None:
     parser.add_argument(
         "--reasoning", action="store_true", help="answer with reasoning_content apart (reasoned(): 1 in 3 runs out)"
     )
+    parser.add_argument(
+        "--require-key", default="", help="refuse (401) any request without 'Authorization: Bearer KEY' (not /health)"
+    )
+    parser.add_argument(
+        "--hostile", default="", help="answer each prompt as this JSON script says: gold, then a HOSTILE text"
+    )
     parser.add_argument("--max-requests", type=int, default=2000)
     parser.add_argument("--max-seconds", type=float, default=900.0)
     args = parser.parse_args()
     state: dict[str, Any] = {"attempts": {}, "requests": 0}
+    if args.hostile:
+        with open(args.hostile, encoding="utf-8") as fh:
+            state["script"] = json.load(fh)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(args, state))
     server.daemon_threads = True
     start = time.time()

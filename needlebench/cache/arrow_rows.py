@@ -128,6 +128,7 @@ _ROW_SOURCES = (
     "record.py",
     "aggregate/*.py",
     "files.py",
+    "jsonl.py",
     "cache/*.py",
     "errors.py",
     "context/*.py",

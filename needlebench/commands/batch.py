@@ -18,11 +18,13 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError
+from ..jsonl import read_jsonl
 from ..opencompass import driver
 from ..opencompass.batch import BatchMode, read_batch_results, replay_table, write_table
-from .retry import run_config
+from .retry import check_run
 
 __all__ = ["prepare_batch", "collect_batch"]
 
@@ -53,14 +55,17 @@ def prepare_batch(target: Path, work_dir: Path, models: Sequence[str] = ()) -> i
         0 when the files were written, else OpenCompass's exit code.
 
     Raises:
-        ConfigError: no config or run there, no API model, or a model that is not one of them.
+        ConfigError: no config or run there, a run of another version (``retry.check_run``), a work dir that
+            is a file, no API model, or a model that is not one of them.
     """
     if target.is_file():
         config, work, resume = target, work_dir, None
+        if work.exists() and not work.is_dir():
+            raise ConfigError(f"batch prepare: --work-dir {work} is a file; give the folder the new run goes to")
     elif target.is_dir():
-        config, work, resume = run_config(target, "batch prepare"), target.parent, target.name
+        config, work, resume = check_run(target, "batch prepare"), target.parent, target.name
     else:
-        raise ConfigError(f"batch prepare: {target} is neither a config file nor a run folder")
+        raise ConfigError(f"batch prepare: no such config file or run folder {target}")
     chosen = _choose(_api_models(config), models, config)
     before = {p.name for p in work.iterdir()} if work.is_dir() else set()
     work.mkdir(parents=True, exist_ok=True)
@@ -98,18 +103,19 @@ def collect_batch(run: Path, results: Sequence[Path], model: str | None = None) 
         0 when every request was answered, 1 when some failed or had no result, else OpenCompass's exit code.
 
     Raises:
-        ConfigError: no prepared files, an unknown or unnamed model, a result file that is not one.
+        ConfigError: not a run of this version (``retry.check_run``), no prepared files, an unknown or unnamed
+            model, a result file that is missing, not one, empty or of another run: nothing is written.
     """
+    config = check_run(run, "batch collect")
     prepared = sorted(p.parent.name for p in (run / "batch").glob("*/*.jsonl"))
     if not prepared:
         raise ConfigError(f"batch collect: {run / 'batch'} holds no prepared files (run `needlebench batch prepare`)")
     (chosen,) = _choose(sorted(set(prepared)), [model] if model else [], run / "batch", one=True)
-    table, counts = replay_table(run / "batch" / chosen, read_batch_results(results))
+    table, counts = replay_table(run / "batch" / chosen, _read_results(results, run / "batch" / chosen))
     if counts["unknown"]:
         print(f"warning: {counts['unknown']} result lines match no prepared request of {chosen} (ignored)")
     mode = BatchMode("collect", str(run / "batch"), (chosen,))
     write_table(mode.table(chosen), table)
-    config = run_config(run, "batch collect")
     code = _opencompass(config, run.parent, run.name, mode)
     if code:
         return code
@@ -118,6 +124,38 @@ def collect_batch(run: Path, results: Sequence[Path], model: str | None = None) 
         f"(recorded as request_failed); evaluate with: opencompass {config} -w {run.parent} -r {run.name}"
     )
     return 1 if counts["failed"] or counts["missing"] else 0
+
+
+def _read_results(paths: Sequence[Path], prepared: Path) -> dict[str, dict[str, Any]]:
+    """The result lines of every file, each file checked to answer requests prepared here.
+
+    Why: a results file of another run (or of another model) matches none of the prepared requests, and
+    collecting it would record every one of them ``request_failed``; it is refused before anything is written.
+
+    Args:
+        paths: the result files, in the order given.
+        prepared: the model's folder of prepared batch files (``<run>/batch/<model>``).
+
+    Raises:
+        ConfigError: a file that is missing, not batch results, empty, answers none of the prepared requests, or
+            repeats a ``custom_id`` an earlier file answered.
+    """
+    asked = {str(item.get("custom_id")) for f in sorted(prepared.glob("*.jsonl")) for item in read_jsonl(f)}
+    merged: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        lines = read_batch_results([path])
+        if not lines:
+            raise ConfigError(f"batch collect: {path} holds no result lines")
+        if asked.isdisjoint(lines):
+            raise ConfigError(
+                f"batch collect: {path} answers none of the {len(asked)} requests prepared in {prepared} "
+                "(a results file of another run or model?)"
+            )
+        again = sorted(set(lines) & set(merged))
+        if again:
+            raise ConfigError(f"batch collect: {path}: custom_id {again[0]!r} has a result in an earlier file already")
+        merged.update(lines)
+    return merged
 
 
 def _choose(available: Sequence[str], asked: Sequence[str], where: Path, one: bool = False) -> list[str]:

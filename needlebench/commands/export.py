@@ -73,13 +73,15 @@ def iter_config_samples(config_path: str) -> Iterator[tuple[str, Sample]]:
 
 
 def score_options(dataset: dict[str, Any]) -> dict[str, Any]:
-    """The evaluator settings a dataset config gives (metric, strip_think, alpha, truncated).
+    """The evaluator settings a dataset config gives (metric, strip_think, alpha, truncated, reasoning_apart).
 
     Args:
         dataset: one needlebench dataset config.
     """
     evaluator = dict(((dataset.get("eval_cfg") or {}).get("evaluator")) or {})
-    return {k: v for k, v in evaluator.items() if k in ("metric", "strip_think", "alpha", "truncated")}
+    return {
+        k: v for k, v in evaluator.items() if k in ("metric", "strip_think", "alpha", "truncated", "reasoning_apart")
+    }
 
 
 def write_jsonl(config_path: str, out: Path, quiet: bool = False) -> int:

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..errors import ConfigError
 from ..files import atomic_write
 
 __all__ = ["PARITY_FILE", "run_parity"]
@@ -44,10 +45,13 @@ def run_parity(
         (whether it passed, the ``parity.json`` written).
 
     Raises:
-        ConfigError: a missing folder or an unknown profile, suite, render or task.
+        ConfigError: a missing or partial data folder (a file the tasks read missing, empty or not UTF-8), an
+            output that is a file, or an unknown profile, suite, render or task.
     """
     from ..opencompass.parity import check_parity
 
+    if out.exists() and not out.is_dir():  # found before the check's minutes, not after
+        raise ConfigError(f"--output: {out} is a file; give a folder for parity.json and parity.md")
     progress = None if quiet else (lambda line: print(line, file=sys.stderr))
     report = check_parity(data, profile, suite, render, tasks, every, progress)
     out.mkdir(parents=True, exist_ok=True)

@@ -456,11 +456,12 @@ def plan_config(config_path: str, num_shards: int | None = None, prices_path: st
 
     Raises:
         ConfigError: a missing or unloadable config, one without needlebench datasets or models, a bad
-            partitioner setting or a shard count below 1.
+            partitioner setting, a shard count below 1, or a bad prices file (one that prices a model the
+            config does not have included).
     """
     from ..cache.arrow_rows import materialize_many
     from ..opencompass.configs import check_raw_messages, load_config
-    from ..planning.costs import load_prices
+    from ..planning.costs import check_priced_models, load_prices
     from ..planning.limits import Limits
     from ..tasks import config_params, is_needlebench
 
@@ -471,6 +472,8 @@ def plan_config(config_path: str, num_shards: int | None = None, prices_path: st
     models = [m.to_dict() if hasattr(m, "to_dict") else dict(m) for m in cfg.get("models", [])]
     if not models:
         raise ConfigError(f"config: {config_path} defines no models")
+    if prices is not None:
+        check_priced_models(prices, [m.get("abbr", "model") for m in models], str(config_path))
     settings = _settings(cfg, num_shards)
     for model in models:  # what the run would refuse, refused here too
         check_raw_messages(model, [d.to_dict() if hasattr(d, "to_dict") else dict(d) for d in ours])

@@ -10,17 +10,22 @@ kept as it is, and the eval stage and summaries are redone for the datasets it t
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError
+from ..jsonl import BadLine, iter_jsonl
 from ..opencompass import driver
+from ..planning.run import PLAN_FILE, RunPlan
 from ..retries import RETRY_MODELS_ENV, failed_requests
+from ..sample import DATASET_VERSION
 
-__all__ = ["retry_run", "run_config"]
+__all__ = ["check_run", "retry_run", "run_config"]
 
 
 def run_config(run: Path, command: str = "retry") -> Path:
@@ -35,8 +40,79 @@ def run_config(run: Path, command: str = "retry") -> Path:
     """
     configs = sorted((run / "configs").glob("*.py"))
     if not configs:
+        runs = sorted(p.name for p in run.iterdir() if (p / "configs").is_dir()) if run.is_dir() else []
+        if runs:
+            raise ConfigError(f"{command}: {run} is a work dir; give one of its run folders, e.g. {run / runs[-1]}")
         raise ConfigError(f"{command}: {run} holds no configs/*.py (is it a run folder, <work_dir>/<time>?)")
     return configs[-1]
+
+
+def check_run(run: Path, command: str) -> Path:
+    """A folder that a resume of this package may continue: a run folder, made by this package's version.
+
+    Why: a resume (``retry``, ``batch``) re-plans with this package and asks requests with its prompts; in a
+    run another version made, the requests asked again would carry another dataset version than the answers
+    kept beside them, or the stored plan would be read as no plan and every limit decided again.
+
+    Args:
+        run: the folder given.
+        command: the command asking, named in the error.
+
+    Returns:
+        The run's stored config (:func:`run_config`).
+
+    Raises:
+        ConfigError: no such folder, not a run folder, a stored plan this package cannot read (or one with
+            keys it does not know), or graded samples of another dataset version (or none recorded).
+    """
+    if not run.exists():
+        raise ConfigError(f"{command}: no such run folder {run}")
+    if not run.is_dir():
+        raise ConfigError(f"{command}: {run} is a file; give a run folder, <work_dir>/<time>")
+    config = run_config(run, command)
+    plan = run / PLAN_FILE
+    if plan.exists():
+        try:
+            text = plan.read_text(encoding="utf-8")
+            unknown = _unknown_key(json.loads(text), json.loads(RunPlan.from_json(text).to_json()))
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            unknown = f"unreadable here: {type(exc).__name__}: {exc}"
+        if unknown:
+            raise ConfigError(
+                f"{command}: {plan} is not a plan this needlebench reads ({unknown}); a run of another version? "
+                "resume it with the version that made it"
+            )
+    for path in sorted((run / "results").glob("*/*.samples.jsonl")):
+        bad: list[BadLine] = []  # a record that cannot be read is the report's to count, not a version
+        for number, record in iter_jsonl(path, bad):
+            version = record.get("version") if isinstance(record, dict) else DATASET_VERSION
+            if version != DATASET_VERSION:
+                raise ConfigError(
+                    f"{command}: {path}:{number} is a sample of dataset version {version}; this needlebench makes "
+                    f"{DATASET_VERSION} (resume the run with the version that made it)"
+                )
+    return config
+
+
+def _unknown_key(stored: Any, read: Any, where: str = "") -> str:
+    """The first key of a stored plan that reading it drops (one a later version writes), else ``""``.
+
+    A key the reader fills in where the stored plan lacks it (a field added since, read as unset) is no
+    difference: such a plan is one this package resumes.
+    """
+    if isinstance(stored, dict) and isinstance(read, dict):
+        for key, value in stored.items():
+            if key not in read:
+                return f"a key {where}{key} it does not know"
+            found = _unknown_key(value, read[key], f"{where}{key}.")
+            if found:
+                return found
+    elif isinstance(stored, list) and isinstance(read, list):
+        for i, (a, b) in enumerate(zip(stored, read)):
+            found = _unknown_key(a, b, f"{where}{i}.")
+            if found:
+                return found
+    return ""
 
 
 def retry_run(run: Path, dry_run: bool = False, models: Sequence[str] = ()) -> int:
@@ -51,19 +127,24 @@ def retry_run(run: Path, dry_run: bool = False, models: Sequence[str] = ()) -> i
         0 when nothing is left failed (or only listing), 1 when some still failed, else OpenCompass's exit code.
 
     Raises:
-        ConfigError: not a run folder.
+        ConfigError: not a run folder of this version (:func:`check_run`), one not evaluated, a model it does
+            not have, or nothing failed (of those models): nothing is started, nothing written.
     """
+    config = check_run(run, "retry")
     if not (run / "results").is_dir():
         raise ConfigError(f"retry: {run} has no results/ (give a run folder, <work_dir>/<time>, that was evaluated)")
+    known = sorted(p.name for p in (run / "results").iterdir() if p.is_dir())
+    unknown = sorted(set(models) - set(known))
+    if unknown:
+        raise ConfigError(f"retry: {run} has no model(s) {unknown}; its models: {known}")
     before = Counter({k: n for k, n in failed_requests(run).items() if not models or k[0] in models})
     if not before:
-        print(f"{run}: no failed requests")
-        return 0
+        of = f" of {', '.join(models)}" if models else ""
+        raise ConfigError(f"retry: {run} has no failed requests{of}; nothing to ask again")
     for (model, dataset), n in sorted(before.items()):
         print(f"{model} / {dataset}: {n} failed")
     if dry_run:
         return 0
-    config = run_config(run)
     env = {**os.environ, RETRY_MODELS_ENV: ",".join(models)} if models else None
     done = subprocess.run([*driver.command(), str(config), "-w", str(run.parent), "-r", run.name], check=False, env=env)
     if done.returncode:

@@ -23,6 +23,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..files import atomic_write
 from ..grading.evaluation import grade_rows, metric_names, write_results
+from ..jsonl import iter_jsonl
 from ..progress import Progress
 from ..record import ScoreOptions, Unanswered, cut_prediction
 from ..tasks import get_task
@@ -66,20 +67,13 @@ def read_predictions(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     """
     if not path.is_file():
         raise ConfigError(f"predictions: {path} does not exist")
-    lines, bad = [], []
-    with path.open(encoding="utf-8", errors="replace") as fh:
-        for number, text in enumerate(fh, 1):
-            if not text.strip():
-                continue
-            try:
-                row = json.loads(text)
-            except ValueError:
-                bad.append(str(number))
-                continue
-            if not isinstance(row, dict) or not isinstance(row.get("id"), str) or "prediction" not in row:
-                bad.append(str(number))
-                continue
-            lines.append(row)
+    lines, bad, not_json = [], [], []
+    for number, row in iter_jsonl(path, not_json):
+        if not isinstance(row, dict) or not isinstance(row.get("id"), str) or "prediction" not in row:
+            bad.append(number)
+            continue
+        lines.append(row)
+    bad = [str(n) for n in sorted(bad + [line.number for line in not_json])]
     problems = (
         [f"{len(bad)} line(s) are not {{'id', 'prediction'}} JSON objects (lines {_examples(bad)})"] if bad else []
     )

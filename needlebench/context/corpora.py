@@ -20,6 +20,7 @@ from importlib import metadata
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..jsonl import iter_jsonl
 from ..seeding import files_digest
 
 __all__ = [
@@ -249,16 +250,14 @@ def load_corpus(lang: str, choice: str = "packaged", raw: bool = False) -> Corpu
         return _packaged(lang)
     path = _corpus_file(lang, choice)
     try:
-        raw = path.read_text(encoding="utf-8")
+        if path.suffix == ".jsonl":
+            texts = [row["text"] for _, row in iter_jsonl(path)]
+        else:
+            texts = [p for p in path.read_text(encoding="utf-8").split("\n\n") if p.strip()]
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"corpus: cannot read {path}: {exc}") from exc
-    if path.suffix == ".jsonl":
-        try:
-            texts = [json.loads(x)["text"] for x in raw.splitlines() if x.strip()]
-        except (ValueError, KeyError) as exc:
-            raise ConfigError(f"corpus: {path} must hold one {{'text': ...}} object a line") from exc
-    else:
-        texts = [p for p in raw.split("\n\n") if p.strip()]
+    except (ConfigError, KeyError, TypeError) as exc:
+        raise ConfigError(f"corpus: {path} must hold one {{'text': ...}} object a line ({exc})") from exc
     if lang == "en":
         texts = [normalise_english(t) for t in texts]
     texts = [t.strip() for t in texts if t.strip()]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +25,7 @@ from ..record import (
     GradedSample,
     SampleScore,
     ScoreOptions,
-    prediction_text,
+    scored_text,
     unanswered,
 )
 from ..taskspec import planned_values
@@ -91,7 +92,9 @@ def grade_rows(
         meta = json.loads(row["meta"])
         gold: Any = ref  # parsed once below when graded; the evidence reuses it
         missing = unanswered(pred) or unanswered(out)
-        pred = prediction_text(pred)  # an answer a server cut off arrives with its finish reason
+        # an answer a server cut off arrives with its finish reason; one whose reasoning came apart is scored
+        # as the options say (its answer alone by default, OpenCompass's joined text under "joined")
+        pred = scored_text(pred, options.reasoning_apart)
         facts = measure(out, meter) if missing is None else OutputFacts()
         detail: str | None = None
         if missing is not None:  # no answer to grade: not the model's wrong answer, and never scored
@@ -254,6 +257,11 @@ def dataset_results(
     return metrics, files
 
 
+# a model's text may hold lone surrogates (a server's "\\ud800" escape): no UTF-8 file can, and writing one would
+# lose the whole dataset's records; each becomes U+FFFD, one for one (in a JSON line they only occur in strings)
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def write_results(
     prefix: str | Path, records: Sequence[GradedSample], task: TaskSpec | None, names: Sequence[str] | None = None
 ) -> dict[str, float]:
@@ -270,6 +278,6 @@ def write_results(
     metrics, files = dataset_results(records, task, names)
     lines = "".join(json.dumps(r.to_json(), ensure_ascii=False) + "\n" for r in records)
     for suffix, text in {"samples.jsonl": lines, **files}.items():
-        with atomic_write(f"{prefix}.{suffix}") as tmp:
-            tmp.write_text(text, encoding="utf-8")
+        with atomic_write(f"{prefix}.{suffix}") as tmp:  # a lone surrogate (no UTF-8 form) is shown as U+FFFD
+            tmp.write_text(_LONE_SURROGATE.sub("\ufffd", text), encoding="utf-8")
     return metrics

@@ -24,10 +24,18 @@ scored, so the reference protocol scores what OpenCompass scores.
 With ``max_tokens_in_flight`` or ``max_requests_in_flight`` a batch's requests are admitted in their order
 by the tokens and requests they put in flight, and a 429/503 lowers the limits instead of being retried
 blindly by the client (:mod:`needlebench.flow`).
+
+With ``key_env`` the key is read from that environment variable when each request is sent (the ``openai``
+client takes a function for its key and calls it per request), so no config, dump or task file holds it
+(:mod:`needlebench.opencompass.api_keys`); an unset variable stops the task with one message naming it
+before its first request, every answer saved before kept. The keys the model sends are removed from what it
+logs and from a failed request's recorded error.
 """
 
 from __future__ import annotations
 
+import itertools
+import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -35,8 +43,10 @@ from typing import Any
 
 from opencompass.models.openai_api import OpenAISDK  # the module, not the package: task_entry.py
 
+from ..errors import ConfigError
 from ..flow import THROTTLE_STATUSES, FlowControl, FlowLimits
-from ..record import cut_prediction, failed_prediction, prediction_text, server_prediction, unanswered
+from ..record import cut_prediction, failed_prediction, postprocessed, server_prediction, unanswered
+from .api_keys import REDACTED, clear_keys, key_from_env, scrub_text
 from .batch import capture_transport, replay_transport
 
 __all__ = ["ResilientOpenAISDK", "keep_unanswered"]
@@ -47,6 +57,9 @@ class ResilientOpenAISDK(OpenAISDK):
     answers keep the server's ``finish_reason`` and reasoning, and whose requests go out by tokens in flight.
 
     Args:
+        key_env: the environment variable that holds the API key (comma-separated keys are used in turn),
+            read when each request is sent; None: OpenCompass's ``key`` (a key, or ``"ENV"`` for
+            ``$OPENAI_API_KEY`` read when the model is built).
         retry_passes: passes after an infer task's batches that ask its failed requests again (0: none;
             ``inferencer.BatchGenInferencer`` reads it).
         retry_waits: seconds to wait before each pass (the last repeats); each pass sends half as many
@@ -60,6 +73,7 @@ class ResilientOpenAISDK(OpenAISDK):
 
     def __init__(
         self,
+        key_env: str | None = None,
         retry_passes: int = 0,
         retry_waits: tuple[float, ...] = (30.0, 120.0),
         max_tokens_in_flight: int | None = None,
@@ -70,11 +84,57 @@ class ResilientOpenAISDK(OpenAISDK):
         self.flow_limits = FlowLimits(max_tokens_in_flight, max_requests_in_flight, throttle_patience)
         self._local = threading.local()
         self._offline = False  # answering from batch files: no rate limit, no server
+        self.key_env = key_env
+        self._key_turn = itertools.count()
+        self._sent_keys: set[str] = set()  # every key this model has sent or holds: kept out of its logs
+        if key_env is not None:  # OpenAISDK's default key "ENV" would demand $OPENAI_API_KEY now
+            kwargs["key"] = "EMPTY"
         super().__init__(**kwargs)
+        self._sent_keys.update(clear_keys({"key": self.keys}))
+        self.logger.addFilter(_KeyScrub(self._sent_keys))
         self.retry_passes = retry_passes
         self.retry_waits = tuple(retry_waits)
         self.flow = FlowControl(self.flow_limits, log=self.logger.warning) if self.flow_limits.active else None
         self._tokenizer: Any = None
+
+    def _next_valid_key(self) -> Any:
+        """The key ``OpenAISDK._create_fresh_client`` gives the ``openai`` client: with ``key_env``, a function
+        the client calls for each request (so the variable is read then, never when the config loads)."""
+        if self.key_env is None:
+            return super()._next_valid_key()
+        return self._key_for_request
+
+    def _key_for_request(self) -> str:
+        """The key one request is sent with, read from ``key_env`` now (none when answering from batch files)."""
+        if self._offline:
+            return "EMPTY"  # batch files carry no key: nothing is sent
+        keys = self._remember(key_from_env(str(self.key_env), repr(self.path)))
+        return keys[next(self._key_turn) % len(keys)]
+
+    def _remember(self, keys: list[str]) -> list[str]:
+        """Note keys read from ``key_env`` for the log filter; the set grows only when the variable changes, so
+        the request threads that read it almost never see it change."""
+        if not self._sent_keys.issuperset(keys):
+            self._sent_keys.update(keys)
+        return keys
+
+    def _check_key(self) -> None:
+        """Before a request: its key is at hand, or one message says where it should be (the task stops).
+
+        Raises:
+            MissingKey: ``key_env`` names a variable that is not set.
+            ConfigError: the key is :data:`~needlebench.opencompass.api_keys.REDACTED` (a config read back from
+                a run folder, whose clear keys were removed).
+        """
+        if self._offline:
+            return
+        if self.key_env is not None:
+            self._remember(key_from_env(self.key_env, repr(self.path)))
+        elif REDACTED in self.keys:
+            raise ConfigError(
+                f"model {self.path!r}: its API key was removed from this config ({REDACTED}); give it as "
+                "api_model(key_env='VARIABLE') with the key in that environment variable"
+            )
 
     def _create_fresh_client(self) -> Any:
         """OpenCompass's client, whose chat completions note each response's parts for this thread, and which
@@ -84,10 +144,11 @@ class ResilientOpenAISDK(OpenAISDK):
         on one thread, so the response noted last on a thread belongs to the answer that thread returns.
         """
         own = self.http_client_cfg
+        hooks = dict(own.get("event_hooks") or {})
         if self.flow_limits.active:  # the client's retry of a throttled request would hide it from the flow
-            hooks = dict(own.get("event_hooks") or {})
             hooks["response"] = [*hooks.get("response", []), _leave_throttling_to_flow]
-            self.http_client_cfg = {**own, "event_hooks": hooks}
+        hooks["response"] = [*hooks.get("response", []), _utf8_body]  # a model's bytes never fail a request
+        self.http_client_cfg = {**own, "event_hooks": hooks}
         try:
             client = super()._create_fresh_client()
         finally:
@@ -228,11 +289,13 @@ class ResilientOpenAISDK(OpenAISDK):
         self, input: Any, max_out_len: int, temperature: float, *args: Any, **kwargs: Any
     ) -> str | dict[str, Any]:
         self._local.response = None
+        self._check_key()  # a missing key is the run's problem, not this request's: it stops the task
         try:
             text = super()._generate(input, max_out_len, temperature, *args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - any failure of one request must not cost the others
-            self.logger.error(f"request failed after {self.retry} tries, recorded as request_failed: {exc}")
-            return failed_prediction(f"{type(exc).__name__}: {exc}")
+            error = scrub_text(f"{type(exc).__name__}: {exc}", sorted(self._sent_keys, key=len, reverse=True))
+            self.logger.error(f"request failed after {self.retry} tries, recorded as request_failed: {error}")
+            return failed_prediction(error)
         noted: _Noted | None = getattr(self._local, "response", None)
         if noted is None or not isinstance(text, str):
             return text
@@ -273,6 +336,37 @@ class _Noted:
         return f"{self.reasoning}{think_tag}{self.content}" if self.content else self.reasoning
 
 
+class _KeyScrub(logging.Filter):
+    """A logging filter that removes a model's keys from every message its logger writes (a server's error
+    may quote the key it refused; OpenCompass logs such errors whole)."""
+
+    def __init__(self, keys: set[str]) -> None:
+        super().__init__()
+        self.keys = keys  # the model's own set: keys read later from key_env are added to it
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.keys:
+            text = record.getMessage()
+            clean = scrub_text(text, sorted(self.keys, key=len, reverse=True))
+            if clean != text:
+                record.msg, record.args = clean, ()
+        return True
+
+
+def _utf8_body(response: Any) -> None:
+    """An httpx response hook: a body that is not UTF-8 is read with U+FFFD for each bad byte.
+
+    A server may pass a model's invalid bytes through; the ``openai`` client's strict decoding would fail the
+    request, and a sample whose answer was delivered would be recorded as ``request_failed``. The answer is
+    kept instead, every byte shown (tests/test_hostile_e2e.py). A valid body is left as it is.
+    """
+    raw = response.read()
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        response._content = raw.decode("utf-8", errors="replace").encode("utf-8")  # httpx keeps the body here
+
+
 def _leave_throttling_to_flow(response: Any) -> None:
     """An httpx response hook: a 429/503 is not retried by the ``openai`` client but raised to the flow control,
     which lowers the limits and asks again after ``Retry-After`` (the client reads ``x-should-retry``)."""
@@ -298,7 +392,8 @@ def keep_unanswered(prediction: Any, inner: dict[str, Any]) -> Any:
     evaluator sees them; a text postprocessor (``extract_non_reasoning_content``) would fail on
     the failed-request object. ``api_model`` and ``reasoning`` wrap a given postprocessor in this one.
     An answer a server cut off (:func:`~needlebench.record.cut_prediction`) is postprocessed as its
-    text; the evaluator reads its finish reason from the saved prediction.
+    text; the evaluator reads its finish reason from the saved prediction. An answer whose reasoning came
+    apart keeps both readings (:func:`~needlebench.record.postprocessed`) for the evaluator to choose from.
 
     Args:
         prediction: one saved prediction.
@@ -311,4 +406,4 @@ def keep_unanswered(prediction: Any, inner: dict[str, Any]) -> Any:
     kwargs = dict(inner)
     proc = kwargs.pop("type")
     proc = TEXT_POSTPROCESSORS.get(proc) if isinstance(proc, str) else proc
-    return proc(prediction_text(prediction), **kwargs)
+    return postprocessed(prediction, lambda text: proc(text, **kwargs))

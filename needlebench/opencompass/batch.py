@@ -26,6 +26,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..files import atomic_write
+from ..jsonl import iter_jsonl, read_jsonl
 
 __all__ = [
     "BATCH_ENV",
@@ -169,24 +170,20 @@ def read_batch_results(paths: Iterable[Path]) -> dict[str, dict[str, Any]]:
     for path in paths:
         if not Path(path).is_file():
             raise ConfigError(f"batch collect: no such file {path}")
-        with Path(path).open(encoding="utf-8") as fh:
-            for number, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    item = json.loads(line)
-                    custom_id = str(item["custom_id"])
-                    response = item.get("response") or {}
-                    result = {
-                        "status_code": response.get("status_code"),
-                        "body": response.get("body"),
-                        "error": item.get("error"),
-                    }
-                except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                    raise ConfigError(f"{path}:{number}: not an OpenAI Batch result line ({exc})") from None
-                if custom_id in out:
-                    raise ConfigError(f"{path}:{number}: custom_id {custom_id!r} has a result already")
-                out[custom_id] = result
+        for number, item in iter_jsonl(path):
+            try:
+                custom_id = str(item["custom_id"])
+                response = item.get("response") or {}
+                result = {
+                    "status_code": response.get("status_code"),
+                    "body": response.get("body"),
+                    "error": item.get("error"),
+                }
+            except (KeyError, TypeError, AttributeError) as exc:
+                raise ConfigError(f"{path}:{number}: not an OpenAI Batch result line ({exc})") from None
+            if custom_id in out:
+                raise ConfigError(f"{path}:{number}: custom_id {custom_id!r} has a result already")
+            out[custom_id] = result
     return out
 
 
@@ -203,10 +200,7 @@ def replay_table(
     counts = {"answered": 0, "failed": 0, "missing": 0, "unknown": 0}
     seen: set[str] = set()
     for path in sorted(prepared.glob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            item = json.loads(line)
+        for item in read_jsonl(path):
             seen.add(item["custom_id"])
             found = results.get(item["custom_id"])
             if found is None:

@@ -26,6 +26,7 @@ from opencompass.utils import get_infer_output_path
 
 from ..cache.rows import load_rows
 from ..files import atomic_write
+from ..jsonl import iter_jsonl
 from ..planning.limits import Limit, limited_dataset
 from ..planning.run import ModelRun, Part
 from ..record import unanswered
@@ -143,9 +144,8 @@ def _pooled(folder: Path) -> Iterator[dict[str, Any]]:
     path = folder / POOL_FILE
     if not path.exists():
         return
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            yield json.loads(line)
+    for _, item in iter_jsonl(path):
+        yield item
 
 
 def _saved(path: str) -> Iterator[tuple[str, dict[str, Any]]]:

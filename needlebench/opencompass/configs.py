@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..planning.settings import RunSettings
 from ..protocol import ProtocolParams
-from ..record import TRUNCATED_POLICIES
+from ..record import REASONING_APART, TRUNCATED_POLICIES
 from ..tasks import all_tasks, get_task, is_needlebench, make_params
 from ..tasks.profiles import get_profile
 from ..tasks.sparse.retrieval import LANGS
@@ -180,13 +180,24 @@ def check_raw_messages(model: Mapping[str, Any], datasets: Sequence[Mapping[str,
         )
 
 
-def _truncated(policy: str | None) -> dict[str, str]:
-    """The evaluator setting for cut-off outputs (none: the protocol decides), checked where the config is read."""
-    if policy is None:
-        return {}
-    if policy not in TRUNCATED_POLICIES:
-        raise ConfigError(f"truncated: {policy!r}; choose from {TRUNCATED_POLICIES}")
-    return {"truncated": policy}
+def _scoring(truncated: str | None, reasoning_apart: str | None = None) -> dict[str, str]:
+    """The evaluator settings a builder was given (none: the defaults), checked where the config is read.
+
+    Args:
+        truncated: how a cut-off output counts (None: the protocol decides).
+        reasoning_apart: what is scored of an answer whose reasoning the server returned apart (None: the
+            answer alone).
+    """
+    out = {}
+    if truncated is not None:
+        if truncated not in TRUNCATED_POLICIES:
+            raise ConfigError(f"truncated: {truncated!r}; choose from {TRUNCATED_POLICIES}")
+        out["truncated"] = truncated
+    if reasoning_apart is not None:
+        if reasoning_apart not in REASONING_APART:
+            raise ConfigError(f"reasoning_apart: {reasoning_apart!r}; choose from {REASONING_APART}")
+        out["reasoning_apart"] = reasoning_apart
+    return out
 
 
 def _per_task(value: Any, task: str, default: Any) -> Any:
@@ -216,6 +227,7 @@ def needlebench_datasets(
     max_out_len: int | dict[str, int] | None = None,
     truncated: str | None = None,
     template: str = "prompt",
+    reasoning_apart: str | None = None,
     **task_options: Any,
 ) -> list[dict[str, Any]]:
     """The sparse-task datasets of a suite: one dataset per (task, language), every cell inside.
@@ -246,6 +258,9 @@ def needlebench_datasets(
             (its ``needlebench_{suite}_rawprompt.py`` configs, v1: one OpenAI-style user message passed
             through unparsed, which OpenCompass 0.5.4 sends to API models only; a local model is refused
             when the run is planned).
+        reasoning_apart: what is scored of an answer whose reasoning the server returned apart
+            (``reasoning_content``): ``"answer"`` alone (default), or ``"joined"``, OpenCompass's text
+            (reasoning, ``</think>``, answer), for parity checks (docs/protocol/differences.md).
         **task_options: a task parameter for every task (e.g. ``prompt_style="clarified"``,
             ``num_needles=[3]``) or ``srt=dict(...)``/``mrt=dict(...)``/``mrs=dict(...)`` for one task (which
             may also replace a suite value for that task, e.g. ``mrt=dict(depths=[...])``).
@@ -293,7 +308,7 @@ def needlebench_datasets(
             params.update(per_task.get(task, {}))
             chosen = metric or chosen_profile.scoring.get(task, {}).get("metric", "keyword")
             evaluator = {k: v for k, v in {"metric": chosen}.items() if k in task_spec.score_options}
-            evaluator.update(_truncated(truncated))
+            evaluator.update(_scoring(truncated, reasoning_apart))
             out_len = _per_task(max_out_len, task, None)
             abbr = f"needlebench_{task}_{lang}_{suite}"
             out.append(task_dataset(abbr, task, params, out_len, evaluator, answer_turn=True, template=template))
@@ -312,6 +327,7 @@ def atc_datasets(
     protocol: str = "reference",
     profile: str = "v2",
     truncated: str | None = None,
+    reasoning_apart: str | None = None,
     **options: Any,
 ) -> list[dict[str, Any]]:
     """The Ancestral Trace Challenge: one dataset per language, every needle count inside.
@@ -333,6 +349,9 @@ def atc_datasets(
             truncated, protocol and the options it knows, ``corpus`` and ``chain_draw``, carry over).
         truncated: ``"scored"`` or ``"unscored"`` for an output cut off at its budget (see
             ``needlebench_datasets``); default: by the protocol.
+        reasoning_apart: what is scored of an answer whose reasoning the server returned apart
+            (``reasoning_content``): ``"answer"`` alone (default), or ``"joined"``, OpenCompass's text
+            (reasoning, ``</think>``, answer), for parity checks (docs/protocol/differences.md).
         **options: named protocol options (``prompt_style``, ``answer_match``).
 
     Raises:
@@ -347,6 +366,7 @@ def atc_datasets(
             seed=seed,
             max_out_len=max_out_len,
             truncated=truncated,
+            reasoning_apart=reasoning_apart,
             protocol=protocol,
             **options,
         )
@@ -366,7 +386,7 @@ def atc_datasets(
             **options,
         )
         evaluator = {} if strip_think is None else {"strip_think": strip_think}
-        evaluator.update(_truncated(truncated))
+        evaluator.update(_scoring(truncated, reasoning_apart))
         out.append(task_dataset(f"needlebench_atc_{lang}", "atc", params, max_out_len, evaluator))
     return out
 
@@ -381,6 +401,7 @@ def atc_mc_datasets(
     truncated: str | None = None,
     protocol: str = "reference",
     corpus: str = "packaged",
+    reasoning_apart: str | None = None,
     **options: Any,
 ) -> list[dict[str, Any]]:
     """The 2024 paper's ATC: multiple choice, 4-shot, circular evaluation; one dataset per (language, style).
@@ -400,6 +421,9 @@ def atc_mc_datasets(
         truncated: ``"scored"`` or ``"unscored"`` for an output cut off at its budget; default: scored.
         protocol: ``reference`` (OpenCompass v1's draws from ``names.json``) or ``clarified`` (ours).
         corpus: ``opencompass`` (or ``auto``) reads OpenCompass's ``names.json`` from the data folder.
+        reasoning_apart: what is scored of an answer whose reasoning the server returned apart
+            (``reasoning_content``): ``"answer"`` alone (default), or ``"joined"``, OpenCompass's text
+            (reasoning, ``</think>``, answer), for parity checks (docs/protocol/differences.md).
         **options: named protocol options (``chain_draw``).
     """
     from ..tasks.atc.choice import oc_template_rounds
@@ -415,7 +439,11 @@ def atc_mc_datasets(
             if steps:
                 params["steps"] = list(steps)
             cfg = task_dataset(
-                f"needlebench_atc_v1_{lang}_{style}", "atc_mc", params, max_out_len, _truncated(truncated)
+                f"needlebench_atc_v1_{lang}_{style}",
+                "atc_mc",
+                params,
+                max_out_len,
+                _scoring(truncated, reasoning_apart),
             )
             cfg["infer_cfg"]["prompt_template"]["template"] = {"round": oc_template_rounds(lang, style)}
             out.append(cfg)
@@ -433,6 +461,7 @@ def needlechain_datasets(
     strip_think: bool | None = None,
     protocol: str = "reference",
     truncated: str | None = None,
+    reasoning_apart: str | None = None,
     **options: Any,
 ) -> list[dict[str, Any]]:
     """NeedleChain: one dataset holding every (k, variant, question); quick = k 5/10/20, 10 points.
@@ -450,6 +479,9 @@ def needlechain_datasets(
         protocol: ``reference`` (the paper's prompt, roster, names and values) or ``clarified``.
         truncated: ``"scored"`` or ``"unscored"`` for an output cut off at its budget (see
             ``needlebench_datasets``); default: by the protocol.
+        reasoning_apart: what is scored of an answer whose reasoning the server returned apart
+            (``reasoning_content``): ``"answer"`` alone (default), or ``"joined"``, OpenCompass's text
+            (reasoning, ``</think>``, answer), for parity checks (docs/protocol/differences.md).
         **options: named protocol options (``prompt_style``, ``roster``, ``names``, ``values``, ``scoring``;
             ``scoring="released"`` scores the released way under the clarified protocol too).
 
@@ -469,7 +501,7 @@ def needlechain_datasets(
     )
     abbr = "needlechain_quick" if quick else "needlechain"
     evaluator: dict[str, Any] = {} if strip_think is None else {"strip_think": strip_think}
-    evaluator.update(_truncated(truncated))
+    evaluator.update(_scoring(truncated, reasoning_apart))
     return [task_dataset(abbr, "needlechain", params, max_out_len, evaluator, system=True)]
 
 

@@ -15,6 +15,12 @@ for lazy-import configs, so the ``opencompass`` script formats the run's config 
 with yapf: 5 s of CPU for a one-model config of four datasets. Here the flag holds, and the dump is the same
 Python, unformatted (read back to the same config).
 
+A key a config holds in clear text never reaches the run folder: as each config loads, the clear ``key`` of
+each of our API models moves into this process's environment (inherited by every task process) and the config
+names that variable instead (``api_keys.hide_keys``), so OpenCompass's dump and its task files hold the
+variable's name only. Keys that cannot move (OpenCompass's own API classes, headers) are scrubbed from the
+dump by the partitioner right after it is written (``partitioner.NeedleBenchPartitioner``).
+
 A config that names a type by its short registry name (``type="OpenICLInferTask"``) still gets it: a
 registry lookup that finds nothing imports the lazy packages whole and looks again
 (``task_entry.load_whole_on_registry_miss``).
@@ -38,7 +44,7 @@ from .task_entry import (
     load_whole_on_registry_miss,
 )
 
-__all__ = ["DRIVER_LAZY_PACKAGES", "DRIVER_STAND_INS", "command", "keep_format_flag", "main"]
+__all__ = ["DRIVER_LAZY_PACKAGES", "DRIVER_STAND_INS", "command", "hide_keys_on_load", "keep_format_flag", "main"]
 
 # the task entry's packages, and the summarizers (``opencompass.summarizers.subjective`` imports sklearn)
 DRIVER_LAZY_PACKAGES = (*LAZY_PACKAGES, "opencompass.summarizers")
@@ -79,6 +85,33 @@ def keep_format_flag() -> None:
     Config.fromfile = staticmethod(fromfile)  # type: ignore[method-assign]
 
 
+def hide_keys_on_load() -> None:
+    """``mmengine.Config.fromfile`` moving each loaded config's clear API keys into the environment (see the module).
+
+    OpenCompass's command dumps the config it loaded into the run folder (``configs/<time>_<pid>.py``) and runs
+    the dump read back; the keys must be out of it before that dump, and this load is the last step before it.
+    """
+    import os
+
+    from mmengine.config import Config
+
+    from .api_keys import hide_keys
+
+    load = Config.fromfile
+    if getattr(load, "_needlebench_hides_keys", False):
+        return
+
+    def fromfile(*args: Any, **kwargs: Any) -> Any:
+        config = load(*args, **kwargs)
+        models = config.get("models")
+        if isinstance(models, list):
+            os.environ.update(hide_keys(m for m in models if isinstance(m, dict)))
+        return config
+
+    fromfile._needlebench_hides_keys = True  # type: ignore[attr-defined]
+    Config.fromfile = staticmethod(fromfile)  # type: ignore[method-assign]
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run OpenCompass's command line on ``argv`` (a config and OpenCompass's options), lean imports first.
 
@@ -90,6 +123,7 @@ def main(argv: list[str] | None = None) -> None:
     import_with_stand_ins(DRIVER_STAND_INS)
     load_whole_on_registry_miss()
     keep_format_flag()
+    hide_keys_on_load()
     from opencompass.cli.main import main as opencompass_main
 
     sys.argv = ["opencompass", *args]

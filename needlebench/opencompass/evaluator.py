@@ -18,7 +18,7 @@ from opencompass.openicl.icl_evaluator.icl_base_evaluator import BaseEvaluator  
 from ..cache.pages import RELEASE_EVERY, dataset_mappings, released_every, rows_on_demand
 from ..errors import ConfigError
 from ..grading.evaluation import dataset_results, grade_rows, metric_names, write_results
-from ..record import METRICS, TRUNCATED_POLICIES, ScoreOptions, prediction_text, unanswered
+from ..record import METRICS, REASONING_APART, TRUNCATED_POLICIES, ScoreOptions, postprocessed
 from ..tasks import get_task
 from ..taskspec import TaskSpec
 from .outputs import output_meter, reference_strip
@@ -49,6 +49,8 @@ class NeedleBenchEvaluator(BaseEvaluator):
             planned samples, ``grading.evaluation.metric_names``, so every model reports the same names);
             None: named from the rows this model was given.
         pred_postprocessor: OpenCompass's prediction postprocessor, if any.
+        reasoning_apart: what is scored of an answer whose reasoning the server returned apart: ``"answer"``
+            (the default) or ``"joined"`` (OpenCompass's text; :class:`~needlebench.record.ScoreOptions`).
 
     Raises:
         ConfigError: an unknown metric or ``truncated`` policy.
@@ -65,18 +67,22 @@ class NeedleBenchEvaluator(BaseEvaluator):
         max_out_len: int | None = None,
         metric_names: list[str] | None = None,
         pred_postprocessor: dict | None = None,
+        reasoning_apart: str = "answer",
     ) -> None:
         super().__init__(pred_postprocessor=pred_postprocessor)
         if metric not in METRICS:
             raise ConfigError(f"evaluator metric: {metric!r}; choose from {METRICS}")
         if truncated is not None and truncated not in TRUNCATED_POLICIES:
             raise ConfigError(f"evaluator truncated: {truncated!r}; choose from {TRUNCATED_POLICIES}")
+        if reasoning_apart not in REASONING_APART:
+            raise ConfigError(f"evaluator reasoning_apart: {reasoning_apart!r}; choose from {REASONING_APART}")
         self.options = ScoreOptions(
             metric=metric,
             strip_think=strip_think,
             alpha=alpha,
             truncated=truncated,
             reference_strip=reference_strip,
+            reasoning_apart=reasoning_apart,
         )
         self.output_tokenizer = output_tokenizer
         self.output_tokenizer_kwargs = dict(output_tokenizer_kwargs or {})
@@ -137,9 +143,10 @@ class NeedleBenchEvaluator(BaseEvaluator):
         and an answer a server cut off is postprocessed as its text."""
         if getattr(self, "pred_postprocessor", None) is None:
             return predictions
-        texts = [prediction_text(p) for p in predictions]
-        done = iter(super().pred_postprocess([p for p in texts if unanswered(p) is None]))
-        return [p if unanswered(p) is not None else next(done) for p in texts]
+        return [
+            postprocessed(p, lambda text: super(NeedleBenchEvaluator, self).pred_postprocess([text])[0])
+            for p in predictions
+        ]
 
 
 def dataset_task(test_set: Any) -> TaskSpec | None:

@@ -308,6 +308,7 @@ def api_model(
     max_seq_len: int,
     max_out_len: int = 1024,
     key: str = "EMPTY",
+    key_env: str | None = None,
     batch_size: int = 8,
     tokenizer_path: str | None = None,
     temperature: float = 0.0,
@@ -331,7 +332,14 @@ def api_model(
         base_url: the server's OpenAI API base URL (``http(s)://...``).
         max_seq_len: the model's context in tokens (prompt plus output).
         max_out_len: the output budget in tokens.
-        key: the API key.
+        key: the API key, for a server that checks none (``"EMPTY"``) or as OpenCompass takes it (``"ENV"``:
+            ``$OPENAI_API_KEY``, read when the model is built). A key written here is kept out of the run folder
+            (moved to an environment variable for the run, :mod:`~needlebench.opencompass.api_keys`), but it
+            is still in your config file: prefer ``key_env``.
+        key_env: the environment variable that holds the API key (comma-separated keys are used in turn),
+            read when each request is sent, never when the config loads: the config, OpenCompass's dump of it
+            and its task files name the variable only. An unset variable stops the run with one message naming
+            it, before the first request (and, in a task, before its next one; answers saved are kept).
         batch_size: requests per batch.
         tokenizer_path: a tokenizer OpenCompass counts prompt tokens with, if given.
         temperature: the sampling temperature (0: greedy).
@@ -352,16 +360,18 @@ def api_model(
             wrapped so that it never sees a failed request's prediction (``api.keep_unanswered``).
 
     Raises:
-        ConfigError: an argument the model class does not take.
+        ConfigError: an argument the model class does not take, or both ``key`` and ``key_env``.
     """
     _check_extra(API, kwargs)
+    if key_env is not None and key != "EMPTY":
+        raise ConfigError(f"api_model({abbr!r}): give key or key_env, not both (key_env names the key's variable)")
     if kwargs.get("pred_postprocessor"):  # it must let a failed request's prediction object through
         kwargs["pred_postprocessor"] = dict(type=KEEP_UNANSWERED, inner=kwargs["pred_postprocessor"])
     cfg = dict(
         type=API,
         abbr=abbr,
         path=model,
-        key=key,
+        **(dict(key_env=str(key_env)) if key_env is not None else dict(key=key)),
         openai_api_base=base_url,
         max_seq_len=max_seq_len,
         max_out_len=max_out_len,

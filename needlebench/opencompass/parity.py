@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import random
+import re
 import shutil
 import statistics
 import tempfile
@@ -35,6 +36,7 @@ from ..tasks import get_task
 from ..tasks.profiles import get_profile
 from ..tasks.sparse.alignment import (
     CONFIG_FILES,
+    LOADER_FILES,
     UNATTRIBUTED,
     Explainer,
     describe_cell,
@@ -381,6 +383,9 @@ def _outputs(task: str, sample: Any) -> list[tuple[str, str]]:
 # -- the check -------------------------------------------------------------------------------------------------
 
 
+_SCRATCH_LINK = re.compile(r"(?<![\w./-])data/needlebench/")  # the data folder as the loaders reach it
+
+
 @contextlib.contextmanager
 def _in_data_folder(data: Path) -> Iterator[Path]:
     """A scratch folder where ``./data/needlebench`` is the user's data folder (what ``corpus="opencompass"`` and
@@ -413,6 +418,8 @@ def _in_data_folder(data: Path) -> Iterator[Path]:
         kinship.load_name_list.cache_clear()
         try:
             yield wrapped
+        except ConfigError as exc:  # a loader's message names the file by the scratch link: name the user's
+            raise ConfigError(_SCRATCH_LINK.sub(f"{data}/", str(exc))) from None
         finally:
             os.chdir(before)
             if saved is not None:
@@ -420,6 +427,35 @@ def _in_data_folder(data: Path) -> Iterator[Path]:
             for c in caches:
                 c.cache_clear()
             kinship.load_name_list.cache_clear()
+
+
+def _check_data_files(folder: Path, profile: str, tasks: Sequence[str]) -> None:
+    """Every file the tasks' OpenCompass loaders open is in the data folder, before either side builds a cell.
+
+    Why: a file missing halfway through would stop the check with OpenCompass's own traceback, naming a path
+    in the scratch folder rather than the user's; an empty corpus file, or one cut inside a character, stops it
+    deep in the haystack builder.
+
+    Raises:
+        ConfigError: the files missing, empty or not UTF-8, named with the folder.
+    """
+    needed = dict.fromkeys([*CORPUS_FILES, *(f for task in tasks for f in LOADER_FILES[(profile, task)])])
+    missing = [name for name in needed if not (folder / name).is_file()]
+    if missing:
+        raise ConfigError(
+            f"data: {folder} lacks {', '.join(missing)} (OpenCompass's NeedleBench data files the "
+            f"{profile} {'/'.join(tasks)} configs read)"
+        )
+    for name in needed:
+        body = (folder / name).read_bytes()
+        if not body.strip():
+            raise ConfigError(f"data: {folder / name} is empty (a download cut short?)")
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"data: {folder / name} is not UTF-8 text (byte {exc.start}; a download cut short?)"
+            ) from None
 
 
 def check_parity(
@@ -444,14 +480,15 @@ def check_parity(
         progress: called with one line per compared cell group, if given.
 
     Raises:
-        ConfigError: a missing data folder, an unknown profile, suite, render or task, or a raw render under v2
-            (OpenCompass ships raw-prompt configs for v1 only).
+        ConfigError: a missing data folder or a file of it the tasks read, an unknown profile, suite, render or
+            task, or a raw render under v2 (OpenCompass ships raw-prompt configs for v1 only).
     """
     import opencompass
 
     folder = Path(data)
     if not folder.is_dir():
         raise ConfigError(f"data: {folder} is not a folder (OpenCompass's NeedleBench data files)")
+    folder = folder.resolve()  # the check reads it from a scratch folder it changes into
     get_profile(profile).suite(suite)
     if render not in RENDERS:
         raise ConfigError(f"render: {render!r}; choose from {RENDERS}")
@@ -461,6 +498,7 @@ def check_parity(
     unknown = sorted(set(tasks) - set(CONFIG_FILES))
     if unknown:
         raise ConfigError(f"tasks: unknown {unknown}; choose from {list(CONFIG_FILES)}")
+    _check_data_files(folder, profile, tasks)
     report = ParityReport(profile, suite, render, opencompass.__version__, oc_modules_digest(profile))
     if report.opencompass_version != REFERENCE_VERSION:
         report.notes.append(

@@ -24,6 +24,11 @@ plan, and names every dataset's numbers from its planned samples (``grading.eval
 so each model's result file of a dataset names the same numbers and OpenCompass's own summary puts the
 models side by side.
 
+No API key a config holds in clear text reaches the run folder or a task's parameter file: the infer stage
+moves each of our API models' clear keys into the environment its task processes inherit, the eval stage (whose
+tasks build no model) replaces every key by ``<redacted>``, and both scrub the config dumps in
+``<work_dir>/configs/`` that the ``opencompass`` command wrote before this code ran (``api_keys.py``).
+
 The infer stage first builds every dataset of the run once, all cores at work
 (``arrow_rows.materialize_many``), so no task waits on generation. Before handing out the shards of a
 model served over HTTP, it asks the server (``GET /v1/models``) whether it is up, serves that model name,
@@ -62,6 +67,7 @@ from ..planning.settings import RunSettings
 from ..planning.shards import shard_ranges
 from ..retries import RETRY_MODELS_ENV
 from ..tasks import config_params, get_task, is_needlebench
+from .api_keys import clear_keys, hide_keys, redact, scrub_file
 from .batch import batch_mode
 from .carryover import carry_over, requeue_failed
 from .configs import GEN_INFERENCER, check_raw_messages
@@ -200,11 +206,30 @@ class NeedleBenchPartitioner(BasePartitioner):
         runner = (cfg.get(self.stage) or {}).get("runner")
         if is_slurm_runner(runner):
             check_slurm(runner.get("partition"))
+        self._scrub_dumps(cfg)
         try:
             return super().__call__(cfg)
         except (ConfigError, OutOfSpace, OutOfMemory, PlanChanged) as exc:
             self.logger.error(str(exc))
             raise SystemExit(f"needlebench: {exc}") from None
+
+    def _scrub_dumps(self, cfg: ConfigDict) -> None:
+        """Remove the clear API keys of the run's models from the config dumps the ``opencompass`` command wrote.
+
+        It dumps the config into ``<work_dir>/configs/`` before any of our code runs, then calls this
+        partitioner in the same process; ``needlebench run`` moves the keys out before that dump, so there is
+        nothing left to scrub but the keys OpenCompass's own API classes hold.
+        """
+        secrets = clear_keys(list(cfg.get("models") or []))
+        if not secrets:
+            return
+        folder = osp.join(str(cfg["work_dir"]), "configs")
+        for name in sorted(os.listdir(folder)) if osp.isdir(folder) else []:
+            if scrub_file(osp.join(folder, name), secrets):
+                self.logger.warning(
+                    f"an API key written in the config was removed from {osp.join(folder, name)}; name its "
+                    "variable instead: api_model(key_env='VARIABLE')"
+                )
 
     def partition(
         self, model_dataset_combinations: list[dict], work_dir: str, out_dir: str, add_cfg: dict | None = None
@@ -226,8 +251,12 @@ class NeedleBenchPartitioner(BasePartitioner):
             One config per task.
         """
         add_cfg = add_cfg or {}
-        if self.stage == "eval":
+        models = [model for comb in model_dataset_combinations for model in comb["models"]]  # copies of the config's
+        if self.stage == "eval":  # its tasks build no model: no key in their files
+            for model in models:
+                model.update(redact(dict(model)))
             return self._eval_tasks(model_dataset_combinations, work_dir, add_cfg)
+        os.environ.update(hide_keys(models))  # the infer tasks the runner starts read them there
         for comb in model_dataset_combinations:
             for model in comb["models"]:  # raw messages reach API models only (as in OpenCompass)
                 check_raw_messages(model, comb["datasets"])

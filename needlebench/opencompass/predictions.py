@@ -63,6 +63,12 @@ def dataset_prediction_files(filename: str) -> list[str]:
     return files
 
 
+# A lone surrogate (a server's "\\ud800" escape decodes to one) has no UTF-8 form: writing it would end the
+# task and lose its samples. "backslashreplace" writes it as the very JSON escape it came as (it only occurs
+# inside a JSON string), so the line stays UTF-8 JSON and reads back the same text.
+LONE_SURROGATES = "backslashreplace"
+
+
 def entry_text(key: Any, value: Any) -> str:
     """One ``"key": value`` entry as ``json.dump(dict, indent=4, ensure_ascii=False)`` writes it inside the dict.
 
@@ -137,7 +143,7 @@ class PredictionLog:
             entries: ``(key, sample dict)`` pairs in order.
         """
         lines = [
-            (key, (json.dumps({"idx": key, **value}, ensure_ascii=False) + "\n").encode("utf-8"))
+            (key, (json.dumps({"idx": key, **value}, ensure_ascii=False) + "\n").encode("utf-8", LONE_SURROGATES))
             for key, value in entries
         ]
         if not lines:
@@ -192,7 +198,7 @@ class PredictionFile:
         self.target = Path(target)
         self.part = self.target.with_name(f".{self.target.name}.part")
         self.part.parent.mkdir(parents=True, exist_ok=True)
-        self._out: IO[str] | None = self.part.open("w", encoding="utf-8")
+        self._out: IO[str] | None = self.part.open("w", encoding="utf-8", errors=LONE_SURROGATES)
         self._keys: set[Any] = set()
         self.predictions: list[Any] = []
         self.whole = True

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ConfigError
+from .api_keys import key_from_env
 
 __all__ = ["check_api_server"]
 
@@ -27,6 +28,9 @@ def _bases(model: Mapping[str, Any]) -> list[str]:
 
 
 def _key(model: Mapping[str, Any]) -> str:
+    """The key the model's requests carry: ``key_env``'s variable read now (unset: ``MissingKey``), else ``key``."""
+    if model.get("key_env"):
+        return key_from_env(str(model["key_env"]), str(model.get("abbr", model.get("path"))))[0]
     key = model.get("key") or ""
     if isinstance(key, list | tuple):
         key = key[0] if key else ""
@@ -52,6 +56,7 @@ def check_api_server(model: Mapping[str, Any], timeout: float = 15.0) -> dict[st
         ``{"models": [served names], "max_model_len": int | None}`` of the last server asked.
 
     Raises:
+        MissingKey: the model's ``key_env`` names a variable that is not set (nothing is sent).
         ConfigError: a server cannot be reached or rejects the key, does not serve ``path``, or
             serves it with a shorter context than ``max_seq_len``; the message names the model
             config, the URL and the fix.
@@ -60,17 +65,19 @@ def check_api_server(model: Mapping[str, Any], timeout: float = 15.0) -> dict[st
     want = str(model.get("path"))
     max_seq_len = model.get("max_seq_len")
     info: dict[str, Any] = {"models": [], "max_model_len": None}
+    key = _key(model)
     for base in _bases(model):
         url = base.rstrip("/") + "/models"
-        headers = {"Authorization": f"Bearer {_key(model)}"} if _key(model) else {}
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
         try:
             with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout) as resp:
                 listing = json.loads(resp.read().decode("utf-8", errors="replace"))
         except urllib.error.HTTPError as exc:
             if exc.code in (401, 403):
                 raise ConfigError(
-                    f"model {abbr}: the server at {base} rejected the API key (HTTP {exc.code}); set key= "
-                    "in the model config (key='ENV' reads $OPENAI_API_KEY)"
+                    f"model {abbr}: the server at {base} rejected the API key (HTTP {exc.code}); name the variable "
+                    "that holds it in the model config, api_model(key_env='VARIABLE') (the shipped API config "
+                    "reads $NEEDLEBENCH_API_KEY; key='ENV' reads $OPENAI_API_KEY)"
                 ) from None
             # a server or proxy without a model listing: nothing to check, the requests will tell
             continue

@@ -20,10 +20,14 @@ A prices file, per model abbr (``[default]`` for the rest); dollars per million 
     input = 5.0
     cached_input = 2.5
     output = 15.0
+
+A file that names a model the config does not have is refused (a typo would leave the model it meant priced by
+``[default]``, or not at all); a model the file does not name, with no ``[default]``, is not priced.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +40,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10 (pyproject installs tomli there)
     import tomli as tomllib  # type: ignore[no-redef]
 
-__all__ = ["Cost", "Price", "Prices", "Tier", "load_prices", "request_costs"]
+__all__ = ["Cost", "Price", "Prices", "Tier", "check_priced_models", "load_prices", "request_costs"]
 
 MILLION = 1_000_000
 
@@ -166,35 +170,81 @@ def request_costs(price: Price, prompts: Sequence[float], cached: Sequence[float
     return cost
 
 
+def _table(value: Any, where: str) -> Mapping[str, Any]:
+    """A TOML table, or one message naming where the file gives something else (``models.m = 3``)."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"prices: {where} must be a table ([{where}]), got {value!r}")
+    return value
+
+
 def _number(table: Mapping[str, Any], key: str, where: str, default: float | None = None) -> float:
+    """A price in dollars per million tokens: a finite number >= 0 (``nan`` and ``inf`` are TOML floats)."""
     value = table.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+    if value is None:
+        raise ConfigError(f"prices: {where}: {key} must be a number of dollars per million tokens >= 0; it is missing")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         raise ConfigError(f"prices: {where}: {key} must be a number of dollars per million tokens >= 0, got {value!r}")
     return float(value)
 
 
-def _price(table: Mapping[str, Any], where: str) -> Price:
-    known = {"input", "cached_input", "output", "batch", "tiers"}
+def _unknown(table: Mapping[str, Any], known: set[str], where: str) -> None:
+    """Keys the file gives that no price has; a table among them is most often an abbr with a dot, unquoted."""
     unknown = sorted(set(table) - known)
-    if unknown:
-        raise ConfigError(f"prices: {where}: unknown key(s) {unknown}; valid: {sorted(known)}")
+    if not unknown:
+        return
+    hint = ""
+    if any(isinstance(table[k], dict) for k in unknown):
+        hint = f' (an abbr with a dot is quoted: [models."{where.removeprefix("models.")}.{unknown[0]}"])'
+    raise ConfigError(f"prices: {where}: unknown key(s) {unknown}; valid: {sorted(known)}{hint}")
+
+
+def _price(table: Mapping[str, Any], where: str) -> Price:
+    table = _table(table, where)
+    _unknown(table, {"input", "cached_input", "output", "batch", "tiers"}, where)
     base_input = _number(table, "input", where)
     base = Tier(0, base_input, _number(table, "cached_input", where, base_input), _number(table, "output", where))
     tiers = [base]
-    for i, t in enumerate(table.get("tiers") or []):
+    listed = table.get("tiers", [])
+    if not isinstance(listed, list):
+        raise ConfigError(f"prices: {where}: tiers must be tables ([[{where}.tiers]]), got {listed!r}")
+    for i, entry in enumerate(listed):
         at = f"{where} tier {i + 1}"
+        if not isinstance(entry, dict):
+            raise ConfigError(f"prices: {at} must be a table ([[{where}.tiers]]), got {entry!r}")
+        t = entry
         above = t.get("above")
         if isinstance(above, bool) or not isinstance(above, int) or above <= 0:
             raise ConfigError(f"prices: {at}: above must be a positive number of prompt tokens, got {above!r}")
-        extra = sorted(set(t) - {"above", "input", "cached_input", "output"})
-        if extra:
-            raise ConfigError(f"prices: {at}: unknown key(s) {extra}")
+        if any(other.above == above for other in tiers):
+            raise ConfigError(f"prices: {at}: another tier starts above {above} prompt tokens too")
+        _unknown(t, {"above", "input", "cached_input", "output"}, at)
         tier_input = _number(t, "input", at)
         tiers.append(Tier(above, tier_input, _number(t, "cached_input", at, tier_input), _number(t, "output", at)))
-    batch = _number(table, "batch", where, 1.0)
-    if batch > 1:
-        raise ConfigError(f"prices: {where}: batch is a fraction of the online price (<= 1), got {batch}")
-    return Price(tuple(sorted(tiers, key=lambda t: t.above)), batch)
+    batch = table.get("batch", 1.0)
+    if isinstance(batch, bool) or not isinstance(batch, (int, float)) or not 0 <= batch <= 1:
+        raise ConfigError(
+            f"prices: {where}: batch is a fraction of the online price (a number from 0 to 1), got {batch!r}"
+        )
+    return Price(tuple(sorted(tiers, key=lambda t: t.above)), float(batch))
+
+
+def check_priced_models(prices: Prices, abbrs: Sequence[str], config: str) -> None:
+    """Every model the prices file names is one of the config's: a name that is not is a typo, and the model
+    it meant would be priced by ``[default]`` or not at all without a word.
+
+    Args:
+        prices: the prices file, read.
+        abbrs: the config's model abbrs.
+        config: the config's path, named in the message.
+
+    Raises:
+        ConfigError: the file prices a model the config does not have.
+    """
+    unknown = sorted(set(prices.models) - set(abbrs))
+    if unknown:
+        raise ConfigError(
+            f"prices: {prices.source} prices model(s) {unknown} that {config} does not have; its models: {list(abbrs)}"
+        )
 
 
 def load_prices(path: Path | str) -> Prices:
@@ -204,19 +254,23 @@ def load_prices(path: Path | str) -> Prices:
         path: the TOML file.
 
     Raises:
-        ConfigError: a missing or malformed file, an unknown key, or a price that is not a number >= 0.
+        ConfigError: a missing, unreadable or malformed file, an unknown key, a price that is missing or not a
+            finite number >= 0, or a batch fraction outside 0 to 1.
     """
     p = Path(path)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        data = tomllib.loads(p.read_bytes().decode("utf-8"))
     except OSError as exc:
-        raise ConfigError(f"prices: cannot read {p} ({exc})") from None
+        raise ConfigError(f"prices: cannot read {p} ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"prices: {p} is not UTF-8 text (byte {exc.start}), so not TOML") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"prices: {p} is not TOML ({exc})") from None
     unknown = sorted(set(data) - {"models", "default"})
     if unknown:
         raise ConfigError(f"prices: {p}: unknown table(s) {unknown}; use [models.<abbr>] and [default]")
-    models = {str(abbr): _price(table, f"models.{abbr}") for abbr, table in (data.get("models") or {}).items()}
+    listed = _table(data.get("models", {}), "models")
+    models = {str(abbr): _price(table, f"models.{abbr}") for abbr, table in listed.items()}
     default = _price(data["default"], "default") if "default" in data else None
     if not models and default is None:
         raise ConfigError(f"prices: {p} prices no model; add [models.<abbr>] or [default]")

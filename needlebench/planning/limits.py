@@ -321,6 +321,39 @@ def _cells(task: str, metas: Iterable[Mapping[str, Any]]) -> dict[tuple, int]:
     return counts
 
 
+def planned_cells(dataset: dict) -> dict | None:
+    """What a dataset was planned to hold, before any model's limit: every table's ``planned`` count.
+
+    Why: a table that counted only the records it could read would call itself complete when a record
+    was lost (a line that is not JSON, a file cut short); with this, a missing record shows as missing.
+
+    Args:
+        dataset: the dataset config as written (its ``n`` repeats each row).
+
+    Returns:
+        None for a dataset that is not ours; else its task, language, ``cells`` as ``[coarse coordinate,
+        depth, count]`` lists (``TaskSpec.cell``), ``samples`` in all, and ``fields``: the record keys
+        every row holds with one value (profile, protocol, version, ...), so a record that cannot be read
+        still lands in its dataset's tables.
+    """
+    if not is_needlebench(dataset):
+        return None
+    task = dataset["task"]
+    spec = get_task(task)
+    metas = [json.loads(m) for m in load_rows(task, **config_params(dataset))["meta"]]
+    repeats = int(dataset.get("n", 1) or 1)
+    cells = _cells(task, metas)
+    shared = {k: metas[0][k] for k in spec.record_keys if metas and k in metas[0] and k not in spec.cell}
+    fields = {k: v for k, v in shared.items() if all(k in m and m[k] == v for m in metas)}
+    return {
+        "task": task,
+        "lang": dataset.get("lang", "en"),
+        "cells": [[c[0], c[1], n * repeats] for c, n in sorted(cells.items(), key=str)],
+        "samples": len(metas) * repeats,
+        "fields": fields,
+    }
+
+
 def overlength_cells(original: dict, limited: dict, ratio: float = 1.0) -> dict | None:
     """Which cells of a dataset a model's limit shortens or skips (the ``needlebench_overlength.json`` entry).
 

@@ -27,6 +27,7 @@ from .limits import (
     limited_dataset,
     out_len,
     overlength_cells,
+    planned_cells,
     shard_runs,
     token_shards,
 )
@@ -104,6 +105,9 @@ class ModelRun:
             (:func:`~needlebench.planning.limits.overlength_cells`).
         shards: the infer tasks of its needlebench datasets.
         others: abbrs of its datasets that are not needlebench's (run by OpenCompass as they are).
+        planned: per needlebench dataset abbr, the samples it was planned to hold, per cell
+            (:func:`~needlebench.planning.limits.planned_cells`): every table's ``planned`` count comes from
+            here, never from the records that could be read. Empty in a plan stored before it existed.
     """
 
     abbr: str
@@ -111,6 +115,7 @@ class ModelRun:
     overlength: Mapping[str, Mapping[str, Any]]
     shards: tuple[Shard, ...]
     others: tuple[str, ...] = ()
+    planned: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
@@ -182,6 +187,7 @@ class RunPlan:
                     for s in m["shards"]
                 ),
                 others=tuple(m["others"]),
+                planned=m.get("planned", {}),
             )
             for m in data["models"]
         )
@@ -194,12 +200,14 @@ def _model_run(limits: Limits, settings: RunSettings, model: dict, datasets: Seq
     abbr = model.get("abbr", "model")
     decided: dict[str, Limit] = {}
     overlength: dict[str, Mapping[str, Any]] = {}
+    planned: dict[str, Mapping[str, Any]] = {}
     limited: list[tuple[int, dict]] = []
     others = []
     for di, d in enumerate(datasets):
         if not is_needlebench(d):
             others.append(str(d.get("abbr", "")))
             continue
+        planned[d["abbr"]] = planned_cells(d) or {}
         limit = decided[d["abbr"]] = limits.decide(model, d)
         lim = limited_dataset(d, limit)
         cells = overlength_cells(d, lim, limit.tokenizer_ratio)
@@ -222,7 +230,7 @@ def _model_run(limits: Limits, settings: RunSettings, model: dict, datasets: Seq
     for index, (a, b) in enumerate(ranges):
         outputs = sum(budget[di] for di, _ in stream[a:b])
         shards.append(Shard(index, tuple(parts[index]), b - a, sum(costs[a:b]) - outputs, outputs))
-    return ModelRun(abbr, decided, overlength, tuple(shards), tuple(others))
+    return ModelRun(abbr, decided, overlength, tuple(shards), tuple(others), planned)
 
 
 def plan_run(

@@ -16,6 +16,9 @@ from pathlib import Path
 
 from ..aggregate.cells import Estimate
 from ..files import atomic_write
+from .csp import page_head
+from .cutoff import LEGEND, LEGEND_TEXT, MARK
+from .cutoff import STYLE as CUT_STYLE
 from .leaderboard import PUBLISHED, Board, Leaderboard, Row
 
 __all__ = ["write_leaderboard", "leaderboard_csv", "leaderboard_markdown", "leaderboard_html", "number"]
@@ -106,6 +109,8 @@ def leaderboard_markdown(lb: Leaderboard) -> str:
         "papers' numbers as printed and are never ranked."
     )
     parts.append("")
+    if any(r.cut_off for b in lb.boards for r in b.rows):
+        parts += [LEGEND_TEXT, ""]
     notes: dict[str, int] = {}
 
     def footnote(text: str) -> str:
@@ -132,6 +137,10 @@ def leaderboard_markdown(lb: Leaderboard) -> str:
                 if r.kind != PUBLISHED and cell is not None:
                     text = f"{text} {_interval(cell)}".strip() if text else "-"
                     text += "†" if not cell.complete or (k == r.rank_by and not r.complete) else ""
+                    cut = r.cut_off.get(k)
+                    if cut is not None:
+                        hides = cut.hides(cell.value)
+                        text = f"cut off ({text}) {MARK} {cut.share}" if hides else f"{text} {MARK} {cut.share}"
                 cells.append(text)
             if r.kind == PUBLISHED:
                 comparable = "published"
@@ -168,7 +177,7 @@ _STYLE = (
     "color:#333;font-style:italic}.ci{color:#666;font-size:10px;white-space:nowrap}.flag{color:#b00;"
     "font-weight:bold;cursor:help}.badge{border-radius:3px;padding:0 3px;font-size:10px}.no{background:#fdd;"
     "color:#900}.yes{background:#dfd;color:#060}.pub{background:#dde;color:#335}.warn{color:#a40}"
-    ".why{color:#555;font-size:10px}"
+    ".why{color:#555;font-size:10px}" + CUT_STYLE
 )
 
 # sorts a table by the clicked column: numbers as numbers (empty cells last), text as text; again reverses
@@ -205,15 +214,24 @@ def _td(text: str, sort: str, numeric: bool = True, title: str = "") -> str:
 
 def _html_cell(r: Row, key: str) -> str:
     cell = r.cells.get(key)
+    cut = r.cut_off.get(key)
     if cell is None or not cell.known:
+        if cut is not None and cut.every:  # every answer cut off and left out: cut off, not a missing number
+            mark = f"<span class='cutmark' title='{html.escape(cut.title, quote=True)}'>{MARK} {cut.share}</span>"
+            return _td(f"<span class='cutall'>cut off</span><br>{mark}", "", title=cut.title)
         return _td("-" if r.kind != PUBLISHED else "", "")
     text = html.escape(_shown(r, key))
+    if cut is not None and cut.hides(cell.value):  # a score that says nothing about the answers: it reads so
+        text = f"<span class='cutall'>cut off</span> <span class='ci'>({text})</span>"
     if r.kind != PUBLISHED:
         if cell.has_interval:
             text += f"<br><span class='ci' title='95% bootstrap interval'>{_interval(cell)}</span>"
         if not cell.complete or (key == r.rank_by and not r.complete):  # a row short of its suite: its rank number
             note = html.escape(cell.note if not cell.complete else r.note, quote=True)
             text += f"<span class='flag' title='{note or 'incomplete'}'>&dagger;</span>"
+    if cut is not None:
+        text += f"<br><span class='cutmark' title='{html.escape(cut.title, quote=True)}'>{MARK} {cut.share}</span>"
+        return _td(text, repr(cell.value), title=cut.title)
     return _td(text, repr(cell.value))
 
 
@@ -252,14 +270,15 @@ def leaderboard_html(lb: Leaderboard) -> str:
     """The self-contained page: one sortable table per board."""
     labels = _labels(lb.boards)
     parts = [
-        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>NeedleBench leaderboard</title>",
-        f"<style>{_STYLE}</style></head><body><h1>NeedleBench leaderboard</h1>",
+        "<h1>NeedleBench leaderboard</h1>",
         "<p>Scores in percent (ENL-50: a needle count). Under each number its 95% bootstrap interval; "
         "<span class='flag'>&dagger;</span> marks a number over fewer samples, cells or lengths than its label "
         "(hover it for why). Ranks compare measured rows of one class (the letter: rows measured alike) and "
         "never published rows; rows whose intervals overlap share a rank. <i>vs above</i> is the paired "
         "difference with the row ranked just above, over the samples both scored. Click a column to sort.</p>",
     ]
+    if any(r.cut_off for b in lb.boards for r in b.rows):
+        parts.append(LEGEND)
     if lb.warnings:
         parts.append("<ul>" + "".join(f"<li class='warn'>{html.escape(w)}</li>" for w in lb.warnings) + "</ul>")
     for b in lb.boards:
@@ -276,8 +295,10 @@ def leaderboard_html(lb: Leaderboard) -> str:
             items = "".join(f"<li><b>{k}</b>: {html.escape(v)}</li>" for k, v in b.classes.items())
             parts.append(f"<p>Rank classes:</p><ul>{items}</ul>")
     parts.append(f"<p>Sources: {html.escape('; '.join(lb.sources))}</p>")
-    parts.append(f"<script>{_SCRIPT}</script></body></html>")
-    return "\n".join(parts)
+    parts.append(f"<script>{_SCRIPT}</script>")
+    body = "\n".join(parts)
+    # the policy allows the sorting script and the style by hash, and nothing else (csp.py)
+    return f"{page_head('NeedleBench leaderboard', body, [_STYLE], [_SCRIPT])}\n{body}\n</body></html>"
 
 
 def write_leaderboard(lb: Leaderboard, out: Path) -> dict[str, Path]:

@@ -83,7 +83,7 @@ def report_tables(results: RunResults) -> dict[str, pd.DataFrame]:
     """
     out: dict[str, pd.DataFrame] = {}
     skipped = results.skipped()
-    summary = summary_table(results.records, results.models, skipped)
+    summary = summary_table(results.records, results.models, skipped, results.planned())
     if not summary.empty:
         out["needlebench_summary"] = summary
     for spec in all_tasks():
@@ -347,6 +347,12 @@ def verify_bundle(bundle: Path, run: Path) -> Verification:
     results = load_results([run])
     found = make_bundle(results, run_dirs(run) or [run])
     v = Verification(samples=found["samples"]["count"])
+    unreadable = [r for r in results.records if r.unscored == "unreadable"]
+    if unreadable:  # the numbers may match the bundle, but neither can say what those samples scored
+        v.failures.append(
+            f"samples: {len(unreadable)} planned record(s) of the run cannot be read back "
+            f"({unreadable[0].dataset}: {unreadable[0].error_detail})"
+        )
     _compare_samples(posted["samples"], found["samples"], v)
     for key in ("models", "dataset_version", "protocol", "profile", "options"):
         if posted.get(key) != found[key]:

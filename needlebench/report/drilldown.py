@@ -26,8 +26,10 @@ from ..aggregate.plots import length_label, pyplot
 from ..grading.evaluation import CONTEXT_CHARS, GOLD_CHARS
 from ..record import GradedSample
 from ..tasks import get_task, task_names
+from .cutoff import COLOUR, MARK, CutOff
+from .cutoff import STYLE as CUT_STYLE
 
-__all__ = ["Heatmap", "SampleIndex", "grid_html", "drilldown_script", "ANSWER_CHARS"]
+__all__ = ["Heatmap", "SampleIndex", "grid_html", "drilldown_script", "ANSWER_CHARS", "SCRIPT"]
 
 ANSWER_CHARS = 240  # of the model's answer shown (the samples.jsonl keeps 4000)
 REASONING_CHARS = 1200  # of reasoning a server returned apart, shown folded under the answer
@@ -104,12 +106,16 @@ class Heatmap:
         title: what it shows (task, language, model).
         grid: mean score, depth (rows) x length (columns).
         cells: ``"depth|length"`` -> indices into the page's :class:`SampleIndex`.
+        cut_off: (depth, length) -> how many of the cell's answers were cut off at their budget, for the
+            cells with any (depth None: a length's mean); such a cell carries a mark
+            (:mod:`needlebench.report.cutoff`).
     """
 
     key: str
     title: str
     grid: pd.DataFrame
     cells: dict[str, list[int]]
+    cut_off: dict[tuple[float | None, int], CutOff] = field(default_factory=dict)
 
 
 def cell_key(depth: float, length: int) -> str:
@@ -129,6 +135,23 @@ def _colour(value: float) -> str:
     return f"#{int(r * 255):02x}{int(g * 255):02x}{int(b * 255):02x}"
 
 
+def _grid_cell(value: float, cut: CutOff | None, classes: str = "", attrs: str = "", tip: str = "") -> str:
+    """One heatmap cell: its score on its colour; with cut-off answers, their share in the corner and the count
+    and budget in the hover text; with every answer cut off, a hatched ground of its own, and "cut off" instead of
+    a score that says nothing (:meth:`CutOff.hides`)."""
+    text = "-" if math.isnan(value) else f"{value:.0f}"
+    colour = _colour(value)
+    if cut is not None and cut.any:
+        classes += " cut cutall" if cut.every else " cut"
+        colour = COLOUR if cut.every else colour
+        text = "cut off" if cut.hides(value) else text
+        tip = f"{cut.title}; {tip}" if tip else cut.title
+        text += f"<span class='cutmark'>{MARK} {cut.share}</span>"
+    cls = f" class='{classes.strip()}'" if classes.strip() else ""
+    title = f" title='{html.escape(tip, quote=True)}'" if tip else ""
+    return f"<td{cls}{attrs}{title} style='background-color:{colour}'>{text}</td>"
+
+
 def grid_html(hm: Heatmap) -> str:
     """The heatmap as an HTML grid; every cell with samples can be clicked.
 
@@ -142,14 +165,14 @@ def grid_html(hm: Heatmap) -> str:
         for length, value in values.items():
             key = cell_key(float(depth), int(length))
             n = len(hm.cells.get(key, []))
-            text = "-" if math.isnan(value) else f"{value:.0f}"
-            attrs = f" data-hm='{html.escape(hm.key, quote=True)}' data-cell='{key}' title='{n} samples: click'"
-            cells.append(f"<td class='hmc'{attrs if n else ''} style='background:{_colour(value)}'>{text}</td>")
+            attrs = f" data-hm='{html.escape(hm.key, quote=True)}' data-cell='{key}'" if n else ""
+            cut = hm.cut_off.get((float(depth), int(length)))
+            cells.append(_grid_cell(value, cut, "hmc", attrs, f"{n} samples: click" if n else ""))
         rows.append(f"<tr><th>{float(depth):g}</th>{''.join(cells)}</tr>")
     means = hm.grid.mean(axis=0, skipna=True)
     rows.append(
         "<tr class='hmmean'><th>mean</th>"
-        + "".join(f"<td style='background:{_colour(v)}'>{'-' if math.isnan(v) else f'{v:.0f}'}</td>" for v in means)
+        + "".join(_grid_cell(v, hm.cut_off.get((None, int(length)))) for length, v in means.items())
         + "</tr>"
     )
     return (
@@ -159,7 +182,8 @@ def grid_html(hm: Heatmap) -> str:
     )
 
 
-_SCRIPT = r"""
+# the page's one script: its exact text is hashed into the page's Content-Security-Policy (csp.page_head)
+SCRIPT = r"""
 (function () {
   const meta = JSON.parse(document.getElementById('nb-cells').textContent);
   let samples = null;
@@ -232,7 +256,7 @@ STYLE = (
     ".hmgrid td.sel{outline:3px solid #000}.hmmean td{font-weight:bold}figure.hm{display:inline-block;"
     "margin:0 1em 1em 0;vertical-align:top}#nb-drill table.drill td.text{text-align:left;max-width:28em;"
     "white-space:pre-wrap;word-break:break-word}#nb-drill tr.ok td.verdict{color:#060}#nb-drill tr.bad "
-    "td.verdict{color:#a00}#nb-drill mark{background:#ff0;font-weight:bold}#nb-drill p{margin:.2em 0}"
+    "td.verdict{color:#a00}#nb-drill mark{background:#ff0;font-weight:bold}#nb-drill p{margin:.2em 0}" + CUT_STYLE
 )
 
 
@@ -245,10 +269,11 @@ def drilldown_script(heatmaps: Sequence[Heatmap], index: SampleIndex) -> str:
     """
     cells: dict[str, Any] = {hm.key: hm.cells for hm in heatmaps}
     cells["_titles"] = {hm.key: hm.title for hm in heatmaps}
-    data = json.dumps(cells, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    # no "<" at all inside the data block ("</script" and "<!--" could otherwise end or bend it): JSON's \u003c
+    data = json.dumps(cells, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
     return (
         "<div id='nb-drill'><p><i>Click a heatmap cell to list its samples here.</i></p></div>"
         f"<script type='application/json' id='nb-cells'>{data}</script>"
         f"<script type='application/octet-stream' id='nb-samples'>{index.payload()}</script>"
-        f"<script>{_SCRIPT}</script>"
+        f"<script>{SCRIPT}</script>"
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,9 @@ from ..progress import Progress
 from ..record import GradedSample
 from ..tasks import all_tasks
 from . import figures, tables
-from .drilldown import STYLE, Heatmap, SampleIndex, cell_key, drilldown_script, grid_html
+from .csp import page_head
+from .cutoff import LEGEND, CutOff, grid_cut_offs
+from .drilldown import SCRIPT, STYLE, Heatmap, SampleIndex, cell_key, drilldown_script, grid_html
 from .results import RunResults, check_comparable, load_results
 
 __all__ = ["build", "build_report", "write_report", "significance_lines", "how_to_read", "Report"]
@@ -144,7 +146,7 @@ def assemble(results: RunResults, progress: Progress | None = None) -> Report:
     skipped = results.skipped()
     if results.overlength:
         rep.tables["overlength"] = pd.DataFrame([o.table_row() for o in results.overlength])
-    summary = tables.summary_table(results.records, models, skipped)
+    summary = tables.summary_table(results.records, models, skipped, results.planned())
     if not summary.empty:
         rep.tables["needlebench_summary"] = summary
     specs = all_tasks()
@@ -156,17 +158,19 @@ def assemble(results: RunResults, progress: Progress | None = None) -> Report:
             rep.tables.update(parts.tables)
             rep.figures.update(parts.figures)
     for spec in specs:
-        for lang in sorted({r.lang for r in records if r.task == spec.name}):
+        answered = [r for r in results.records if r.task == spec.name and r.answered]  # cut off and left out too
+        for lang in sorted({r.lang for r in answered}):
             for m in models:
                 members = tables.grid_members(records, m, spec, lang)
-                if not members:
+                cut = grid_cut_offs(answered, m, spec, lang, results.budgets)
+                if not members and not cut:
                     continue
-                g = tables.grid_frame(members)
+                g = _with_cells(tables.grid_frame(members), cut)
                 label, key = f"{spec.short} {lang.upper()} - {m}", f"heatmap_{spec.name}_{lang}_{_safe(m)}"
-                rep.figures[key] = figures.heatmap_png(g, label)
+                rep.figures[key] = figures.heatmap_png(g, label, cut_off=cut)
                 bar.update()
                 cells = {cell_key(d, L): sorted({rep.samples.add(r) for r, _ in rs}) for (d, L), rs in members.items()}
-                rep.heatmaps.append(Heatmap(key, label, g, cells))
+                rep.heatmaps.append(Heatmap(key, label, g, cells, cut))
     if len(models) >= 2 and "needlebench_summary" in rep.tables:
         base = models[0]
         for other in models[1:]:
@@ -181,6 +185,16 @@ def assemble(results: RunResults, progress: Progress | None = None) -> Report:
                         b.sub(a), f"{spec.short} {lang.upper()}: {other} - {base}", diverging=True
                     )
     return rep
+
+
+def _with_cells(grid: pd.DataFrame, cut: Mapping[tuple[float | None, int], CutOff]) -> pd.DataFrame:
+    """A heatmap's grid with a (NaN) cell for every cell whose answers were all cut off and left out
+    (``truncated="unscored"``): such a cell reads "cut off", not "not run"."""
+    depths = sorted({*map(float, grid.index), *(d for d, _ in cut if d is not None)})
+    lengths = sorted({*map(int, grid.columns), *(L for _, L in cut)})
+    if grid.empty:
+        return pd.DataFrame(np.nan, index=depths, columns=lengths)
+    return grid.reindex(index=depths, columns=lengths)
 
 
 def _fmt(value: Any) -> str:
@@ -244,15 +258,14 @@ def _html_table(df: pd.DataFrame, models: Sequence[str] = ()) -> str:
 
 
 def _html(rep: Report, sources: list[str]) -> str:
-    parts = [
-        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>NeedleBench report</title>",
-        "<style>body{font-family:sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;"
+    style = (
+        "body{font-family:sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;"
         "font-size:12px;margin:1em 0}td,th{border:1px solid #bbb;padding:2px 6px;text-align:right}"
         "th{background:#eee}img{max-width:100%;border:1px solid #ddd;margin:.5em 0}"
         ".warn{color:#a40}.ci{color:#666;font-size:10px;white-space:nowrap}.flag{color:#b00;font-weight:bold;cursor:help}"
-        ".badge{background:#fdd;color:#900;border-radius:3px;padding:0 3px;font-size:10px}"
-        + STYLE
-        + "</style></head><body>",
+        ".badge{background:#fdd;color:#900;border-radius:3px;padding:0 3px;font-size:10px}" + STYLE
+    )
+    parts = [
         "<h1>NeedleBench report</h1>",
         f"<p>Models: {html.escape(', '.join(rep.models) or 'none')}. Sources: "
         f"{html.escape('; '.join(sources) or 'none')}</p>",
@@ -267,6 +280,8 @@ def _html(rep: Report, sources: list[str]) -> str:
         parts.append(f"<h2>{html.escape(name)}</h2>{_html_table(df, rep.models)}")
     if rep.heatmaps:
         parts.append("<h2>Heatmaps</h2>")
+        if any(hm.cut_off for hm in rep.heatmaps):
+            parts.append(LEGEND)
         parts.extend(grid_html(hm) for hm in rep.heatmaps)
         parts.append(drilldown_script(rep.heatmaps, rep.samples))
     shown = {hm.key for hm in rep.heatmaps}
@@ -275,8 +290,10 @@ def _html(rep: Report, sources: list[str]) -> str:
             continue
         data = base64.b64encode(png).decode("ascii")
         parts.append(f"<h3>{html.escape(name)}</h3><img alt='{html.escape(name)}' src='data:image/png;base64,{data}'>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    body = "\n".join(parts)
+    # the policy allows the drill-down script and these styles by hash, and nothing else (csp.py)
+    head = page_head("NeedleBench report", body, [style], [SCRIPT] if rep.heatmaps else [])
+    return f"{head}\n{body}\n</body></html>"
 
 
 def write_report(rep: Report, out: Path, sources: list[str]) -> Path:

@@ -39,6 +39,7 @@ from ..tasks import all_tasks, get_task
 from ..tasks.profiles import get_profile
 from ..taskspec import Basis
 from .comparability import Comparability, row_comparability
+from .cutoff import Budgets, CutOff
 from .parity_link import find_parity_link
 from .published import PublishedTable, load_published
 from .results import RunResults, load_results, run_dirs
@@ -89,6 +90,8 @@ class Row:
         versus: the paired difference with the row just above it in its class (this - above), if they share ids.
         versus_row: that row's name.
         pairs: how many sample pairs the paired difference rests on.
+        cut_off: per column key, how many of the answers behind the cell were cut off at their output budget,
+            for the cells with any (the suite board's cells; :mod:`needlebench.report.cutoff`).
     """
 
     board: str
@@ -111,6 +114,7 @@ class Row:
     versus: Estimate | None = None
     versus_row: str = ""
     pairs: int = 0
+    cut_off: Mapping[str, CutOff] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -229,11 +233,18 @@ def _summary_basis(records: Sequence[GradedSample], profile: str) -> dict[Any, t
 
 
 def _suite_row(
-    records: Sequence[GradedSample], model: str, profile: str, protocol: str, skipped: Any, source: str
+    records: Sequence[GradedSample],
+    model: str,
+    profile: str,
+    protocol: str,
+    skipped: Any,
+    source: str,
+    planned: Any = None,
+    budgets: Budgets | None = None,
 ) -> Row:
     """The sparse-suite row of one model's records (one profile and protocol), on its suite's board."""
     suite = infer_suite([r.get("length") for r in records], profile) or "?"
-    table = summary_table(records, [model], skipped)
+    table = summary_table(records, [model], skipped, planned)
     index = {(str(r["task"]), str(r["lang"]), str(r["length"])): r for r in table.to_dict(orient="records")}
     columns = _summary_columns(profile)
     cells: dict[str, Estimate] = {}
@@ -258,6 +269,7 @@ def _suite_row(
     by_task: dict[str, list[GradedSample]] = defaultdict(list)
     for r in records:
         by_task[r.task].append(r)
+    cut_off = _suite_cut_offs(records, [k for k, _ in columns], budgets or {})
     title = f"NeedleBench {profile}, {suite} suite ({', '.join(get_task(t).short for t in summary_tasks())})"
     return Row(
         board=title,
@@ -273,7 +285,25 @@ def _suite_row(
         comparability=row_comparability(by_task, suite),
         basis=_summary_basis(records, profile),
         layouts=(f"suite:{profile}:{suite}",),
+        cut_off=cut_off,
     )
+
+
+def _suite_cut_offs(records: Sequence[GradedSample], keys: Sequence[str], budgets: Budgets) -> dict[str, CutOff]:
+    """The cut-off count behind each suite board cell with any: a task's language (``S-RT/ZH``), its mean
+    (both languages) and the overall (every task), over the records the summary table counts as answered."""
+    shorts = {get_task(name).short: name for name in summary_tasks()}
+    out = {}
+    for key in keys:
+        short, _, part = key.partition("/")
+        task = shorts.get(short)
+        mine = [
+            r for r in records if key == "overall" or (r.task == task and (part == "mean" or r.lang.upper() == part))
+        ]
+        cut = CutOff.of(mine, budgets)
+        if cut.any:
+            out[key] = cut
+    return out
 
 
 def measured_rows(results: RunResults, source: str) -> list[Row]:
@@ -292,7 +322,9 @@ def measured_rows(results: RunResults, source: str) -> list[Row]:
     for (model, profile, protocol), records in sorted(groups.items()):
         sparse = [r for r in records if r.task in summary]
         if sparse:
-            rows.append(_suite_row(sparse, model, profile, protocol, skipped, source))
+            rows.append(
+                _suite_row(sparse, model, profile, protocol, skipped, source, results.planned(), results.budgets)
+            )
         for spec in all_tasks():
             board = spec.aggregation().board
             mine = [r for r in records if r.task == spec.name]

@@ -5,7 +5,12 @@ OpenCompass's own result file. Reports are built from those lines alone, so
 they can be rebuilt from any finished or partial run: each line is read back
 as a :class:`~needlebench.record.GradedSample` tagged with its model and
 dataset, and every table computes over those records. Bad or half-written
-files are reported as warnings and skipped; they never stop a report.
+files are reported as warnings; they never stop a report.
+
+What a dataset was planned to hold comes from the run's plan (``needlebench_plan.json``, each model's
+``planned``), never from the records that could be read: a planned sample whose line cannot be read
+back (not JSON, not a record, or missing from its dataset's file) becomes a record of its own, unscored
+as ``unreadable`` and placed in its cell by the plan, so its cell is counted whole and marked incomplete.
 """
 
 from __future__ import annotations
@@ -13,17 +18,20 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..jsonl import BadLine, iter_jsonl
 from ..record import GradedSample
 from ..retries import retry_totals
-from ..tasks import task_names
+from ..tasks import get_task, task_names
 
-__all__ = ["RunResults", "Overlength", "load_results", "run_dirs", "check_comparable"]
+__all__ = ["RunResults", "Overlength", "Planned", "load_results", "run_dirs", "check_comparable", "PLAN_FILE"]
+
+PLAN_FILE = "needlebench_plan.json"  # the run's plan (planning.run.PLAN_FILE), read here for its ``planned``
 
 
 @dataclass(frozen=True)
@@ -70,6 +78,27 @@ class Overlength:
         }
 
 
+@dataclass(frozen=True)
+class Planned:
+    """One (model, dataset) of a run's plan: the samples it was planned to hold, before any limit.
+
+    Attributes:
+        model: the model (labelled like its records).
+        dataset: the dataset's abbr.
+        task: the dataset's task.
+        lang: its language.
+        cells: ``(coarse coordinate, depth, count)`` per cell (length, N or k first).
+        fields: the record keys every one of its samples holds with one value (profile, protocol, ...).
+    """
+
+    model: str
+    dataset: str
+    task: str
+    lang: str
+    cells: tuple[tuple[Any, Any, int], ...]
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+
 @dataclass
 class RunResults:
     """Every graded sample found, tagged with its model and dataset, and the runs they came from."""
@@ -78,6 +107,17 @@ class RunResults:
     warnings: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     overlength: list[Overlength] = field(default_factory=list)
+    plan: list[Planned] = field(default_factory=list)
+    budgets: dict[tuple[str, str], int] = field(default_factory=dict)  # (model, dataset) -> max_out_len, from the plan
+
+    def planned(self) -> dict[tuple[str, str, str, Any], int]:
+        """Samples planned per (model, task, lang, cell), from the runs' plans (depths summed); the cell as in
+        :meth:`skipped`. Empty for runs whose plan predates it: the tables then count what they find."""
+        out: dict[tuple[str, str, str, Any], int] = defaultdict(int)
+        for entry in self.plan:
+            for coord, _depth, n in entry.cells:
+                out[(entry.model, entry.task, entry.lang, coord)] += int(n)
+        return dict(out)
 
     @property
     def models(self) -> list[str]:
@@ -137,6 +177,7 @@ def load_results(paths: list[Path], label_by_dir: bool = False) -> RunResults:
     out = RunResults()
     latest: dict[tuple[str, str], list[GradedSample]] = {}
     overlength: dict[tuple[str, str], Overlength] = {}
+    plans: dict[tuple[str, str], Planned] = {}
     for root in paths:
         if not root.exists():
             raise ConfigError(f"work dir {root} does not exist")
@@ -149,6 +190,9 @@ def load_results(paths: list[Path], label_by_dir: bool = False) -> RunResults:
             prefix = f"{root.name}/" if label_by_dir else ""
             for entry in _read_overlength(run / "needlebench_overlength.json", out.warnings, prefix):
                 overlength[(entry.model, entry.dataset)] = entry
+            planned = {(p.model, p.dataset): p for p in _read_planned(run / PLAN_FILE, out.warnings, prefix)}
+            plans.update(planned)
+            out.budgets.update(_read_budgets(run / PLAN_FILE, prefix))
             for model_dir in sorted(p for p in (run / "results").iterdir() if p.is_dir()):
                 files = sorted(model_dir.glob("*.samples.jsonl"))
                 ours = {p.name.removesuffix(".samples.jsonl") for p in files}
@@ -159,13 +203,18 @@ def load_results(paths: list[Path], label_by_dir: bool = False) -> RunResults:
                 model = f"{root.name}/{model_dir.name}" if label_by_dir else model_dir.name
                 for f in files:
                     dataset = f.name.removesuffix(".samples.jsonl")
-                    rows = _read_lines(f, model, dataset, out.warnings)
+                    bad: list[BadLine] = []
+                    rows = _read_lines(f, model, dataset, bad)
+                    rows += _unreadable(rows, planned.get((model, dataset)), overlength.get((model, dataset)), bad, f)
+                    if bad:
+                        out.warnings.append(_bad_lines_note(f, bad, (model, dataset) in planned))
                     if rows:
                         latest[(model, dataset)] = rows
             out.warnings.extend(_retry_notes(run, f"{root.name}/" if label_by_dir else ""))
     for rows in latest.values():
         out.records.extend(rows)
     out.overlength = list(overlength.values())
+    out.plan = list(plans.values())
     if not out.records:
         out.warnings.append("no needlebench per-sample results found (results/<model>/<dataset>.samples.jsonl)")
     return out
@@ -185,30 +234,126 @@ def _retry_notes(run: Path, prefix: str) -> list[str]:
     return notes
 
 
-def _read_lines(path: Path, model: str, dataset: str, warnings: list[str]) -> list[GradedSample]:
-    """The graded samples of one ``samples.jsonl``, tagged with their model and dataset; a line that is not a
-    graded sample (not JSON, no ``task`` or ``score``, a record that does not hold together) is counted and
-    skipped."""
+def _read_lines(path: Path, model: str, dataset: str, bad: list[BadLine]) -> list[GradedSample]:
+    """The graded samples of one ``samples.jsonl``, tagged with their model and dataset.
+
+    Lines are split at ``"\\n"`` alone (:mod:`needlebench.jsonl`): a record whose text holds U+2028 or
+    another separator is one record. A line that is not a graded sample (not JSON, no ``task`` or
+    ``score``, a record that does not hold together) goes to ``bad``; an unreadable file is one bad line 0.
+    """
     rows = []
-    bad = 0
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        for number, row in iter_jsonl(path, bad):
+            try:
+                if not (isinstance(row, dict) and "task" in row and "score" in row):
+                    raise ValueError("not a graded sample")
+                rows.append(GradedSample.from_json({**row, "model": model, "dataset": dataset}))
+            except (ValueError, TypeError) as exc:
+                bad.append(BadLine(path, number, str(exc)))
     except OSError as exc:
-        warnings.append(f"{path}: unreadable ({exc})")
-        return []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            if not (isinstance(row, dict) and "task" in row and "score" in row):
-                raise ValueError("not a graded sample")
-            rows.append(GradedSample.from_json({**row, "model": model, "dataset": dataset}))
-        except (ValueError, TypeError):
-            bad += 1
-    if bad:
-        warnings.append(f"{path}: skipped {bad} malformed line(s)")
+        bad.append(BadLine(path, 0, f"unreadable file: {exc}"))
     return rows
+
+
+def _unreadable(
+    rows: list[GradedSample], plan: Planned | None, over: Overlength | None, bad: list[BadLine], path: Path
+) -> list[GradedSample]:
+    """A record for each planned sample of a dataset that its file does not give back, in its planned cell.
+
+    Per cell: planned - skipped as over length - records read. The file is written whole by the eval task,
+    so what it lacks was lost (a line that is not JSON, or one removed), not still to come.
+
+    Args:
+        rows: the records read from the dataset's file.
+        plan: the dataset's planned cells (None: a run whose plan predates them; nothing can be placed).
+        over: the dataset's over-length entry (its skipped cells were never sent, so have no record).
+        bad: the file's lines that could not be read, named in each record's detail.
+        path: the file.
+    """
+    if plan is None:
+        return []
+    spec = get_task(plan.task)
+    found: dict[tuple[Any, Any], int] = defaultdict(int)
+    for r in rows:
+        found[spec.cell_of(r.fields)] += 1
+    for coord, depth, n in over.skipped_cells if over else ():
+        found[(coord, depth)] += int(n)
+    detail = "; ".join(str(b) for b in bad[:3]) or f"{path}: no record for this planned sample"
+    out = []
+    for coord, depth, n in plan.cells:
+        cell = {k: v for k, v in zip(spec.cell, (coord, depth))}
+        for i in range(int(n) - found.get((coord, depth), 0)):
+            out.append(
+                GradedSample(
+                    id=f"unreadable:{plan.dataset}:{coord}:{depth}:{i}",
+                    task=plan.task,
+                    lang=plan.lang,
+                    fields={**plan.fields, **cell},
+                    unscored="unreadable",
+                    error="unreadable",
+                    error_detail=detail[:500],
+                    model=rows[0].model if rows else plan.model,
+                    dataset=plan.dataset,
+                )
+            )
+    return out
+
+
+def _bad_lines_note(path: Path, bad: list[BadLine], placed: bool) -> str:
+    """The report's warning for a file with lines that could not be read: how many, and the first few."""
+    where = ", ".join(str(b.number) for b in bad[:5]) + (", ..." if len(bad) > 5 else "")
+    then = (
+        "their samples are counted as unreadable in their cells"
+        if placed
+        else "the run has no plan to place them, so the tables count fewer samples than were planned"
+    )
+    return f"{path}: {len(bad)} line(s) could not be read (line {where}; first: {bad[0].reason[:120]}); {then}"
+
+
+def _read_planned(path: Path, warnings: list[str], prefix: str = "") -> list[Planned]:
+    """Each (model, dataset)'s planned cells from a run's plan; none where the plan predates them.
+
+    The plan's own reader lives on a higher layer (``planning.run.read_plan``); this reads only its
+    ``planned`` entries, as JSON.
+    """
+    if not path.is_file():
+        return []
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return [
+            Planned(
+                model=f"{prefix}{m['abbr']}",
+                dataset=abbr,
+                task=info["task"],
+                lang=info.get("lang", "en"),
+                cells=tuple((c[0], c[1], int(c[2])) for c in info["cells"]),
+                fields=dict(info.get("fields") or {}),
+            )
+            for m in data["models"]
+            for abbr, info in (m.get("planned") or {}).items()
+            if info
+        ]
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+        warnings.append(f"{path}: unreadable plan ({type(exc).__name__}: {exc}); planned counts are what was read")
+        return []
+
+
+def _read_budgets(path: Path, prefix: str = "") -> dict[tuple[str, str], int]:
+    """Each (model, dataset)'s output budget (``max_out_len``) from a run's plan: its limits' ``out_len``.
+
+    The reports mark numbers whose answers were cut off at it (:mod:`needlebench.report.cutoff`). Unset
+    budgets and a plan that cannot be read give none (:func:`_read_planned` warns about the latter).
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return {
+            (f"{prefix}{m['abbr']}", str(abbr)): int(limit["out_len"])
+            for m in data["models"]
+            for abbr, limit in (m.get("limits") or {}).items()
+            if limit.get("out_len")
+        }
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
 
 
 def _read_overlength(path: Path, warnings: list[str], prefix: str = "") -> list[Overlength]:
@@ -253,7 +398,8 @@ def check_comparable(records: Sequence[GradedSample]) -> None:
     prompt, so the same config gives the same ids. For every dataset two
     models share, ids that only one has are fine (a partial run, a skipped
     sample) but ids on both sides that the other lacks mean different prompts.
-    Shortened samples are left out: their prompt (and id) depends on the model.
+    Shortened samples are left out: their prompt (and id) depends on the model; so are records that could
+    not be read (their id is a stand-in).
 
     Raises:
         ConfigError: naming the versions, or the dataset, the counts and example ids.
@@ -268,7 +414,7 @@ def check_comparable(records: Sequence[GradedSample]) -> None:
     ids: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     version_of: dict[str, str] = {}
     for r in records:
-        if not r.shortened:
+        if not r.shortened and r.unscored != "unreadable":  # an unreadable record's id is not the sample's
             ids[str(r.dataset)][str(r.model)].add(r.id)
             version_of.setdefault(str(r.model), str(r.get("version", "unknown")))
     for dataset, per_model in sorted(ids.items()):

@@ -52,7 +52,7 @@ def _profiles() -> list[str]:
 Leaf = tuple[str, str, Any]  # (task, lang, length)
 
 
-def _counts_note(planned: int, shortened: int, skipped: int, failed: int = 0) -> list[str]:
+def _counts_note(planned: int, shortened: int, skipped: int, failed: int = 0, unreadable: int = 0) -> list[str]:
     parts = []
     if shortened:
         parts.append(f"{shortened} of {planned} shortened (excluded)")
@@ -60,6 +60,8 @@ def _counts_note(planned: int, shortened: int, skipped: int, failed: int = 0) ->
         parts.append(f"{skipped} of {planned} skipped (over length)")
     if failed:
         parts.append(f"{failed} of {planned} request failed (excluded)")
+    if unreadable:
+        parts.append(f"{unreadable} of {planned} record(s) unreadable (excluded)")
     return parts
 
 
@@ -74,12 +76,25 @@ class _Cell:
     shortened: int = 0
     skipped: int = 0
     failed: int = 0  # requests the server never answered
+    unreadable: int = 0  # records that could not be read back (placed here by the run's plan)
     truncated: list[GradedSample] = field(default_factory=list)  # cut off and left out (truncated="unscored")
+    plan: int | None = None  # the samples the run's plan gives the cell (None: a plan that predates it)
+
+    @property
+    def found(self) -> int:
+        """The samples accounted for: scored, shortened, skipped, failed, unreadable, left out as truncated."""
+        return len(self.rows) + self.shortened + self.skipped + self.failed + self.unreadable + len(self.truncated)
 
     @property
     def planned(self) -> int:
-        """Every sample the cell was meant to have: scored, shortened, skipped, failed and left out as truncated."""
-        return len(self.rows) + self.shortened + self.skipped + self.failed + len(self.truncated)
+        """Every sample the cell was meant to have: the plan's count (what was found where the plan has none,
+        or where more was found than planned)."""
+        return max(self.plan or 0, self.found)
+
+    @property
+    def whole(self) -> bool:
+        """Every planned sample was scored: none shortened, skipped, failed, unreadable, excluded or missing."""
+        return bool(self.rows) and len(self.rows) == self.planned
 
     @property
     def answered(self) -> list[GradedSample]:
@@ -127,7 +142,9 @@ class _Summary:
     suite combines its languages' draws with its weights.
     """
 
-    def __init__(self, records: Sequence[GradedSample], skipped: Skipped | None = None) -> None:
+    def __init__(
+        self, records: Sequence[GradedSample], skipped: Skipped | None = None, planned: Skipped | None = None
+    ) -> None:
         self.cells: dict[str, dict[Leaf, _Cell]] = defaultdict(lambda: defaultdict(_Cell))  # plain dicts after init
         self.profiles: dict[str, set[str]] = defaultdict(set)
         self.order = summary_tasks()
@@ -139,6 +156,8 @@ class _Summary:
                 cell.shortened += 1
             elif r.failed:
                 cell.failed += 1
+            elif r.unscored == "unreadable":
+                cell.unreadable += 1
             elif r.unscored == "truncated":  # cut off at its budget, left out (truncated="unscored")
                 cell.truncated.append(r)
             elif not r.counts:  # any other unscored reason (a record of a skipped sample)
@@ -149,6 +168,9 @@ class _Summary:
         for (model, task, lang, length), n in (skipped or {}).items():
             if task in self.order and n:
                 self.cells[model][(task, lang, int(length))].skipped += int(n)
+        for (model, task, lang, length), n in (planned or {}).items():
+            if task in self.order:
+                self.cells[model][(task, lang, int(length))].plan = int(n)
         self.cells = {m: dict(per_model) for m, per_model in self.cells.items()}
         self.layout: dict[str, dict[str, list[Any]]] = {}
         for task in self.order:
@@ -243,7 +265,8 @@ class _Summary:
         """
         out = []
         for part in self.parts(spec):
-            if not self.planned(model, part):
+            mine = self.cells.get(model, {})
+            if not any(mine[leaf].found for leaf in self.leaves(part) if leaf in mine):
                 out.append(part.name())
             else:
                 out.extend(f"{part.name()} {m}" for m in self.missing(model, part))
@@ -257,12 +280,7 @@ class _Summary:
             spec: the row.
         """
         mine = self.cells.get(model, {})
-        return all(
-            leaf in mine
-            and mine[leaf].rows
-            and not (mine[leaf].shortened or mine[leaf].skipped or mine[leaf].failed or mine[leaf].truncated)
-            for leaf in self.leaves(spec)
-        )
+        return all(leaf in mine and mine[leaf].whole for leaf in self.leaves(spec))
 
     def profile_mismatch(self, model: str, spec: _Spec) -> str:
         """Why a suite row does not apply to this model's run ("" when it does).
@@ -321,12 +339,13 @@ class _Summary:
         shortened = sum(c.shortened for c in cells)
         skipped = sum(c.skipped for c in cells)
         failed = sum(c.failed for c in cells)
+        unreadable = sum(c.unreadable for c in cells)
         answered = [r for c in cells for r in c.answered]
-        notes = _counts_note(planned, shortened, skipped, failed) + output_notes(answered, planned)
+        notes = _counts_note(planned, shortened, skipped, failed, unreadable) + output_notes(answered, planned)
         missing = self.missing(model, spec)
         if missing:
             notes.append(f"no results for {', '.join(missing)}")
-        if not planned:
+        if not any(c.found for c in cells):
             notes = ["no results"]
         out.update(
             {
@@ -338,6 +357,7 @@ class _Summary:
                 f"{model} shortened": shortened,
                 f"{model} skipped": skipped,
                 f"{model} failed": failed,
+                f"{model} unreadable": unreadable,
                 f"{model} truncated_excluded": sum(len(c.truncated) for c in cells),
                 f"{model} complete": bool(w is not None and self.complete(model, spec)),
                 f"{model} note": mismatch or "; ".join(notes),
@@ -347,7 +367,10 @@ class _Summary:
 
 
 def summary_table(
-    records: Sequence[GradedSample], models: Sequence[str], skipped: Skipped | None = None
+    records: Sequence[GradedSample],
+    models: Sequence[str],
+    skipped: Skipped | None = None,
+    planned: Skipped | None = None,
 ) -> pd.DataFrame:
     """Rows per (task, lang, length), per-task EN / ZH / overall, and the suite overall.
 
@@ -356,8 +379,10 @@ def summary_table(
     that cell's score and of every aggregate above it (language, task, suite),
     counted in ``shortened``, and the cell is marked incomplete with a note
     such as "3 of 110 shortened (excluded)". Samples skipped as over length
-    (from ``needlebench_overlength.json``) are counted in ``skipped``; planned
-    = scored + shortened + skipped + failed + truncated_excluded. ``truncated%`` is the
+    (from ``needlebench_overlength.json``) are counted in ``skipped``. ``planned`` is the run's plan's
+    count (``RunResults.planned()``), never what could be read: it is scored + shortened + skipped + failed
+    + unreadable + truncated_excluded, and anything short of it is missing (the cell incomplete, "no
+    results for ..."); a record that could not be read back is counted in ``unreadable``. ``truncated%`` is the
     share of the answered samples whose output was cut off at its budget, and ``truncated`` their
     count (its numerator); a cell with any says how many in its note, scored as written (reference) or
     left out (``truncated="unscored"``: also counted in ``truncated_excluded``, the cell
@@ -371,8 +396,10 @@ def summary_table(
         records: graded samples (with ``model``), any tasks; only S-RT, M-RT and M-RS are used.
         models: the model columns, in order.
         skipped: over-length skips per (model, task, lang, length), from ``RunResults.skipped()``.
+        planned: samples planned per (model, task, lang, length), from ``RunResults.planned()``; None (or a
+            cell it lacks): the samples found.
     """
-    summary = _Summary(records, skipped)
+    summary = _Summary(records, skipped, planned)
     corpora = _corpora(records)
     rows = []
     for spec in summary.specs():

@@ -21,6 +21,7 @@ from ..registry import get_task, make_params
 
 __all__ = [
     "CONFIG_FILES",
+    "LOADER_FILES",
     "Explainer",
     "UNATTRIBUTED",
     "WrappingRandom",
@@ -34,6 +35,16 @@ __all__ = [
 
 # each task's OpenCompass config file, as ``needlebench[_v2]_{name}_{suite}.py`` names it
 CONFIG_FILES = {"srt": "single", "mrt": "multi_retrieval", "mrs": "multi_reasoning"}
+# what OpenCompass's loader of each task opens beside the corpus files, per profile (v2's M-RS draws its names
+# from names.json, v1's reads the multi-hop records): `needlebench parity` checks a data folder holds them
+LOADER_FILES = {
+    ("v1", "srt"): ("needles.jsonl",),
+    ("v1", "mrt"): ("needles.jsonl",),
+    ("v1", "mrs"): ("multi_needle_reasoning_en.json", "multi_needle_reasoning_zh.json"),
+    ("v2", "srt"): ("needles.jsonl",),
+    ("v2", "mrt"): ("needles.jsonl",),
+    ("v2", "mrs"): ("names.json",),
+}
 UNATTRIBUTED = "UNATTRIBUTED"
 # an OpenCompass run of a cell again: (its config entry, another data folder or None, a generator or None) -> rows
 Rerun = Callable[[dict, "Path | None", "random.Random | None"], list[tuple]]
