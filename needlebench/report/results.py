@@ -190,9 +190,10 @@ def load_results(paths: list[Path], label_by_dir: bool = False) -> RunResults:
             prefix = f"{root.name}/" if label_by_dir else ""
             for entry in _read_overlength(run / "needlebench_overlength.json", out.warnings, prefix):
                 overlength[(entry.model, entry.dataset)] = entry
-            planned = {(p.model, p.dataset): p for p in _read_planned(run / PLAN_FILE, out.warnings, prefix)}
+            entries, budgets = _read_plan(run / PLAN_FILE, out.warnings, prefix)
+            planned = {(p.model, p.dataset): p for p in entries}
             plans.update(planned)
-            out.budgets.update(_read_budgets(run / PLAN_FILE, prefix))
+            out.budgets.update(budgets)
             for model_dir in sorted(p for p in (run / "results").iterdir() if p.is_dir()):
                 files = sorted(model_dir.glob("*.samples.jsonl"))
                 ours = {p.name.removesuffix(".samples.jsonl") for p in files}
@@ -310,17 +311,19 @@ def _bad_lines_note(path: Path, bad: list[BadLine], placed: bool) -> str:
     return f"{path}: {len(bad)} line(s) could not be read (line {where}; first: {bad[0].reason[:120]}); {then}"
 
 
-def _read_planned(path: Path, warnings: list[str], prefix: str = "") -> list[Planned]:
-    """Each (model, dataset)'s planned cells from a run's plan; none where the plan predates them.
+def _read_plan(path: Path, warnings: list[str], prefix: str = "") -> tuple[list[Planned], dict[tuple[str, str], int]]:
+    """What the reports take from a run's plan: each (model, dataset)'s planned cells (none where the plan
+    predates them) and its output budget (``max_out_len``: its limit's ``out_len``, where set), which the
+    reports name where answers were cut off at it (:mod:`needlebench.report.cutoff`).
 
-    The plan's own reader lives on a higher layer (``planning.run.read_plan``); this reads only its
-    ``planned`` entries, as JSON.
+    The plan's own reader lives on a higher layer (``planning.run.read_plan``); this reads those entries as
+    JSON. A plan that cannot be read gives none, with a warning.
     """
     if not path.is_file():
-        return []
+        return [], {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return [
+        models = json.loads(path.read_text(encoding="utf-8"))["models"]
+        planned = [
             Planned(
                 model=f"{prefix}{m['abbr']}",
                 dataset=abbr,
@@ -329,31 +332,20 @@ def _read_planned(path: Path, warnings: list[str], prefix: str = "") -> list[Pla
                 cells=tuple((c[0], c[1], int(c[2])) for c in info["cells"]),
                 fields=dict(info.get("fields") or {}),
             )
-            for m in data["models"]
+            for m in models
             for abbr, info in (m.get("planned") or {}).items()
             if info
         ]
-    except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
-        warnings.append(f"{path}: unreadable plan ({type(exc).__name__}: {exc}); planned counts are what was read")
-        return []
-
-
-def _read_budgets(path: Path, prefix: str = "") -> dict[tuple[str, str], int]:
-    """Each (model, dataset)'s output budget (``max_out_len``) from a run's plan: its limits' ``out_len``.
-
-    The reports mark numbers whose answers were cut off at it (:mod:`needlebench.report.cutoff`). Unset
-    budgets and a plan that cannot be read give none (:func:`_read_planned` warns about the latter).
-    """
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return {
+        budgets = {
             (f"{prefix}{m['abbr']}", str(abbr)): int(limit["out_len"])
-            for m in data["models"]
+            for m in models
             for abbr, limit in (m.get("limits") or {}).items()
             if limit.get("out_len")
         }
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return {}
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+        warnings.append(f"{path}: unreadable plan ({type(exc).__name__}: {exc}); planned counts are what was read")
+        return [], {}
+    return planned, budgets
 
 
 def _read_overlength(path: Path, warnings: list[str], prefix: str = "") -> list[Overlength]:
