@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ...context.tokenizer import get_encoding
+from ...jsonl import read_jsonl
 from ..registry import get_task, make_params
 
 __all__ = [
@@ -282,7 +283,7 @@ class Explainer:
             tags.add("buffer_shrink")
         if mine.prompt != prompt and self.profile == "v2":
             if len(tokens) - sum(len(enc.encode(t)) for t in texts) < mine.meta.get("haystack_tokens", 0):
-                docs = len((self.folder / cell["file_list"][0]).read_text(encoding="utf-8").splitlines())
+                docs = len(read_jsonl(self.folder / cell["file_list"][0]))  # the loader's documents, a line each
                 again = {**cell, "num_repeats_per_file": repeat + 1}
                 prompt, _, tokens, _ = self.rerun(again, self.wrapped, WrappingRandom(docs))[repeat]
                 tags.add("wrap")
