@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import ROOT, bin_path, run_opencompass
 from mmengine.config import Config
 
@@ -169,3 +170,73 @@ def test_needlebench_run_writes_the_files_the_opencompass_command_writes(tmp_pat
     assert not different, different
     table = (plain / "summary" / "needlebench_summary.csv").read_text(encoding="utf-8")
     assert "100" in table, table
+
+
+def test_another_release_or_a_renamed_module_turns_the_lean_start_off() -> None:
+    """On an OpenCompass or mmengine the stand-ins were not written for, nothing is put in place; a stand-in
+    target that cannot be imported leaves no lazy shell or stand-in in ``sys.modules``."""
+    code = (
+        "import json, sys\n"
+        "import needlebench.opencompass.task_entry as t\n"
+        "before = set(sys.modules)\n"
+        "t.WRITTEN_FOR['opencompass'] = (('opencompass',), r'9\\.9\\.9')\n"
+        "other = t.start_lean()\n"
+        "after_other = sorted(set(sys.modules) - before)\n"
+        "t.WRITTEN_FOR['opencompass'] = (('opencompass',), r'0\\.5\\.4')\n"
+        "t.STAND_INS['opencompass.renamed_in_another_release'] = t.StandIns(first=(), packages={'torch': {'Tensor': t.LAZY}})\n"
+        "renamed = t.start_lean()\n"
+        "left = [n for n, m in sys.modules.items() if isinstance(m, t._LAZY_KINDS)]\n"
+        "print(json.dumps({'other': other, 'after_other': after_other, 'renamed': renamed, 'left': left}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["other"].startswith("opencompass 0.5.4 is not the release the lean start was written for")
+    assert not [m for m in found["after_other"] if m.startswith("opencompass")], found["after_other"]
+    assert found["renamed"].startswith("ModuleNotFoundError: No module named 'opencompass.renamed_in_another_release'")
+    assert found["left"] == [], found["left"]
+
+
+def test_a_task_whose_lean_start_fails_imports_opencompass_in_full_and_writes_the_same_files(tmp_path: Path) -> None:
+    """A real infer task whose stand-ins name a module this OpenCompass lacks (as a renamed module would) says so
+    once, imports OpenCompass in full and writes the very prediction files the lean task wrote."""
+    config = tmp_path / "keep.py"  # the driver's oracle config, its task files kept (tmp/ in the current folder)
+    text = (ROOT / "tests" / "configs" / "e2e_driver.py").read_text(encoding="utf-8")
+    config.write_text(text.replace("eval_workers=1)", "eval_workers=1, keep_tmp_file=True)"), encoding="utf-8")
+    done = subprocess.run(
+        [bin_path("needlebench"), "run", str(config), "-w", "work"], cwd=tmp_path, capture_output=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    (run,) = (tmp_path / "work").iterdir()
+    (infer,) = [p for p in (tmp_path / "tmp").glob("*_params.py") if "metric_names" not in p.read_text()]
+    lean = run / "predictions" / "oracle"
+    lean.rename(run / "predictions" / "lean")
+    code = (
+        "import json, sys\n"
+        "import needlebench.opencompass.task_entry as t\n"
+        "t.STAND_INS['opencompass.renamed_in_another_release'] = t.StandIns(first=(), packages={'torch': {'Tensor': t.LAZY}})\n"
+        "t.main(['infer', sys.argv[1]])\n"
+        "print(json.dumps({'datasets': sum(m.startswith('opencompass.datasets.') for m in sys.modules),"
+        " 'lazy': [n for n, m in sys.modules.items() if isinstance(m, t._LAZY_KINDS)]}))\n"
+    )
+    full = subprocess.run(
+        [sys.executable, "-c", code, str(infer)], cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+    assert full.returncode == 0, full.stderr[-3000:]
+    found = json.loads(full.stdout.strip().splitlines()[-1])
+    assert found["lazy"] == [] and found["datasets"] > 50, found  # OpenCompass's whole package, as its script has it
+    assert full.stderr.count("the lean task start is off (ModuleNotFoundError") == 1, full.stderr[-2000:]
+    again = {p.name: p.read_bytes() for p in lean.iterdir() if p.suffix == ".json"}
+    before = {p.name: p.read_bytes() for p in (run / "predictions" / "lean").iterdir() if p.suffix == ".json"}
+    assert again and again == before
+
+
+def test_a_task_command_without_its_script_is_refused_not_swapped_quietly() -> None:
+    from needlebench.opencompass.task_entry import MODULE, through_entry
+
+    assert through_entry("python /oc/openicl_infer.py cfg.py", "/oc/openicl_infer.py", "infer") == (
+        f"python -m {MODULE} infer cfg.py"
+    )
+    for command in ("python -m opencompass.tasks.openicl_infer cfg.py", "x /oc/openicl_infer.py /oc/openicl_infer.py"):
+        with pytest.raises(RuntimeError, match="does not run /oc/openicl_infer.py once"):
+            through_entry(command, "/oc/openicl_infer.py", "infer")

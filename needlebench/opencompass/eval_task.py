@@ -34,7 +34,7 @@ from opencompass.utils import get_infer_output_path, get_logger
 
 from ..cache.pages import releasing
 from .predictions import PROMPT_KEY, dataset_prediction_files, iter_prediction_file
-from .task_entry import MODULE as ENTRY
+from .task_entry import through_entry
 
 __all__ = ["NeedleBenchEvalTask"]
 
@@ -52,8 +52,7 @@ class NeedleBenchEvalTask(OpenICLEvalTask):
             cfg_path: the task's config file.
             template: the runner's command template (``{task_cmd}``).
         """
-        command = super().get_command(cfg_path, template)
-        return command.replace(inspect.getfile(OpenICLEvalTask), f"-m {ENTRY} eval")
+        return through_entry(super().get_command(cfg_path, template), inspect.getfile(OpenICLEvalTask), "eval")
 
     def _prompts_unused(self) -> bool:
         """Whether this dataset's evaluator is ours and does not ask for the prompts."""

@@ -12,7 +12,7 @@ import inspect
 
 from opencompass.tasks.openicl_infer import OpenICLInferTask
 
-from .task_entry import MODULE
+from .task_entry import through_entry
 
 __all__ = ["NeedleBenchInferTask"]
 
@@ -29,5 +29,4 @@ class NeedleBenchInferTask(OpenICLInferTask):
             cfg_path: the task's config file.
             template: the runner's command template (``{task_cmd}``).
         """
-        command = super().get_command(cfg_path, template)
-        return command.replace(inspect.getfile(OpenICLInferTask), f"-m {MODULE} infer")
+        return through_entry(super().get_command(cfg_path, template), inspect.getfile(OpenICLInferTask), "infer")

@@ -16,7 +16,10 @@ imports the real package on first use, and mmengine's questions about the proces
 in a process with no torch.distributed group until a model imports torch. A task whose model needs torch
 (HuggingFace) imports it then, as before; an API or oracle task never imports torch or transformers. A task
 whose config names any type by a short registry name (``type="ZeroRetriever"``) runs with the full imports,
-as OpenCompass runs it. Measured on a 4k oracle run: 7-8 s of CPU before a task's first sample became
+as OpenCompass runs it. The stand-ins name OpenCompass 0.5.4's module paths and mmengine 0.10's private
+functions: on another release of either (``WRITTEN_FOR``), or when putting them in place raises
+``ImportError`` or ``AttributeError``, the task restores ``sys.modules`` and imports OpenCompass in full, as its
+own script does, saying so once in its log (``start_lean``). Measured on a 4k oracle run: 7-8 s of CPU before a task's first sample became
 2.4 s (infer) and 3.3 s (eval) with the lazy packages, then the task modules' imports 3.7 -> 1.9 s without
 torch (the 4k pipeline 11.6 -> 7.9 s of CPU per 1,000 samples, `bench/pipeline_cost_4k.json`).
 
@@ -50,7 +53,10 @@ __all__ = [
     "load_whole_on_registry_miss",
     "typed_by_path",
     "main",
+    "start_lean",
+    "through_entry",
     "torch_imported",
+    "WRITTEN_FOR",
 ]
 
 MODULE = "needlebench.opencompass.task_entry"
@@ -188,6 +194,13 @@ STAND_INS: dict[str, StandIns] = {
     ),
 }
 TASKS = {"infer": "opencompass.tasks.openicl_infer", "eval": "needlebench.opencompass.eval_task"}
+# the releases whose module paths and private functions the lazy shells and stand-ins name: per package, the
+# distributions that install it (OpenCompass 0.5.4 requires mmengine-lite; mmengine installs the same package)
+# and the versions it was checked on (full matches; mmengine-lite 0.11.0rc3 is what OpenCompass 0.5.4 resolves)
+WRITTEN_FOR = {
+    "opencompass": (("opencompass",), r"0\.5\.4"),
+    "mmengine": (("mmengine-lite", "mmengine"), r"0\.1[01]\..*"),
+}
 FULL_IMPORTS_ENV = "NEEDLEBENCH_FULL_IMPORTS"  # =1: import OpenCompass's packages whole, as its own script does
 
 
@@ -317,6 +330,9 @@ class _LazyPackage(types.ModuleType):
             self.__spec__.loader.exec_module(self)
 
 
+_LAZY_KINDS = (_StandInModule, _LazyPackage)  # what start_lean puts in sys.modules that is not a real module
+
+
 @functools.cache
 def _exported(init: str | None) -> dict[str, tuple[str, str]]:
     """The names a package's ``__init__`` imports by name from its own submodules: name -> (submodule, its name).
@@ -422,6 +438,71 @@ def typed_by_path(text: str) -> bool:
     return _NOT_BY_PATH.search(text) is None
 
 
+def through_entry(command: str, script: str, stage: str) -> str:
+    """OpenCompass's command for a task with this entry point in place of the task's script.
+
+    Args:
+        command: the command OpenCompass's task built (``get_command``).
+        script: the task module's file, which that command runs.
+        stage: ``infer`` or ``eval``.
+
+    Raises:
+        RuntimeError: the command does not run ``script`` once (another OpenCompass builds it otherwise): run
+            as it is, it would start OpenCompass's own task instead of ours, so it is refused, not swapped quietly.
+    """
+    if command.count(script) != 1:
+        raise RuntimeError(
+            f"needlebench: OpenCompass's {stage} task command does not run {script} once, so the task cannot be "
+            f"started through {MODULE}; this needlebench was written for OpenCompass 0.5.4 (command: {command[:300]})"
+        )
+    return command.replace(script, f"-m {MODULE} {stage}")
+
+
+def _unfit() -> str | None:
+    """Why this install is not one the lean start was written for (``WRITTEN_FOR``), or None."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    for package, (dists, pattern) in WRITTEN_FOR.items():
+        for dist in dists:
+            try:
+                found = version(dist)
+                break
+            except PackageNotFoundError:
+                continue
+        else:
+            return f"{package} is not installed as a distribution ({' or '.join(dists)})"
+        if not re.fullmatch(pattern, found):
+            return f"{dist} {found} is not the release the lean start was written for ({pattern})"
+    return None
+
+
+def start_lean() -> str | None:
+    """Put the lazy packages and the stand-ins in place, or leave the imports as OpenCompass makes them.
+
+    On another OpenCompass or mmengine than ``WRITTEN_FOR`` nothing is put in place; on ``ImportError`` or
+    ``AttributeError`` while it is (a module renamed or moved), ``sys.modules`` is restored: every lazy shell
+    and stand-in goes, so the task's imports run OpenCompass's packages whole. The real modules imported
+    meanwhile stay (they registered their classes in mmengine's registries, which refuse a second import),
+    each keeping the stand-ins it took, which import the real thing when used.
+
+    Returns:
+        None when the start is lean; else why not, for the caller to log once.
+    """
+    unfit = _unfit()
+    if unfit:
+        return unfit
+    before = dict(sys.modules)
+    try:
+        install_lazy_packages()
+        import_with_stand_ins()
+    except (ImportError, AttributeError) as exc:
+        for name in [n for n, m in sys.modules.items() if isinstance(m, _LAZY_KINDS) and before.get(n) is not m]:
+            del sys.modules[name]
+        sys.modules.update(before)
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run OpenCompass's infer task, or our eval task, on a task config (OpenCompass's runners call this).
 
@@ -435,8 +516,9 @@ def main(argv: list[str] | None = None) -> None:
     with open(config, encoding="utf-8") as fh:
         lean = os.environ.get(FULL_IMPORTS_ENV) != "1" and typed_by_path(fh.read())
     if lean:
-        install_lazy_packages()
-        import_with_stand_ins()
+        why = start_lean()
+        if why is not None:
+            print(f"needlebench: the lean task start is off ({why}); OpenCompass is imported in full", file=sys.stderr)
     sys.argv = [TASKS[stage], config]
     runpy.run_module(TASKS[stage], run_name="__main__", alter_sys=True)
 
