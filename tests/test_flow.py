@@ -124,3 +124,28 @@ def test_flow_limits_are_checked_and_records_sum() -> None:
     total = flow_totals([first, second])
     assert total["requests"] == 1 and total["files"] == 2 and total["max_requests_in_flight_seen"] == 1
     assert flow_totals([]) is None
+
+
+def test_the_api_models_flow_counts_prompts_by_the_plans_tokenizer_route(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The flow's prompt counts load the model's tokenizer as the plan's room does (``limits.model_tokenizer``:
+    ``tokenizer_path``, else ``path``, with the config's ``tokenizer_kwargs``), not by a route of its own."""
+    from opencompass.utils.build import build_model_from_cfg
+
+    from needlebench.opencompass.api import ResilientOpenAISDK
+    from needlebench.opencompass.models import api_model
+    from needlebench.planning import limits
+
+    cfg = api_model(
+        "api", "served", "http://127.0.0.1:1/v1", max_seq_len=8192, tokenizer_path="/tok", tokenizer_kwargs={"a": 1}
+    )
+    asked: list[tuple] = []
+
+    def load(model: dict) -> tuple:
+        asked.append(limits.model_tokenizer(model))
+        return None, None, None
+
+    monkeypatch.setattr(limits, "load_tokenizer", load)
+    model = build_model_from_cfg(cfg)  # as OpenCompass's infer task builds it
+    assert isinstance(model, ResilientOpenAISDK)
+    assert model._prompt_tokens("one two three") > 0  # no tokenizer at hand: cl100k
+    assert asked == [limits.model_tokenizer(cfg)] == [("/tok", {"a": 1})]

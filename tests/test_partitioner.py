@@ -396,3 +396,50 @@ def test_raw_messages_to_a_local_model_stop_the_run_before_any_model_call(tmp_pa
         part(cfg)
     assert MODEL["abbr"] in str(stopped.value) and "needlebench_srt_en_4k" in str(stopped.value)
     assert not (tmp_path / "needlebench_plan.json").exists()
+
+
+def test_the_infer_tasks_budget_is_the_plans_for_every_model_kind(tmp_path: Path) -> None:
+    """The plan decides each (model, dataset)'s output budget once (``Limit.out_len``); every infer task's dataset
+    carries it as its inferencer's ``max_out_len``, which OpenCompass's infer task generates with, for every kind
+    of model our builders make and whether the budget comes from the model or from the dataset."""
+    from needlebench.opencompass.models import api_model, hf_model, lmdeploy_model, reasoning, vllm_model
+    from needlebench.planning.run import part_config, plan_run
+    from needlebench.planning.settings import RunSettings
+
+    datasets = needlebench_datasets(
+        suite="4k",
+        tasks=["srt", "mrt"],
+        langs=["en"],
+        lengths=[1000],
+        depths=[0, 100],
+        repeats=1,
+        max_out_len={"mrt": 40},
+    )
+    models = [
+        hf_model("hf", "/nonexistent/hf", max_seq_len=8192, max_out_len=24),
+        vllm_model("vllm", "/nonexistent/vllm", max_seq_len=8192, max_out_len=32),
+        lmdeploy_model("lmdeploy", "/nonexistent/lmdeploy", max_seq_len=8192, max_out_len=48),
+        api_model("api", "served", "http://127.0.0.1:1/v1", max_seq_len=8192, max_out_len=56),
+        reasoning(vllm_model("reasoner", "/nonexistent/r1", max_seq_len=8192), max_out_len=4096),
+        {**MODEL, "abbr": "oracle", "type": "needlebench.opencompass.scripted.OracleModel", "max_out_len": 16},
+    ]
+    plan = plan_run(models, datasets, RunSettings())
+    seen = set()
+    for model, run in zip(models, plan.models, strict=True):
+        for shard in run.shards:
+            for part in shard.parts:
+                dataset = next(d for d in datasets if d["abbr"] == part.dataset)
+                limit = run.limits[part.dataset]
+                want = 40 if "mrt" in part.dataset else model["max_out_len"]
+                assert limit.out_len == want, (model["abbr"], part.dataset)
+                assert part_config(dataset, limit, part)["infer_cfg"]["inferencer"]["max_out_len"] == want
+                seen.add(model["abbr"])
+    assert seen == {m["abbr"] for m in models}
+    # and in the task configs the partitioner renders (a local model: no server to ask)
+    tasks = _partition(datasets, tmp_path, model={**MODEL, "max_out_len": 24}, num_shards=2)
+    stored = read_plan(tmp_path).model("m")
+    chunks = [chunk for task in tasks for chunk in task["datasets"][0]]
+    assert chunks and all(
+        c["infer_cfg"]["inferencer"]["max_out_len"] == stored.limits[_dataset_of(c)].out_len for c in chunks
+    )
+    assert {stored.limits[_dataset_of(c)].out_len for c in chunks} == {24, 40}

@@ -57,6 +57,8 @@ class ResilientOpenAISDK(OpenAISDK):
     answers keep the server's ``finish_reason`` and reasoning, and whose requests go out by tokens in flight.
 
     Args:
+        tokenizer_kwargs: the keyword arguments the model's tokenizer loads with (as a local model's config
+            gives them), so the flow counts prompt tokens as the plan counts them (``limits.model_tokenizer``).
         key_env: the environment variable that holds the API key (comma-separated keys are used in turn),
             read when each request is sent; None: OpenCompass's ``key`` (a key, or ``"ENV"`` for
             ``$OPENAI_API_KEY`` read when the model is built).
@@ -74,6 +76,7 @@ class ResilientOpenAISDK(OpenAISDK):
     def __init__(
         self,
         key_env: str | None = None,
+        tokenizer_kwargs: dict[str, Any] | None = None,
         retry_passes: int = 0,
         retry_waits: tuple[float, ...] = (30.0, 120.0),
         max_tokens_in_flight: int | None = None,
@@ -96,6 +99,7 @@ class ResilientOpenAISDK(OpenAISDK):
         self.retry_waits = tuple(retry_waits)
         self.flow = FlowControl(self.flow_limits, log=self.logger.warning) if self.flow_limits.active else None
         self._tokenizer: Any = None
+        self.tokenizer_kwargs = dict(tokenizer_kwargs or {})
 
     def _next_valid_key(self) -> Any:
         """The key ``OpenAISDK._create_fresh_client`` gives the ``openai`` client: with ``key_env``, a function
@@ -214,7 +218,12 @@ class ResilientOpenAISDK(OpenAISDK):
         from ..planning.limits import load_tokenizer
 
         if self._tokenizer is None:
-            self._tokenizer = load_tokenizer({"path": self.path, "tokenizer_path": self.tokenizer_path})[0] or False
+            model = {
+                "path": self.path,
+                "tokenizer_path": self.tokenizer_path,
+                "tokenizer_kwargs": self.tokenizer_kwargs,
+            }
+            self._tokenizer = load_tokenizer(model)[0] or False  # the plan's route: limits.model_tokenizer
         if isinstance(prompt, str):
             text = prompt
         else:

@@ -311,6 +311,7 @@ def api_model(
     key_env: str | None = None,
     batch_size: int = 8,
     tokenizer_path: str | None = None,
+    tokenizer_kwargs: dict[str, Any] | None = None,
     temperature: float = 0.0,
     timeout: int = 3600,
     retry_passes: int = 2,
@@ -342,6 +343,8 @@ def api_model(
             it, before the first request (and, in a task, before its next one; answers saved are kept).
         batch_size: requests per batch.
         tokenizer_path: a tokenizer OpenCompass counts prompt tokens with, if given.
+        tokenizer_kwargs: the keyword arguments that tokenizer loads with, as a local model's config gives them:
+            the plan's room and the flow's token counts both load it so (``limits.model_tokenizer``).
         temperature: the sampling temperature (0: greedy).
         timeout: seconds per request.
         retry_passes: after an infer task's batches, passes that ask its failed requests again (0: none).
@@ -389,6 +392,8 @@ def api_model(
     )
     if tokenizer_path:
         cfg["tokenizer_path"] = tokenizer_path
+    if tokenizer_kwargs:
+        cfg["tokenizer_kwargs"] = dict(tokenizer_kwargs)
     return cfg
 
 

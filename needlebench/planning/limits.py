@@ -392,7 +392,13 @@ def overlength_cells(original: dict, limited: dict, ratio: float = 1.0) -> dict 
 
 
 def limited_dataset(dataset: dict, limit: Limit) -> dict:
-    """A copy of a dataset config with a model's limit decision injected.
+    """A copy of a dataset config with a model's limit decision injected: its room, its over-length policy and
+    its output budget.
+
+    Why the budget: the plan decided ``limit.out_len`` (room, shard costs, how outputs are counted); written into
+    the inferencer, it is the budget the infer task generates with, the one number every stage reads, rather
+    than OpenCompass's rule applied again to the config (the same value today, by the same rule,
+    :func:`out_len`).
 
     Args:
         dataset: the dataset config.
@@ -401,6 +407,8 @@ def limited_dataset(dataset: dict, limit: Limit) -> dict:
     out = copy.deepcopy(dataset)
     out["max_prompt_tokens"] = int(limit.max_prompt_tokens)
     out["overlength"] = limit.policy
+    if limit.out_len:
+        out.setdefault("infer_cfg", {}).setdefault("inferencer", {})["max_out_len"] = int(limit.out_len)
     return out
 
 
