@@ -126,3 +126,51 @@ def test_the_haystack_around_a_needle_is_the_same_read_from_text_or_from_utf8_by
         for cut in range(0, 7):  # the window edges fall inside a character at some of these shifts
             text = "é" * cut + prompt
             assert _around_utf8(text.encode("utf-8"), needle) == _around(text, needle), (needle, cut)
+
+
+def test_the_scoring_options_are_declared_once_and_every_signature_follows_the_declaration() -> None:
+    """``record.SCORING_OPTIONS`` names, defaults and checks every scoring option: ``ScoreOptions`` has exactly those
+    fields and defaults, the evaluator takes them by name (declaring none itself), each dataset builder's scoring
+    arguments are declared ones defaulting to None (the declared default), and a bad value is refused with the
+    declaration's one message, by the builder when the config is read and by the evaluator alike."""
+    import dataclasses
+    import inspect
+
+    from needlebench.errors import ConfigError
+    from needlebench.opencompass import configs
+    from needlebench.opencompass.evaluator import NeedleBenchEvaluator
+    from needlebench.record import SCORING_NAMES, SCORING_OPTIONS, ScoreOptions
+
+    fields = [f for f in dataclasses.fields(ScoreOptions) if f.name != "reference_strip"]
+    assert [(f.name, f.default) for f in fields] == [(o.name, o.default) for o in SCORING_OPTIONS]
+    params = inspect.signature(NeedleBenchEvaluator.__init__).parameters
+    assert not set(params) & set(SCORING_NAMES)
+    assert any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+    def declared_message(name: str, value: object) -> str:
+        option = next(o for o in SCORING_OPTIONS if o.name == name)
+        with pytest.raises(ValueError) as refused:
+            option.check(value)
+        return str(refused.value)
+
+    for option in SCORING_OPTIONS:
+        assert NeedleBenchEvaluator(**{option.name: option.default}).options == ScoreOptions()
+        with pytest.raises(ConfigError) as refused:
+            NeedleBenchEvaluator(**{option.name: "no-such-value"})
+        assert str(refused.value) == f"evaluator {declared_message(option.name, 'no-such-value')}"
+    with pytest.raises(ConfigError, match=r"unknown scoring option\(s\) \['metrik'\]; the options are \['metric'"):
+        NeedleBenchEvaluator(metrik="keyword")
+    builders = (
+        configs.needlebench_datasets,
+        configs.atc_datasets,
+        configs.atc_mc_datasets,
+        configs.needlechain_datasets,
+    )
+    for builder in builders:
+        taken = [p for name, p in inspect.signature(builder).parameters.items() if name in SCORING_NAMES]
+        assert {"truncated", "reasoning_apart"} <= {p.name for p in taken}, builder.__name__
+        for p in taken:
+            assert p.default is None, (builder.__name__, p.name)
+            with pytest.raises(ConfigError) as refused:
+                builder(**{p.name: "no-such-value"})
+            assert str(refused.value) == declared_message(p.name, "no-such-value"), (builder.__name__, p.name)

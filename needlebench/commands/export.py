@@ -18,6 +18,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..files import atomic_write
 from ..progress import Progress
+from ..record import SCORING_NAMES
 from ..sample import DATASET_VERSION, Sample
 
 __all__ = [
@@ -73,15 +74,13 @@ def iter_config_samples(config_path: str) -> Iterator[tuple[str, Sample]]:
 
 
 def score_options(dataset: dict[str, Any]) -> dict[str, Any]:
-    """The evaluator settings a dataset config gives (metric, strip_think, alpha, truncated, reasoning_apart).
+    """The scoring options a dataset config gives its evaluator (declared once: ``record.SCORING_OPTIONS``).
 
     Args:
         dataset: one needlebench dataset config.
     """
     evaluator = dict(((dataset.get("eval_cfg") or {}).get("evaluator")) or {})
-    return {
-        k: v for k, v in evaluator.items() if k in ("metric", "strip_think", "alpha", "truncated", "reasoning_apart")
-    }
+    return {k: v for k, v in evaluator.items() if k in SCORING_NAMES}
 
 
 def write_jsonl(config_path: str, out: Path, quiet: bool = False) -> int:

@@ -162,11 +162,13 @@ def _score_dataset(
     absent = Unanswered("no_prediction", f"no prediction for this id in {source.name}")
     preds = [usable.get((d.abbr, r["id"]), absent) for r in d.rows]
     settings = dict(d.info.get("score_options", {}))
+    strip = None
     if settings.get("strip_think"):  # on reference samples: OpenCompass's own strip (imports OpenCompass)
-        from ..opencompass.outputs import reference_strip
-
-        settings["reference_strip"] = reference_strip
-    options = ScoreOptions(**settings)
+        from ..opencompass.outputs import reference_strip as strip
+    try:
+        options = ScoreOptions.of(settings, reference_strip=strip)
+    except ValueError as exc:
+        raise ConfigError(f"{d.abbr}: the export's {exc}") from None
     tasks = sorted({r["task"] for r in d.rows})
     if len(tasks) != 1:
         raise ConfigError(f"{d.abbr}: an exported dataset holds one task's samples; found tasks {tasks}")

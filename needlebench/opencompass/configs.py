@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..planning.settings import RunSettings
 from ..protocol import ProtocolParams
-from ..record import REASONING_APART, TRUNCATED_POLICIES
+from ..record import ScoreOptions
 from ..tasks import all_tasks, get_task, is_needlebench, make_params
 from ..tasks.profiles import get_profile
 from ..tasks.sparse.retrieval import LANGS
@@ -180,24 +180,22 @@ def check_raw_messages(model: Mapping[str, Any], datasets: Sequence[Mapping[str,
         )
 
 
-def _scoring(truncated: str | None, reasoning_apart: str | None = None) -> dict[str, str]:
-    """The evaluator settings a builder was given (none: the defaults), checked where the config is read.
+def _scoring(**given: Any) -> dict[str, Any]:
+    """The scoring options a builder was given (None: not given), checked once, against their one declaration
+    (:data:`~needlebench.record.SCORING_OPTIONS`), where the config is read; the evaluator gets these.
 
     Args:
-        truncated: how a cut-off output counts (None: the protocol decides).
-        reasoning_apart: what is scored of an answer whose reasoning the server returned apart (None: the
-            answer alone).
+        given: option name -> value.
+
+    Raises:
+        ConfigError: a value its option does not take.
     """
-    out = {}
-    if truncated is not None:
-        if truncated not in TRUNCATED_POLICIES:
-            raise ConfigError(f"truncated: {truncated!r}; choose from {TRUNCATED_POLICIES}")
-        out["truncated"] = truncated
-    if reasoning_apart is not None:
-        if reasoning_apart not in REASONING_APART:
-            raise ConfigError(f"reasoning_apart: {reasoning_apart!r}; choose from {REASONING_APART}")
-        out["reasoning_apart"] = reasoning_apart
-    return out
+    chosen = {k: v for k, v in given.items() if v is not None}
+    try:
+        ScoreOptions.of(chosen)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return chosen
 
 
 def _per_task(value: Any, task: str, default: Any) -> Any:
@@ -307,8 +305,11 @@ def needlebench_datasets(
             params.update(task_options)
             params.update(per_task.get(task, {}))
             chosen = metric or chosen_profile.scoring.get(task, {}).get("metric", "keyword")
-            evaluator = {k: v for k, v in {"metric": chosen}.items() if k in task_spec.score_options}
-            evaluator.update(_scoring(truncated, reasoning_apart))
+            evaluator = _scoring(
+                **({"metric": chosen} if "metric" in task_spec.score_options else {}),
+                truncated=truncated,
+                reasoning_apart=reasoning_apart,
+            )
             out_len = _per_task(max_out_len, task, None)
             abbr = f"needlebench_{task}_{lang}_{suite}"
             out.append(task_dataset(abbr, task, params, out_len, evaluator, answer_turn=True, template=template))
@@ -385,8 +386,7 @@ def atc_datasets(
             protocol=protocol,
             **options,
         )
-        evaluator = {} if strip_think is None else {"strip_think": strip_think}
-        evaluator.update(_scoring(truncated, reasoning_apart))
+        evaluator = _scoring(strip_think=strip_think, truncated=truncated, reasoning_apart=reasoning_apart)
         out.append(task_dataset(f"needlebench_atc_{lang}", "atc", params, max_out_len, evaluator))
     return out
 
@@ -443,7 +443,7 @@ def atc_mc_datasets(
                 "atc_mc",
                 params,
                 max_out_len,
-                _scoring(truncated, reasoning_apart),
+                _scoring(truncated=truncated, reasoning_apart=reasoning_apart),
             )
             cfg["infer_cfg"]["prompt_template"]["template"] = {"round": oc_template_rounds(lang, style)}
             out.append(cfg)
@@ -500,8 +500,7 @@ def needlechain_datasets(
         **options,
     )
     abbr = "needlechain_quick" if quick else "needlechain"
-    evaluator: dict[str, Any] = {} if strip_think is None else {"strip_think": strip_think}
-    evaluator.update(_scoring(truncated, reasoning_apart))
+    evaluator = _scoring(strip_think=strip_think, truncated=truncated, reasoning_apart=reasoning_apart)
     return [task_dataset(abbr, "needlechain", params, max_out_len, evaluator, system=True)]
 
 

@@ -18,7 +18,7 @@ from opencompass.openicl.icl_evaluator.icl_base_evaluator import BaseEvaluator  
 from ..cache.pages import RELEASE_EVERY, dataset_mappings, released_every, rows_on_demand
 from ..errors import ConfigError
 from ..grading.evaluation import dataset_results, grade_rows, metric_names, write_results
-from ..record import METRICS, REASONING_APART, TRUNCATED_POLICIES, ScoreOptions, postprocessed
+from ..record import ScoreOptions, postprocessed
 from ..tasks import get_task
 from ..taskspec import TaskSpec
 from .outputs import output_meter, reference_strip
@@ -35,13 +35,6 @@ class NeedleBenchEvaluator(BaseEvaluator):
     partitioner says (``output_tokenizer``, ``max_out_len``: ``needlebench.opencompass.outputs``).
 
     Args:
-        metric: ``"keyword"`` (the 2025 metric) or ``"levenshtein"`` (the 2024 partial credit).
-        strip_think: drop ``<think>`` blocks before grading; None (default): only where a sample's gold
-            asks for the clarified reading (OpenCompass's own evaluators read the whole output). ``True``
-            on reference samples is OpenCompass's ``extract_non_reasoning_content``.
-        alpha: the weight of the Levenshtein partial credit.
-        truncated: ``"scored"`` or ``"unscored"`` (left out as ``truncated``) for a cut-off output; None:
-            by the sample's protocol (unscored under clarified).
         output_tokenizer: the model's tokenizer (path or hub name) outputs are counted with; None: cl100k.
         output_tokenizer_kwargs: the model config's ``tokenizer_kwargs``.
         max_out_len: the output budget the outputs were generated with (None: unknown).
@@ -49,41 +42,29 @@ class NeedleBenchEvaluator(BaseEvaluator):
             planned samples, ``grading.evaluation.metric_names``, so every model reports the same names);
             None: named from the rows this model was given.
         pred_postprocessor: OpenCompass's prediction postprocessor, if any.
-        reasoning_apart: what is scored of an answer whose reasoning the server returned apart: ``"answer"``
-            (the default) or ``"joined"`` (OpenCompass's text; :class:`~needlebench.record.ScoreOptions`).
+        scoring: the scoring options, by name, as declared once in
+            :data:`~needlebench.record.SCORING_OPTIONS` (``metric``, ``strip_think``, ``alpha``, ``truncated``,
+            ``reasoning_apart``); the others take their declared defaults. ``strip_think=True`` on reference
+            samples is OpenCompass's ``extract_non_reasoning_content``.
 
     Raises:
-        ConfigError: an unknown metric or ``truncated`` policy.
+        ConfigError: a name that is no scoring option, or a value its option does not take.
     """
 
     def __init__(
         self,
-        metric: str = "keyword",
-        strip_think: bool | None = None,
-        alpha: float = 0.2,
-        truncated: str | None = None,
         output_tokenizer: str | None = None,
         output_tokenizer_kwargs: dict | None = None,
         max_out_len: int | None = None,
         metric_names: list[str] | None = None,
         pred_postprocessor: dict | None = None,
-        reasoning_apart: str = "answer",
+        **scoring: Any,
     ) -> None:
         super().__init__(pred_postprocessor=pred_postprocessor)
-        if metric not in METRICS:
-            raise ConfigError(f"evaluator metric: {metric!r}; choose from {METRICS}")
-        if truncated is not None and truncated not in TRUNCATED_POLICIES:
-            raise ConfigError(f"evaluator truncated: {truncated!r}; choose from {TRUNCATED_POLICIES}")
-        if reasoning_apart not in REASONING_APART:
-            raise ConfigError(f"evaluator reasoning_apart: {reasoning_apart!r}; choose from {REASONING_APART}")
-        self.options = ScoreOptions(
-            metric=metric,
-            strip_think=strip_think,
-            alpha=alpha,
-            truncated=truncated,
-            reference_strip=reference_strip,
-            reasoning_apart=reasoning_apart,
-        )
+        try:
+            self.options = ScoreOptions.of(scoring, reference_strip=reference_strip)
+        except ValueError as exc:
+            raise ConfigError(f"evaluator {exc}") from None
         self.output_tokenizer = output_tokenizer
         self.output_tokenizer_kwargs = dict(output_tokenizer_kwargs or {})
         self.max_out_len = max_out_len
