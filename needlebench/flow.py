@@ -18,6 +18,7 @@ No OpenCompass here: ``opencompass.api.ResilientOpenAISDK`` drives it.
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -25,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .jsonl import read_jsonl
+from .jsonl import BadLine, read_jsonl
 
 __all__ = [
     "REQUESTS_FILE",
@@ -331,7 +332,13 @@ def read_requests(folder: Any) -> list[dict[str, Any]]:
         folder: ``<work_dir>/predictions/<model>`` (a ``pathlib.Path``).
     """
     path = folder / REQUESTS_FILE
-    return read_jsonl(path) if path.exists() else []
+    if not path.exists():
+        return []
+    bad: list[BadLine] = []  # a line a killed task left half-written: the records before it stand
+    records = read_jsonl(path, bad)
+    for line in bad:
+        logging.getLogger(__name__).warning("%s; skipped", line)
+    return records
 
 
 def request_totals(records: list[dict[str, Any]]) -> dict[str, Any] | None:

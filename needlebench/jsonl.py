@@ -41,16 +41,20 @@ class BadLine:
         return f"{self.path}:{self.number}: not a JSON line ({self.reason})"
 
 
-def iter_jsonl(path: Path | str, bad: list[BadLine] | None = None) -> Iterator[tuple[int, Any]]:
+def iter_jsonl(
+    path: Path | str, bad: list[BadLine] | None = None, errors: str = "replace"
+) -> Iterator[tuple[int, Any]]:
     """Each JSON value of a JSONL file with its line number; blank lines are passed over.
 
-    Bytes that are not UTF-8 are read as U+FFFD (shown, never dropped); ``\\r`` before a line's ``\\n`` is
-    white space to the JSON parser.
+    Bytes that are not UTF-8 are read as U+FFFD (shown, never dropped: a model's output is kept whatever it
+    holds); ``\\r`` before a line's ``\\n`` is white space to the JSON parser.
 
     Args:
         path: the file.
         bad: where a line that is not JSON goes (the caller counts it, and goes on); None: such a line
             raises.
+        errors: how bytes that are not UTF-8 are decoded: ``"replace"`` (U+FFFD), or ``"strict"`` for an
+            input that must be text (a corpus), where such a line is a bad line.
 
     Raises:
         ConfigError: a line that is not JSON (``bad`` None), naming the file and line.
@@ -62,7 +66,7 @@ def iter_jsonl(path: Path | str, bad: list[BadLine] | None = None) -> Iterator[t
             if not raw.strip():
                 continue
             try:
-                value = json.loads(raw.decode("utf-8", errors="replace"))
+                value = json.loads(raw.decode("utf-8", errors=errors))
             except ValueError as exc:
                 reason = str(exc) if raw.endswith(b"\n") else f"the file ends inside it: {exc}"
                 line = BadLine(path, number, reason)

@@ -622,6 +622,8 @@ def postprocessed(prediction: object, proc: Callable[[str], Any]) -> object:
     """
     if unanswered(prediction) is not None:
         return prediction
+    if isinstance(prediction, Mapping) and _JOINED_KEY in prediction:  # postprocessed once already: both again
+        return {"prediction": proc(prediction.get("prediction") or ""), _JOINED_KEY: proc(prediction[_JOINED_KEY])}
     if reasoning_text(prediction) is None:
         return proc(prediction_text(prediction))  # type: ignore[arg-type]
     joined = proc(prediction_text(prediction))  # type: ignore[arg-type]

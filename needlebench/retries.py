@@ -12,6 +12,7 @@ bundle sums the lines per model.
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from .jsonl import BadLine, iter_jsonl, read_jsonl
 __all__ = ["RETRIES_FILE", "RETRY_MODELS_ENV", "failed_requests", "read_retries", "record_retries", "retry_totals"]
 
 RETRIES_FILE = "needlebench_retries.jsonl"
+log = logging.getLogger(__name__)
 RETRY_MODELS_ENV = "NEEDLEBENCH_RETRY_MODELS"  # comma-separated abbrs: a resume asks again only their failures
 
 
@@ -49,8 +51,11 @@ def read_retries(folder: Path | str) -> dict[str, list[dict[str, Any]]]:
     path = Path(folder) / RETRIES_FILE
     out: dict[str, list[dict[str, Any]]] = {}
     if path.exists():
-        for item in read_jsonl(path):
+        bad: list[BadLine] = []  # a line a killed task left half-written: the file's state is the line before
+        for item in read_jsonl(path, bad):
             out.setdefault(item["abbr"], []).append(item)
+        for line in bad:
+            log.warning("%s; skipped", line)
     return out
 
 

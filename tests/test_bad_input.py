@@ -64,6 +64,19 @@ def test_missing_corpus_file_is_named(tmp_path: Path) -> None:
         _first(SparseParams(lang="en", lengths=(1000,), depths=(50,), repeats=1, corpus=str(missing)))
 
 
+def test_a_corpus_file_that_is_not_utf8_or_not_text_records_is_named(tmp_path: Path) -> None:
+    """A JSONL corpus is read by the one JSONL reader, strictly: bytes that are not UTF-8 are an error naming the
+    file, never a haystack of U+FFFD; a line without its text is named too."""
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(b'{"text": "ok"}\n{"text": "\xff\xfe"}\n')
+    with pytest.raises(ConfigError, match=r"binary.jsonl:2: not a JSON line \('utf-8' codec can't decode"):
+        load_corpus("en", str(binary))
+    wrong = tmp_path / "wrong.jsonl"
+    wrong.write_text('{"text": "ok"}\n{"body": "no text"}\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"wrong.jsonl must hold one \{'text': ...\} object a line"):
+        load_corpus("en", str(wrong))
+
+
 def test_unreadable_needle_file_is_named(tmp_path: Path) -> None:
     bad = tmp_path / "needles.jsonl"
     bad.write_text('{"id": "x", "lang": "en", "needle": "n"}\nnot json\n')

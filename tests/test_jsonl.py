@@ -82,3 +82,20 @@ def test_the_guard_sees_the_old_reader() -> None:
         "def _read_lines(path):\n    for line in path.read_text().splitlines():\n        row = json.loads(line)\n"
     )
     assert _splits_json_lines(old.body[0])
+
+
+def test_a_torn_last_line_of_a_run_log_is_skipped_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A task killed while appending leaves half a line in the retries record or the request log: the records
+    before it stand, the line is named in a warning, and a report built from the run does not stop."""
+    from needlebench.flow import REQUESTS_FILE, read_requests
+    from needlebench.retries import RETRIES_FILE, read_retries
+
+    whole = json.dumps({"abbr": "d", "failed": 2, "asked_again": 2, "passes": 1, "still_failed": 0})
+    (tmp_path / RETRIES_FILE).write_text(whole + "\n" + whole[:20], encoding="utf-8")
+    (tmp_path / REQUESTS_FILE).write_text(json.dumps({"abbr": "d", "batch_size": 4}) + '\n{"abbr": "e", "ba', "utf-8")
+    with caplog.at_level("WARNING"):
+        assert read_retries(tmp_path) == {"d": [json.loads(whole)]}
+        assert read_requests(tmp_path) == [{"abbr": "d", "batch_size": 4}]
+    assert sum("not a JSON line" in r.getMessage() for r in caplog.records) == 2

@@ -58,6 +58,30 @@ def test_redaction_finds_every_key_field_at_any_depth_and_replaces_each_whole(tm
     assert_linear(lambda t: scrub_text(t, ["sk-first"]), "ab sk-firs " * 2000, "ab sk-firs " * 16000, label="scrub")
 
 
+def test_a_short_key_is_scrubbed_as_a_token_and_two_models_never_share_a_moved_key(tmp_path: Path) -> None:
+    """A key under 8 characters is replaced where it stands alone, never inside a word of a log or a dump; two
+    abbrs whose moved variables would coincide with different keys are refused, naming both."""
+    from needlebench.errors import ConfigError
+    from needlebench.opencompass.api_keys import hide_keys, scrub_file, scrub_text
+
+    assert scrub_text("test_range=1; key='test'; latest test", ["test"]) == (
+        "test_range=1; key='<redacted>'; latest <redacted>"
+    )
+    dump = tmp_path / "dump.py"
+    dump.write_bytes(b"test_split='x'\nkey='test'\n\xff")
+    assert scrub_file(dump, ["test"]) and dump.read_bytes() == b"test_split='x'\nkey='<redacted>'\n\xff"
+    ours = "needlebench.opencompass.api.ResilientOpenAISDK"
+    with pytest.raises(ConfigError, match=r"models 'gpt-4o' and 'gpt_4o' hold different API keys"):
+        hide_keys(
+            [
+                {"type": ours, "abbr": "gpt-4o", "key": "sk-" + "a" * 20},
+                {"type": ours, "abbr": "gpt_4o", "key": "sk-" + "b" * 20},
+            ]
+        )
+    same = [{"type": ours, "abbr": a, "key": "sk-" + "a" * 20} for a in ("gpt-4o", "gpt_4o")]
+    assert hide_keys(same) == {"NEEDLEBENCH_KEY_GPT_4O": "sk-" + "a" * 20}
+
+
 def test_a_clear_key_moves_into_the_environment_and_the_variable_is_read_when_asked(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -248,3 +248,15 @@ def test_a_record_field_is_never_one_of_its_attributes() -> None:
             r.get(own)
     with pytest.raises(ValueError, match="overwrite"):
         GradedSample("a", "srt", "en", {"model": "m"}, 0.0)
+
+
+def test_a_server_answer_postprocessed_twice_keeps_both_readings() -> None:
+    """A model's postprocessor and then a dataset's: the answer stays the answer and the joined text the joined
+    text, each through both (a second pass never falls back to the joined text for the answer)."""
+    from needlebench.record import postprocessed, scored_text, server_prediction
+
+    once = postprocessed(server_prediction("answer", reasoning="reason"), str.upper)
+    twice = postprocessed(once, lambda text: f"[{text}]")
+    assert scored_text(twice, "answer") == "[ANSWER]"
+    assert scored_text(twice, "joined") == "[REASON</THINK>ANSWER]"
+    assert postprocessed("plain", str.upper) == "PLAIN"

@@ -129,7 +129,7 @@ def test_the_lean_driver_imports_only_what_a_run_uses_and_finds_registry_names()
     loaded whole."""
     code = (
         "import sys, json\nfrom needlebench.opencompass import driver\n"
-        "driver.install_lazy_packages(driver.DRIVER_LAZY_PACKAGES)\ndriver.import_with_stand_ins(driver.DRIVER_STAND_INS)\n"
+        "assert driver.start_lean(driver.DRIVER_LAZY_PACKAGES, driver.DRIVER_STAND_INS) is None\n"
         "driver.load_whole_on_registry_miss()\n"
         "import opencompass.cli.main, needlebench.opencompass.partitioner, needlebench.opencompass.summarizer\n"
         "heavy = sorted({'evaluate', 'sklearn', 'transformers.pipelines'} & set(sys.modules))\n"

@@ -84,13 +84,14 @@ def check_run(run: Path, command: str) -> Path:
             )
     for path in sorted((run / "results").glob("*/*.samples.jsonl")):
         bad: list[BadLine] = []  # a record that cannot be read is the report's to count, not a version
-        for number, record in iter_jsonl(path, bad):
+        for number, record in iter_jsonl(path, bad):  # one eval task wrote the file: its first record speaks
             version = record.get("version") if isinstance(record, dict) else DATASET_VERSION
             if version != DATASET_VERSION:
                 raise ConfigError(
                     f"{command}: {path}:{number} is a sample of dataset version {version}; this needlebench makes "
                     f"{DATASET_VERSION} (resume the run with the version that made it)"
                 )
+            break
     return config
 
 

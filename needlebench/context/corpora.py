@@ -251,7 +251,7 @@ def load_corpus(lang: str, choice: str = "packaged", raw: bool = False) -> Corpu
     path = _corpus_file(lang, choice)
     try:
         if path.suffix == ".jsonl":
-            texts = [row["text"] for _, row in iter_jsonl(path)]
+            texts = [row["text"] for _, row in iter_jsonl(path, errors="strict")]
         else:
             texts = [p for p in path.read_text(encoding="utf-8").split("\n\n") if p.strip()]
     except (OSError, UnicodeDecodeError) as exc:

@@ -25,8 +25,8 @@ With ``max_tokens_in_flight`` or ``max_requests_in_flight`` a batch's requests a
 by the tokens and requests they put in flight, and a 429/503 lowers the limits instead of being retried
 blindly by the client (:mod:`needlebench.flow`).
 
-With ``key_env`` the key is read from that environment variable when each request is sent (the ``openai``
-client takes a function for its key and calls it per request), so no config, dump or task file holds it
+With ``key_env`` the key is read from that environment variable when each request is sent (an httpx request
+hook of the client's transport sets its Authorization header), so no config, dump or task file holds it
 (:mod:`needlebench.opencompass.api_keys`); an unset variable stops the task with one message naming it
 before its first request, every answer saved before kept. The keys the model sends are removed from what it
 logs and from a failed request's recorded error.
@@ -102,11 +102,16 @@ class ResilientOpenAISDK(OpenAISDK):
         self.tokenizer_kwargs = dict(tokenizer_kwargs or {})
 
     def _next_valid_key(self) -> Any:
-        """The key ``OpenAISDK._create_fresh_client`` gives the ``openai`` client: with ``key_env``, a function
-        the client calls for each request (so the variable is read then, never when the config loads)."""
+        """The key ``OpenAISDK._create_fresh_client`` gives the ``openai`` client: with ``key_env``, none (the
+        client's transport sets each request's key as it is sent, :meth:`_authorize`), so the variable is read
+        then, never when the config loads, whichever ``openai`` release is installed."""
         if self.key_env is None:
             return super()._next_valid_key()
-        return self._key_for_request
+        return "EMPTY"
+
+    def _authorize(self, request: Any) -> None:
+        """An httpx request hook: the request carries the key read from ``key_env`` now (its Authorization)."""
+        request.headers["Authorization"] = f"Bearer {self._key_for_request()}"
 
     def _key_for_request(self) -> str:
         """The key one request is sent with, read from ``key_env`` now (none when answering from batch files)."""
@@ -118,8 +123,8 @@ class ResilientOpenAISDK(OpenAISDK):
     def _remember(self, keys: list[str]) -> list[str]:
         """Note keys read from ``key_env`` for the log filter; the set grows only when the variable changes, so
         the request threads that read it almost never see it change."""
-        if not self._sent_keys.issuperset(keys):
-            self._sent_keys.update(keys)
+        if not self._sent_keys.issuperset(keys):  # "EMPTY" and the like name no key: never scrubbed
+            self._sent_keys.update(clear_keys({"key": keys}))
         return keys
 
     def _check_key(self) -> None:
@@ -152,6 +157,8 @@ class ResilientOpenAISDK(OpenAISDK):
         if self.flow_limits.active:  # the client's retry of a throttled request would hide it from the flow
             hooks["response"] = [*hooks.get("response", []), _leave_throttling_to_flow]
         hooks["response"] = [*hooks.get("response", []), _utf8_body]  # a model's bytes never fail a request
+        if self.key_env is not None:  # the key read when each request is sent, never kept in the client
+            hooks["request"] = [*hooks.get("request", []), self._authorize]
         self.http_client_cfg = {**own, "event_hooks": hooks}
         try:
             client = super()._create_fresh_client()

@@ -131,9 +131,21 @@ def _forms(secret: str) -> list[str]:
     return list(dict.fromkeys([secret, repr(secret)[1:-1], json.dumps(secret)[1:-1]]))
 
 
+# a key shorter than this is replaced only where it stands as a whole token: as a bare substring it would
+# mangle words of logs and dumps (a key "test" in "test_range"), and no real secret is that short
+_SHORT = 8
+
+
+def _pattern(form: str) -> re.Pattern[str]:
+    """A short key's form as a whole token (no letter, digit, ``_`` or ``-`` either side): a literal between
+    lookarounds, linear to search."""
+    return re.compile(rf"(?<![\w-]){re.escape(form)}(?![\w-])")
+
+
 def scrub_text(text: str, secrets: Iterable[str]) -> str:
     """``text`` with every occurrence of each secret (as written, or escaped by repr or JSON) replaced by
-    :data:`REDACTED`. Linear: one pass of ``str.replace`` per secret form.
+    :data:`REDACTED`; a key under 8 characters only where it stands as a whole token. Linear: one pass per
+    secret form.
 
     Args:
         text: any text (a log line, a dumped config, an error message a server sent).
@@ -141,8 +153,9 @@ def scrub_text(text: str, secrets: Iterable[str]) -> str:
     """
     for secret in secrets:
         for form in _forms(secret):
-            if form:
-                text = text.replace(form, REDACTED)
+            if not form:
+                continue
+            text = text.replace(form, REDACTED) if len(form) >= _SHORT else _pattern(form).sub(REDACTED, text)
     return text
 
 
@@ -157,13 +170,12 @@ def scrub_file(path: Path | str, secrets: Iterable[str]) -> bool:
     """
     path = Path(path)
     data = path.read_bytes()
-    forms = [f.encode("utf-8") for s in secrets for f in _forms(s) if f]
-    if not any(f in data for f in forms):
+    text = data.decode("utf-8", errors="surrogateescape")  # any bytes, written back as they were
+    clean = scrub_text(text, secrets)
+    if clean == text:
         return False
-    for form in forms:
-        data = data.replace(form, REDACTED.encode("utf-8"))
     with atomic_write(path, suffix=path.suffix) as tmp:
-        tmp.write_bytes(data)
+        tmp.write_bytes(clean.encode("utf-8", errors="surrogateescape"))
     return True
 
 
@@ -191,14 +203,21 @@ def hide_keys(models: Iterable[dict[str, Any]]) -> dict[str, str]:
         The variables to set in the environment of this process (so its task processes inherit them).
     """
     moved: dict[str, str] = {}
+    owner: dict[str, str] = {}
     for model in models:
         if _type_name(model.get("type")) != OUR_API or model.get("key_env"):
             continue
         keys = _values(model.get("key"))
         if not keys:
             continue
-        name = hidden_key_env(str(model.get("abbr") or model.get("path") or "model"))
-        moved[name] = ",".join(keys)
+        abbr = str(model.get("abbr") or model.get("path") or "model")
+        name = hidden_key_env(abbr)
+        if moved.get(name, ",".join(keys)) != ",".join(keys):  # two abbrs, one variable: never the other's key
+            raise ConfigError(
+                f"models {owner[name]!r} and {abbr!r} hold different API keys in clear text, which would both "
+                f"move to ${name}; name each key's variable instead: api_model(key_env='VARIABLE')"
+            )
+        moved[name], owner[name] = ",".join(keys), abbr
         model["key_env"] = name
         del model["key"]
     return moved

@@ -124,10 +124,16 @@ class NeedleBenchEvaluator(BaseEvaluator):
         and an answer a server cut off is postprocessed as its text."""
         if getattr(self, "pred_postprocessor", None) is None:
             return predictions
-        return [
-            postprocessed(p, lambda text: super(NeedleBenchEvaluator, self).pred_postprocess([text])[0])
-            for p in predictions
-        ]
+        texts: list[Any] = []  # every text to postprocess, in the order postprocessed() asks for them
+
+        def collect(text: Any) -> Any:
+            texts.append(text)
+            return text
+
+        for p in predictions:
+            postprocessed(p, collect)
+        done = iter(super().pred_postprocess(texts))  # OpenCompass's own postprocessing, once for them all
+        return [postprocessed(p, lambda _text: next(done)) for p in predictions]
 
 
 def dataset_task(test_set: Any) -> TaskSpec | None:

@@ -476,7 +476,9 @@ def _unfit() -> str | None:
     return None
 
 
-def start_lean() -> str | None:
+def start_lean(
+    packages: tuple[str, ...] = LAZY_PACKAGES, stand_ins: Mapping[str, StandIns] | None = None
+) -> str | None:
     """Put the lazy packages and the stand-ins in place, or leave the imports as OpenCompass makes them.
 
     On another OpenCompass or mmengine than ``WRITTEN_FOR`` nothing is put in place; on ``ImportError`` or
@@ -484,6 +486,10 @@ def start_lean() -> str | None:
     and stand-in goes, so the task's imports run OpenCompass's packages whole. The real modules imported
     meanwhile stay (they registered their classes in mmengine's registries, which refuse a second import),
     each keeping the stand-ins it took, which import the real thing when used.
+
+    Args:
+        packages: the packages to put lazy shells of in place (the driver's, or a task's).
+        stand_ins: the modules to import with stand-ins (None: ``STAND_INS``, a task's).
 
     Returns:
         None when the start is lean; else why not, for the caller to log once.
@@ -493,8 +499,8 @@ def start_lean() -> str | None:
         return unfit
     before = dict(sys.modules)
     try:
-        install_lazy_packages()
-        import_with_stand_ins()
+        install_lazy_packages(packages)
+        import_with_stand_ins(STAND_INS if stand_ins is None else stand_ins)
     except (ImportError, AttributeError) as exc:
         for name in [n for n, m in sys.modules.items() if isinstance(m, _LAZY_KINDS) and before.get(n) is not m]:
             del sys.modules[name]

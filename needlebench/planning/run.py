@@ -195,19 +195,24 @@ class RunPlan:
         return cls(RunSettings.of(data["settings"]), models, memory)
 
 
-def _model_run(limits: Limits, settings: RunSettings, model: dict, datasets: Sequence[dict]) -> ModelRun:
-    """One model's limits, over-length cells and shards."""
+def _model_run(
+    limits: Limits,
+    settings: RunSettings,
+    model: dict,
+    datasets: Sequence[dict],
+    planned: Mapping[str, Mapping[str, Any]],
+) -> ModelRun:
+    """One model's limits, over-length cells and shards; ``planned`` is every dataset's planned cells (the same
+    for every model: computed once by :func:`plan_run`)."""
     abbr = model.get("abbr", "model")
     decided: dict[str, Limit] = {}
     overlength: dict[str, Mapping[str, Any]] = {}
-    planned: dict[str, Mapping[str, Any]] = {}
     limited: list[tuple[int, dict]] = []
     others = []
     for di, d in enumerate(datasets):
         if not is_needlebench(d):
             others.append(str(d.get("abbr", "")))
             continue
-        planned[d["abbr"]] = planned_cells(d) or {}
         limit = decided[d["abbr"]] = limits.decide(model, d)
         lim = limited_dataset(d, limit)
         cells = overlength_cells(d, lim, limit.tokenizer_ratio)
@@ -230,7 +235,8 @@ def _model_run(limits: Limits, settings: RunSettings, model: dict, datasets: Seq
     for index, (a, b) in enumerate(ranges):
         outputs = sum(budget[di] for di, _ in stream[a:b])
         shards.append(Shard(index, tuple(parts[index]), b - a, sum(costs[a:b]) - outputs, outputs))
-    return ModelRun(abbr, decided, overlength, tuple(shards), tuple(others), planned)
+    mine = {a: planned[a] for a in decided}
+    return ModelRun(abbr, decided, overlength, tuple(shards), tuple(others), mine)
 
 
 def plan_run(
@@ -254,7 +260,8 @@ def plan_run(
             None makes one from ``settings``.
     """
     limits = limits or Limits(settings, logger)
-    return RunPlan(settings, tuple(_model_run(limits, settings, m, datasets) for m in models))
+    planned = {d["abbr"]: planned_cells(d) or {} for d in datasets if is_needlebench(d)}
+    return RunPlan(settings, tuple(_model_run(limits, settings, m, datasets, planned) for m in models))
 
 
 def plan_changes(stored: RunPlan, new: RunPlan) -> list[str]:
