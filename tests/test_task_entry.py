@@ -17,15 +17,20 @@ from mmengine.config import Config
 from needlebench.opencompass.task_entry import typed_by_path
 
 
+def _fresh(code: str) -> dict:
+    """Run ``code`` in a fresh interpreter; the JSON its last line prints."""
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def _modules_after(code: str) -> dict:
     """Run ``code`` in a fresh interpreter after installing the lazy packages; what it prints (JSON)."""
     prelude = (
         "import sys, json\nfrom needlebench.opencompass.task_entry import install_lazy_packages, import_with_stand_ins\n"
         "install_lazy_packages()\nimport_with_stand_ins()\n"
     )
-    done = subprocess.run([sys.executable, "-c", prelude + code], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return _fresh(prelude + code)
 
 
 def test_the_task_modules_import_without_every_dataset_and_model() -> None:
@@ -139,9 +144,7 @@ def test_the_lean_driver_imports_only_what_a_run_uses_and_finds_registry_names()
         "print(json.dumps({'heavy': heavy, 'datasets': ds, 'found': f'{found.__module__}.{found.__name__}',"
         " 'custom': 'opencompass.datasets.custom' in sys.modules}))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    found = _fresh(code)
     assert found["heavy"] == [] and found["datasets"] == [], found
     # the miss loaded the packages whole, as OpenCompass imports them
     assert found["found"] == "opencompass.datasets.mmlu.MMLUDataset", found
@@ -188,9 +191,7 @@ def test_another_release_or_a_renamed_module_turns_the_lean_start_off() -> None:
         "left = [n for n, m in sys.modules.items() if isinstance(m, t._LAZY_KINDS)]\n"
         "print(json.dumps({'other': other, 'after_other': after_other, 'renamed': renamed, 'left': left}))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    found = _fresh(code)
     assert found["other"].startswith("opencompass 0.5.4 is not the release the lean start was written for")
     assert not [m for m in found["after_other"] if m.startswith("opencompass")], found["after_other"]
     assert found["renamed"].startswith("ModuleNotFoundError: No module named 'opencompass.renamed_in_another_release'")
