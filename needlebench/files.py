@@ -36,6 +36,7 @@ __all__ = [
     "verified",
     "file_checksum",
     "ChecksumWriter",
+    "file_version",
 ]
 _PACKAGE = Path(__file__).resolve().parent  # the needlebench package folder
 _SIDECAR = ".sum"
@@ -45,6 +46,22 @@ def cache_dir() -> Path:
     """Where caches live: ``$NEEDLEBENCH_CACHE``, else ``~/.cache/needlebench``."""
     root = os.environ.get("NEEDLEBENCH_CACHE")
     return Path(root) if root else Path.home() / ".cache" / "needlebench"
+
+
+def file_version(path: str | Path) -> tuple[int, int]:
+    """A file's version as a memo key: (size, modification time in ns); (-1, -1) where it cannot be read.
+
+    Why: an input read once per process (a needle file) is keyed in the dataset cache by its content, read
+    afresh; a memo by path alone would build rows from the old reading under the new content's key.
+
+    Args:
+        path: the file.
+    """
+    try:
+        stat = Path(path).stat()
+    except OSError:
+        return (-1, -1)
+    return (stat.st_size, stat.st_mtime_ns)
 
 
 # -- writing and verifying cache files ---------------------------------------------------------

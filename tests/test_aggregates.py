@@ -20,9 +20,12 @@ from conftest import assert_linear, bin_path, graded
 
 from needlebench.aggregate.uncertainty import seed_for
 from needlebench.errors import ConfigError
+from needlebench.planning.run import ModelRun, RunPlan
+from needlebench.planning.settings import RunSettings
 from needlebench.report.html import build_report
 from needlebench.report.results import load_results
 from needlebench.report.tables import difference_table, grid, summary_table
+from needlebench.runfolder.plan_file import StoredPlan, write_stored
 from needlebench.tasks.atc.open_answer_results import atc_table, atc_weighted_score
 from needlebench.tasks.needlechain.results import chain_table
 
@@ -34,12 +37,13 @@ def _write(root: Path, model: str, dataset: str, rows: list[dict], overlength: d
     folder = root / RUN / "results" / model
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{dataset}.samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    if overlength is not None:
-        (root / RUN / "needlebench_overlength.json").write_text(json.dumps(overlength))
+    if overlength is not None:  # the run's plan, holding the models' over-length cells alone
+        plan = RunPlan(RunSettings(), tuple(ModelRun(m, {}, cut, ()) for m, cut in overlength.items()))
+        write_stored(root / RUN, StoredPlan(plan))
 
 
 def _skip_record(model: str, dataset: str, cells: list[list]) -> dict:
-    """needlebench_overlength.json as the partitioner writes it (skip policy)."""
+    """A model's over-length cells as the plan records them (skip policy)."""
     return {
         model: {
             dataset: {

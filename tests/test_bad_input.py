@@ -189,7 +189,7 @@ def test_server_preflight_names_what_is_wrong(listing_server: str) -> None:
     from conftest import free_port
 
     from needlebench.opencompass.models import api_model
-    from needlebench.opencompass.preflight import check_api_server
+    from needlebench.preflight.api_server import check_api_server
 
     ok = api_model("a", "flaky", listing_server, max_seq_len=4096)
     assert check_api_server(ok) == {"models": ["flaky"], "max_model_len": 4096}

@@ -19,9 +19,9 @@ import pytest
 from conftest import ROOT, free_port, run_opencompass, start_flaky_server, stop_server
 
 from needlebench.commands.cli import main
-from needlebench.opencompass.batch import batch_line
 from needlebench.opencompass.parity import CORPUS_FILES
-from needlebench.planning.run import PLAN_FILE
+from needlebench.runfolder.plan_file import PLAN_FILE
+from needlebench.runfolder.provider_batch import batch_line
 from needlebench.sample import DATASET_VERSION
 from needlebench.tasks.sparse.alignment import LOADER_FILES
 

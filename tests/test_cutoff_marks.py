@@ -13,13 +13,14 @@ from conftest import launch_chromium
 
 from needlebench.aggregate.plots import pyplot
 from needlebench.planning.limits import Limit
-from needlebench.planning.run import ModelRun, RunPlan, write_plan
+from needlebench.planning.run import ModelRun, RunPlan
 from needlebench.planning.settings import RunSettings
 from needlebench.report.board_pages import leaderboard_markdown, write_leaderboard
 from needlebench.report.cutoff import COLOUR, CutOff
 from needlebench.report.figures import ALL_CUT_HATCH, CUT_HATCH, heatmap_figure
 from needlebench.report.html import build
 from needlebench.report.leaderboard import build_leaderboard
+from needlebench.runfolder.plan_file import StoredPlan, write_stored
 
 MODEL = "m1"
 BUDGETS = {"srt_zh": 24, "srt_en": 32}
@@ -63,7 +64,7 @@ def cut_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, l
     for dataset, lines in rows.items():
         (folder / f"{dataset}.samples.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     limits = {d: Limit(8192, 8000, "shorten", None, 1.0, None, 8000, out_len=n) for d, n in BUDGETS.items()}
-    write_plan(RunPlan(RunSettings(), (ModelRun(MODEL, limits, {}, ()),)), run)
+    write_stored(run, StoredPlan(RunPlan(RunSettings(), (ModelRun(MODEL, limits, {}, ()),))))
     return root, rows
 
 

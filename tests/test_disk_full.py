@@ -12,7 +12,7 @@ import pytest
 
 from needlebench.errors import OutOfSpace
 from needlebench.files import atomic_write
-from needlebench.opencompass.resume import repair_predictions
+from needlebench.runfolder.pieces import repair_predictions
 
 
 @pytest.fixture

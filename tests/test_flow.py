@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from needlebench.flow import FlowControl, FlowLimits, flow_totals
+from needlebench.flow import FlowControl, FlowLimits
+from needlebench.runfolder.request_log import flow_totals
 
 
 def _run(flow: FlowControl, costs: list[int], hold: float = 0.01) -> tuple[list[int], list[tuple[int, int]]]:

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 import pytest
 from conftest import ROOT, assert_linear
 
-from needlebench.opencompass.predictions import PredictionFile, PredictionLog, iter_prediction_file, looks_whole
+from needlebench.runfolder.predictions import PredictionFile, PredictionLog, iter_prediction_file, looks_whole
 
 STOCK_INFERENCER = "opencompass.openicl.icl_inferencer.GenInferencer"
 OURS_INFERENCER = "needlebench.opencompass.inferencer.BatchGenInferencer"
@@ -92,7 +92,7 @@ def _files(folder: Path) -> list[str]:
 def test_predictions_and_results_are_opencompass_bytes(runs: tuple[Path, Path, Path]) -> None:
     """Every prediction and result file of the batch-bounded path equals the stock path's, byte for byte; beside
     them, ours adds only its record of how each file's requests went out (``needlebench_requests.jsonl``)."""
-    from needlebench.flow import REQUESTS_FILE
+    from needlebench.runfolder.request_log import REQUESTS_FILE
 
     stock, ours, _ = runs
     for sub in ("predictions", "results"):
@@ -127,7 +127,7 @@ def test_prompts_kept_as_digests_change_no_answer_or_result_and_name_every_sampl
     the answers, the tmp_-free folders and every result file are the text run's, byte for byte; and
     ``needlebench prompt`` reads any sample's prompt back from the dataset cache, beside its kept digest."""
     from needlebench.commands.prompt import show_prompt
-    from needlebench.opencompass.carryover import prompt_digest
+    from needlebench.runfolder.predictions import prompt_digest
 
     _, text, digest = runs
     assert _files(text / "predictions") == _files(digest / "predictions")
@@ -279,7 +279,7 @@ def test_prediction_log_is_a_dict_on_disk(tmp_path: Path) -> None:
 def test_prediction_file_reader_is_linear_and_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The eval task's reader gives ``json.load``'s entries for any JSON object file, in chunks that cut strings,
     escapes and numbers anywhere; a cut file is an error and ``looks_whole`` says so; time linear in the size."""
-    import needlebench.opencompass.predictions as predictions
+    import needlebench.runfolder.predictions as predictions
 
     data = {
         str(i): {"origin_prompt": [{"role": "HUMAN", "prompt": 'a"\\\n\u00e9\U0001f600' * (i * 37)}], "n": i * 1.5e-3}

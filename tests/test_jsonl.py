@@ -89,8 +89,8 @@ def test_a_torn_last_line_of_a_run_log_is_skipped_with_a_warning(
 ) -> None:
     """A task killed while appending leaves half a line in the retries record or the request log: the records
     before it stand, the line is named in a warning, and a report built from the run does not stop."""
-    from needlebench.flow import REQUESTS_FILE, read_requests
-    from needlebench.retries import RETRIES_FILE, read_retries
+    from needlebench.runfolder.request_log import REQUESTS_FILE, read_requests
+    from needlebench.runfolder.retries import RETRIES_FILE, read_retries
 
     whole = json.dumps({"abbr": "d", "failed": 2, "asked_again": 2, "passes": 1, "still_failed": 0})
     (tmp_path / RETRIES_FILE).write_text(whole + "\n" + whole[:20], encoding="utf-8")

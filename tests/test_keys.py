@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import OPENCOMPASS, ROOT, assert_linear, bin_path, free_port, start_flaky_server
 
-from needlebench.opencompass.api_keys import (
+from needlebench.runfolder.keys import (
     REDACTED,
     MissingKey,
     clear_keys,
@@ -62,7 +62,7 @@ def test_a_short_key_is_scrubbed_as_a_token_and_two_models_never_share_a_moved_k
     """A key under 8 characters is replaced where it stands alone, never inside a word of a log or a dump; two
     abbrs whose moved variables would coincide with different keys are refused, naming both."""
     from needlebench.errors import ConfigError
-    from needlebench.opencompass.api_keys import hide_keys, scrub_file, scrub_text
+    from needlebench.runfolder.keys import hide_keys, scrub_file, scrub_text
 
     assert scrub_text("test_range=1; key='test'; latest test", ["test"]) == (
         "test_range=1; key='<redacted>'; latest <redacted>"
@@ -116,7 +116,7 @@ def test_the_key_variable_is_read_per_request_not_when_the_model_is_built(
     from needlebench.errors import ConfigError
     from needlebench.opencompass.api import ResilientOpenAISDK
     from needlebench.opencompass.models import api_model
-    from needlebench.opencompass.preflight import check_api_server
+    from needlebench.preflight.api_server import check_api_server
 
     canary = f"sk-canary-{secrets.token_hex(8)}"
     port, log = free_port(), tmp_path / "requests.jsonl"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "needlebench"
 
-# docs/reference/layout.md's layer table, bottom (1) to top (9)
+# docs/reference/layout.md's layer table, bottom (1) to top (11)
 LAYERS: dict[str, int] = {
     "record": 1,
     "errors": 1,
@@ -24,17 +24,18 @@ LAYERS: dict[str, int] = {
     "sample": 2,
     "protocol": 2,
     "files": 2,
-    "retries": 3,
     "flow": 3,
     "taskspec": 3,
     "context": 3,
     "grading": 4,
     "tasks": 5,
-    "report": 6,
     "cache": 6,
     "planning": 7,
-    "opencompass": 8,
-    "commands": 9,
+    "runfolder": 8,
+    "report": 9,
+    "preflight": 9,
+    "opencompass": 10,
+    "commands": 11,
 }
 
 

@@ -10,9 +10,9 @@ import pytest
 from needlebench.cache.rows import load_rows
 from needlebench.opencompass.configs import needlebench_datasets
 from needlebench.opencompass.partitioner import NeedleBenchPartitioner
-from needlebench.planning.run import PLAN_FILE, read_plan
 from needlebench.planning.shards import shard_ranges
 from needlebench.report.html import build_report
+from needlebench.runfolder.plan_file import PLAN_FILE, read_plan
 from needlebench.tasks import config_params
 
 MODEL = dict(
@@ -129,8 +129,7 @@ def test_overlength_prompts_are_shortened_or_skipped_and_reported(tmp_path: Path
                 tail = row["prompt"].rsplit("</Document>", 1)[1]
                 assert any(marker in tail for marker in QUESTION_MARKER[protocol]), tail
         assert sum(m["length"] == 1000 for m in metas) > 0
-    record = json.loads((tmp_path / "needlebench_overlength.json").read_text())
-    info = record["m"]["needlebench_srt_en_4k"]
+    info = read_plan(tmp_path).model("m").overlength["needlebench_srt_en_4k"]  # type: ignore[union-attr]
     assert info["policy"] == policy and info["max_prompt_tokens"] == room
     assert (info["num_skipped"] if policy == "skip" else info["num_shortened"]) == 3
     # the report shows it
@@ -142,7 +141,7 @@ def test_overlength_prompts_are_shortened_or_skipped_and_reported(tmp_path: Path
         )
         + "\n"
     )
-    (run / "needlebench_overlength.json").write_text((tmp_path / "needlebench_overlength.json").read_text())
+    (run / PLAN_FILE).write_text((tmp_path / PLAN_FILE).read_text())
     page = build_report([run]).read_text()
     assert "overlength" in page and policy in page
 
@@ -278,13 +277,13 @@ def test_resume_cuts_the_remaining_work_as_the_first_run_did(tmp_path: Path) -> 
 
 def test_eval_stage_groups_a_models_datasets_into_eval_workers_tasks() -> None:
     """One eval task (one OpenCompass import, one Slurm job) per group of datasets, in order, none lost."""
-    from needlebench.opencompass.partitioner import _groups
+    from needlebench.runfolder.lifecycle import eval_groups
 
     datasets = [{"abbr": f"d{i}"} for i in range(5)]
-    grouped = _groups(datasets, 2)
+    grouped = eval_groups(datasets, 2)
     assert len(grouped) == 2 and [d for g in grouped for d in g] == datasets
     assert sorted(len(g) for g in grouped) == [2, 3]
-    assert _groups(datasets, 0) == [[d] for d in datasets] == _groups(datasets, 9)
+    assert eval_groups(datasets, 0) == [[d] for d in datasets] == eval_groups(datasets, 9)
 
 
 def test_a_runs_eval_tasks_span_its_models(tmp_path: Path) -> None:

@@ -13,7 +13,8 @@ from conftest import ROOT, run_export
 
 from needlebench.commands.cli import main
 from needlebench.commands.plan import PlanReport, common_prefix, format_plan, plan_config
-from needlebench.opencompass.partitioner import OVERLENGTH_FILE, NeedleBenchPartitioner
+from needlebench.opencompass.partitioner import NeedleBenchPartitioner
+from needlebench.runfolder.plan_file import read_plan
 
 CONFIG = "tests/configs/plan_tiny.py"
 
@@ -53,7 +54,7 @@ def test_short_model_shows_the_cells_the_partitioner_records(plan: PlanReport, t
         work_dir=str(tmp_path),
         out_dir=str(tmp_path / "predictions"),
     )
-    recorded = json.loads((tmp_path / OVERLENGTH_FILE).read_text())["short"]
+    recorded = read_plan(tmp_path).model("short").overlength  # type: ignore[union-attr]
     planned = next(m for m in plan.models if m.abbr == "short")
     cut = {d.abbr: d for d in planned.datasets if d.num_shortened or d.num_skipped}
     assert set(cut) == set(recorded) and cut  # the 2k cells do not fit 1,700 - 100 - 64 tokens
@@ -195,13 +196,13 @@ def test_the_plans_thinking_room_and_the_eval_stages_output_settings_are_one_lim
     from mmengine.config import Config
 
     from needlebench.opencompass.partitioner import NeedleBenchPartitioner
-    from needlebench.planning.run import write_plan
+    from needlebench.runfolder.plan_file import StoredPlan, write_stored
 
     thinker = next(m for m in plan.models if m.abbr == "thinker")
     run = plan.run.model("thinker")
     cfg = Config.fromfile(str(ROOT / CONFIG))
     models = [dict(m) for m in cfg["models"]]
-    write_plan(plan.run, tmp_path)
+    write_stored(tmp_path, StoredPlan(plan.run))
     tasks = NeedleBenchPartitioner(out_dir=str(tmp_path / "results"), stage="eval").partition(
         [{"models": models, "datasets": [dict(d) for d in cfg["datasets"]]}],
         work_dir=str(tmp_path),

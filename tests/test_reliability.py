@@ -16,6 +16,7 @@ import pytest
 from conftest import (
     OPENCOMPASS,
     ROOT,
+    VENV_BIN,
     bin_path,
     free_port,
     run_opencompass,
@@ -230,10 +231,11 @@ def test_resume_after_sigkill_in_inference_and_in_evaluation(tmp_path: Path) -> 
 
 
 def _replan_run(work: Path, calls: Path, *extra: str, **env: str) -> subprocess.CompletedProcess:
-    """tests/configs/e2e_replan.py through opencompass, its settings from ``env``; the counted oracle on the path."""
+    """tests/configs/e2e_replan.py through ``needlebench run`` (``--replan`` among ``extra`` where asked), its
+    settings from ``env``; the counted oracle on the path."""
     path = os.pathsep.join(filter(None, [str(ROOT / "tests"), str(ROOT), os.environ.get("PYTHONPATH")]))
     return subprocess.run(
-        [*OPENCOMPASS, "tests/configs/e2e_replan.py", "-w", str(work), *extra],
+        [str(VENV_BIN / "needlebench"), "run", "tests/configs/e2e_replan.py", "-w", str(work), *extra],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": path, "NEEDLEBENCH_TEST_CALLS": str(calls), **env},
         capture_output=True,
@@ -255,7 +257,7 @@ def _tiny_tokenizer(folder: Path) -> Path:
 
 def test_a_resume_under_another_plan_stops_before_any_call_and_replans_keeping_valid_answers(tmp_path: Path) -> None:
     """Resumed with another shard count, output budget or tokenizer, a run stops before any model call naming the
-    change; with NEEDLEBENCH_REPLAN=1 it finishes, asking only the prompts whose answers are no longer valid
+    change; with `needlebench run --replan` it finishes, asking only the prompts whose answers are no longer valid
     (none for the shards and the tokenizer, every one for the budget), and its summary is the clean run's."""
     work, calls = tmp_path / "work", tmp_path / "calls.txt"
     first = _replan_run(work, calls)
@@ -278,9 +280,9 @@ def test_a_resume_under_another_plan_stops_before_any_call_and_replans_keeping_v
         before = len(calls.read_text().splitlines())
         stopped = _replan_run(work, calls, "-r", run.name, **env)
         said = stopped.stdout + stopped.stderr
-        assert stopped.returncode != 0 and named in said and "NEEDLEBENCH_REPLAN=1" in said, said[-3000:]
+        assert stopped.returncode != 0 and named in said and "--replan" in said, said[-3000:]
         assert len(calls.read_text().splitlines()) == before  # no model was asked anything
-        done = _replan_run(work, calls, "-r", run.name, NEEDLEBENCH_REPLAN="1", **env)
+        done = _replan_run(work, calls, "-r", run.name, "--replan", **env)
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
         again = calls.read_text().splitlines()[before:]
         assert len(again) == len(set(again)) == reasked, named
@@ -292,6 +294,8 @@ def test_a_resume_under_another_plan_stops_before_any_call_and_replans_keeping_v
             assert len(rows) == len({r["id"] for r in rows}) == 4  # every sample once
         plan = json.loads((run / "needlebench_plan.json").read_text())
         assert plan["settings"]["num_shards"] == 3
+        assert plan["history"][-1] == {"stage": "replan", "request": {"replan": True, "retry": None, "batch": None}}
+        assert not (run / "needlebench_request.json").exists()  # taken: the next resume is a plain one
 
 
 # ---- failed requests asked again: in the run, and on a resume -------------------------------------------------
@@ -423,7 +427,7 @@ def reasoning_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[
 
 def _reasoned_samples(run: Path, model: str, abbr: str) -> list[tuple[dict, dict]]:
     """(prediction row, graded record) pairs of one dataset, in row order."""
-    from needlebench.opencompass.predictions import dataset_prediction_files
+    from needlebench.runfolder.predictions import dataset_prediction_files
 
     rows = []
     for path in dataset_prediction_files(str(run / "predictions" / model / f"{abbr}.json")):  # whole, or its parts

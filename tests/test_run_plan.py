@@ -16,7 +16,8 @@ import pytest
 from conftest import ROOT
 
 from needlebench.commands.plan import plan_config
-from needlebench.planning.run import PLAN_FILE, RunPlan, read_plan
+from needlebench.planning.run import RunPlan
+from needlebench.runfolder.plan_file import PLAN_FILE, read_plan
 
 # A model whose context cuts the longer cells of each suite (shortened, as the shipped configs' policy says)
 SHORT = """models = [dict(type="opencompass.models.HuggingFacewithChatTemplate", abbr="short", path="org/not-downloaded",
@@ -85,7 +86,7 @@ def test_the_stage_check_reads_the_plan_and_writes_nothing(tmp_path: Path) -> No
     """The summarizer's stage check on a run with missing and cut prediction files: it reports, it repairs nothing."""
     from mmengine.config import Config
 
-    from needlebench.opencompass.stopped import check_stages
+    from needlebench.runfolder.stopped import check_stages
 
     config = str(ROOT / CASES["tiny"][0])
     work = tmp_path / "run"
@@ -98,8 +99,7 @@ def test_the_stage_check_reads_the_plan_and_writes_nothing(tmp_path: Path) -> No
     (folder / "tmp_x.jsonl").write_text('{"a": 1}\n{"b"', encoding="utf-8")
     before = {p: p.read_bytes() for p in work.rglob("*") if p.is_file()}
     cfg = Config.fromfile(config)
-    cfg["work_dir"] = str(work)
-    check_stages(cfg)  # no limit was hit: a warning, no stop
+    check_stages(work, [m["abbr"] for m in cfg["models"]], list(cfg["datasets"]))  # no limit was hit: a warning
     after = {p: p.read_bytes() for p in work.rglob("*") if p.is_file()}
     assert after == before
     assert os.path.getsize(folder / "tmp_x.jsonl") == len('{"a": 1}\n{"b"')

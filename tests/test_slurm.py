@@ -152,7 +152,7 @@ def _assert_oracle_perfect(run: Path) -> None:
 
 def _planned_predictions(run: Path) -> list[Path]:
     """The prediction files of every piece the run's stored plan holds (3 shards)."""
-    from needlebench.planning.run import read_plan
+    from needlebench.runfolder.plan_file import read_plan
 
     plan = read_plan(run)
     assert plan is not None
@@ -177,7 +177,7 @@ def test_preflight_without_slurm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     """No srun on PATH: one message; reading a Slurm config still works (export needs no Slurm)."""
     from needlebench.errors import ConfigError
     from needlebench.opencompass.configs import runtime
-    from needlebench.opencompass.slurm_preflight import check_slurm
+    from needlebench.preflight.slurm import check_slurm
 
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(ConfigError, match=r"Slurm is not installed here \(srun, sinfo not on PATH\).*Nothing was"):
@@ -202,7 +202,7 @@ def _wait_gone(pid: int, seconds: float = 30) -> None:
 def test_preflight_with_munge_down(cluster: None) -> None:
     """munged stopped: one message naming munge; the script's `up` brings the cluster back."""
     from needlebench.errors import ConfigError
-    from needlebench.opencompass.slurm_preflight import check_slurm
+    from needlebench.preflight.slurm import check_slurm
 
     pids = dict(line.split() for line in (STATE / "pids").read_text().splitlines())
     if "munged" not in pids:
@@ -261,7 +261,7 @@ def test_slurm_run_with_two_gpus_per_job_matches_local(cluster: None, local: Pat
     _assert_oracle_perfect(run)
     # the plan the Slurm run stored is the one `needlebench plan` makes of the same config
     from needlebench.commands.plan import plan_config
-    from needlebench.planning.run import read_plan
+    from needlebench.runfolder.plan_file import read_plan
 
     assert read_plan(run) == plan_config(str(ROOT / CONFIG)).run
 

@@ -205,7 +205,7 @@ def test_opencompass_against_vllm_summary_matches_samples(
     # the partitioner's preflight reads vLLM's own listing: the served name and its --max-model-len
     from needlebench.errors import ConfigError
     from needlebench.opencompass.models import api_model
-    from needlebench.opencompass.preflight import check_api_server
+    from needlebench.preflight.api_server import check_api_server
 
     base, name = f"http://127.0.0.1:{port}/v1", server["VLLM_SERVED_NAME"]
     assert check_api_server(api_model("v", name, base, max_seq_len=8192)) == {"models": [name], "max_model_len": 8192}

@@ -33,9 +33,9 @@ from ..files import ChecksumWriter, cache_dir, cached_file, code_digest, verifie
 from ..sample import DATASET_VERSION
 from ..seeding import files_digest, stable_hash
 from ..tasks import get_task, make_params
-from .store import PROMPT_COLUMN, ROW_COLUMNS, TOKEN_COLUMNS, sample_tokens, sample_utf8
+from .store import PROMPT_COLUMN, ROW_COLUMNS, TOKEN_COLUMNS, RowsDigest, sample_tokens, sample_utf8
 
-__all__ = ["ARROW_SCHEMA", "cache_path", "materialize_file", "materialize_many", "write_rows"]
+__all__ = ["ARROW_SCHEMA", "cache_path", "materialize_file", "materialize_many", "rows_fingerprint", "write_rows"]
 
 # the features ``datasets`` reads back: the row's strings, then its token counts as integers
 _DTYPES = {**{c: "string" for c in ROW_COLUMNS}, **{c: "int64" for c in TOKEN_COLUMNS}}
@@ -64,9 +64,11 @@ def write_rows(task: str, params: Any, path: Path) -> dict[str, int]:
         path: the file to write (a temporary name; the caller renames it).
 
     Returns:
-        ``{"rows": n, "crc32": checksum of the bytes written}``, recorded in the file's sidecar.
+        ``{"rows": n, "crc32": checksum of the bytes written, "fingerprint": the rows' digest}``, recorded in
+        the file's sidecar (``store.RowsDigest``).
     """
     count = size = 0
+    digest = RowsDigest()
     columns: list[list[bytes]] = [[] for _ in ROW_COLUMNS]
     tokens: list[list[int]] = [[] for _ in TOKEN_COLUMNS]
     out = ChecksumWriter(path)  # the sidecar's checksum, taken as the bytes go out
@@ -82,6 +84,7 @@ def write_rows(task: str, params: Any, path: Path) -> dict[str, int]:
 
         for sample in get_task(task).generate(params):
             values = sample_utf8(sample)
+            digest.add(values)
             for col, value in zip(columns, values, strict=True):
                 col.append(value)
             for col, n in zip(tokens, sample_tokens(sample), strict=True):
@@ -92,7 +95,7 @@ def write_rows(task: str, params: Any, path: Path) -> dict[str, int]:
                 flush()
                 size = 0
         flush()
-    return {"rows": count, "crc32": out.checksum}
+    return {"rows": count, "crc32": out.checksum, "fingerprint": digest.hexdigest()}
 
 
 def _string_array(values: list[bytes]) -> pa.Array:
@@ -193,6 +196,27 @@ def materialize_file(task: str, **params: Any) -> tuple[Path, int]:
     path = cache_path(task, p)
     record = cached_file(path, lambda tmp: write_rows(task, p, tmp))
     return path, int(record["rows"])
+
+
+def rows_fingerprint(task: str, **params: Any) -> str:
+    """The fingerprint of a task's rows (``store.RowsDigest``): from the cache file's sidecar, built if missing;
+    generated in memory where the cache cannot be written.
+
+    Args:
+        task: registry name of the task.
+        params: the task's parameters, as in a dataset config.
+    """
+    p = make_params(task, **params)
+    try:
+        found = cached_file(cache_path(task, p), lambda tmp: write_rows(task, p, tmp)).get("fingerprint")
+    except OSError:
+        found = None
+    if found:
+        return str(found)
+    digest = RowsDigest()
+    for sample in get_task(task).generate(p):
+        digest.add(sample_utf8(sample))
+    return digest.hexdigest()
 
 
 def _claim_and_build(jobs: list[tuple[str, dict[str, Any]]]) -> None:

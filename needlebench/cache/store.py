@@ -10,12 +10,14 @@ serves stale samples. The bytes land through :mod:`needlebench.files`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 from ..sample import Sample
 
 __all__ = [
     "PROMPT_COLUMN",
+    "RowsDigest",
     "ROW_COLUMNS",
     "TOKEN_COLUMNS",
     "sample_to_row",
@@ -72,3 +74,30 @@ def sample_to_row(sample: Sample) -> dict[str, str | int]:
         **dict(zip(ROW_COLUMNS, sample_values(sample), strict=True)),
         **dict(zip(TOKEN_COLUMNS, sample_tokens(sample), strict=True)),
     }
+
+
+class RowsDigest:
+    """A dataset's fingerprint: a digest of every row's values (id, prompt, gold, meta, ...), in order.
+
+    Why: a resume must know that the rows a stored plan was made for are still the rows a config gives,
+    without planning again; token counts alone miss a changed needle of the same length. The cache writer
+    folds each row in as it writes it (kept in the file's sidecar), so a resume reads 32 hex digits per
+    dataset instead of its prompts.
+    """
+
+    def __init__(self) -> None:
+        self._hash = hashlib.blake2b(digest_size=16)
+
+    def add(self, values: tuple[bytes, ...]) -> None:
+        """Fold in one row's UTF-8 values (:func:`sample_utf8`), each with its length.
+
+        Args:
+            values: the row's values in ``ROW_COLUMNS`` order.
+        """
+        for value in values:
+            self._hash.update(len(value).to_bytes(8, "little"))
+            self._hash.update(value)
+
+    def hexdigest(self) -> str:
+        """The fingerprint of the rows folded in so far."""
+        return self._hash.hexdigest()

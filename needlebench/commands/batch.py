@@ -3,7 +3,7 @@
 ``prepare TARGET`` writes each API model's pending requests as OpenAI Batch JSONL, one file per
 prediction file (``<run>/batch/<model>/<dataset>[_<shard>].jsonl``, ``custom_id`` = the sample id, the
 bodies the online path sends): OpenCompass's infer stage runs with nothing sent
-(``opencompass.batch``). TARGET is a config (a new run in ``--work-dir``) or a run folder (its
+(``runfolder/provider_batch.py``). TARGET is a config (a new run in ``--work-dir``) or a run folder (its
 pending requests). The files go to the provider's batch API, or through vLLM's ``run_batch``.
 
 ``collect RUN RESULTS...`` reads the result files back into OpenCompass's prediction files by the
@@ -13,26 +13,40 @@ online path's own code (failed or missing lines recorded as ``request_failed``);
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
 from ..jsonl import read_jsonl
 from ..opencompass import driver
-from ..opencompass.batch import BatchMode, read_batch_results, replay_table, write_table
+from ..runfolder.provider_batch import read_batch_results, replay_table, write_table
+from ..runfolder.request import BatchMode, RunRequest, write_request
 from .retry import check_run
 
 __all__ = ["prepare_batch", "collect_batch"]
 
 
-def _opencompass(config: Path, work_dir: Path, resume: str | None, mode: BatchMode) -> int:
-    """OpenCompass's infer stage for ``config`` (resuming run ``resume``), in a batch mode."""
-    args = [*driver.command(), str(config), "-w", str(work_dir), "-m", "infer"] + (["-r", resume] if resume else [])
-    return subprocess.run(args, check=False, env={**os.environ, **mode.env()}).returncode
+def _opencompass(config: Path, run: Path, mode: BatchMode) -> int:
+    """OpenCompass's infer stage for ``config`` in run folder ``run`` (new or resumed), asked for a batch mode
+    by a request in the run folder (``runfolder.request``)."""
+    write_request(run, RunRequest(batch=mode))
+    args = [*driver.command(), str(config), "-w", str(run.parent), "-m", "infer", "-r", run.name]
+    return subprocess.run(args, check=False).returncode
+
+
+def _new_run(work: Path) -> Path:
+    """A new run folder in ``work``, named as OpenCompass names one (its start time), made here so the request
+    can be left in it before OpenCompass starts."""
+    name = datetime.now().strftime("%Y%m%d_%H%M%S")
+    run, n = work / name, 0
+    while run.exists():
+        n += 1
+        run = work / f"{name}_{n}"
+    run.mkdir(parents=True)
+    return run
 
 
 def _api_models(config: Path) -> list[str]:
@@ -59,29 +73,18 @@ def prepare_batch(target: Path, work_dir: Path, models: Sequence[str] = ()) -> i
             is a file, no API model, or a model that is not one of them.
     """
     if target.is_file():
-        config, work, resume = target, work_dir, None
-        if work.exists() and not work.is_dir():
-            raise ConfigError(f"batch prepare: --work-dir {work} is a file; give the folder the new run goes to")
+        config = target
+        if work_dir.exists() and not work_dir.is_dir():
+            raise ConfigError(f"batch prepare: --work-dir {work_dir} is a file; give the folder the new run goes to")
     elif target.is_dir():
-        config, work, resume = check_run(target, "batch prepare"), target.parent, target.name
+        config = check_run(target, "batch prepare")
     else:
         raise ConfigError(f"batch prepare: no such config file or run folder {target}")
     chosen = _choose(_api_models(config), models, config)
-    before = {p.name for p in work.iterdir()} if work.is_dir() else set()
-    work.mkdir(parents=True, exist_ok=True)
-    run = target if resume else None
-    # a new run's folder is named by OpenCompass when it starts: the files are staged, then moved into it
-    folder = run / "batch" if run is not None else work / ".needlebench_batch"
-    code = _opencompass(config, work, resume, BatchMode("prepare", str(folder), tuple(chosen)))
+    run = target if target.is_dir() else _new_run(work_dir)
+    code = _opencompass(config, run, BatchMode("prepare", str(run / "batch"), tuple(chosen)))
     if code:
         return code
-    if run is None:
-        made = sorted(p for p in work.iterdir() if p.is_dir() and p.name not in before and not p.name.startswith("."))
-        if not made:
-            raise ConfigError(f"batch prepare: OpenCompass made no run folder in {work}")
-        run = made[-1]
-        if folder.exists():
-            shutil.move(str(folder), str(run / "batch"))
     files = sorted((run / "batch").glob("*/*.jsonl"))
     lines = {f: sum(1 for line in f.open(encoding="utf-8") if line.strip()) for f in files}
     for f, n in lines.items():
@@ -116,7 +119,7 @@ def collect_batch(run: Path, results: Sequence[Path], model: str | None = None) 
         print(f"warning: {counts['unknown']} result lines match no prepared request of {chosen} (ignored)")
     mode = BatchMode("collect", str(run / "batch"), (chosen,))
     write_table(mode.table(chosen), table)
-    code = _opencompass(config, run.parent, run.name, mode)
+    code = _opencompass(config, run, mode)
     if code:
         return code
     print(

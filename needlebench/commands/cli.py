@@ -103,9 +103,9 @@ def _prompt(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..opencompass.driver import main as drive
+    from .run import run_config
 
-    drive([args.config, *args.options])
+    run_config(args.config, args.options, replan=args.replan, retry=args.retry)
     return 0
 
 
@@ -145,6 +145,20 @@ def build_parser() -> argparse.ArgumentParser:
         "config",
         metavar="CONFIG",
         help="the config, then any option `opencompass` takes after it (-w DIR, -r [TIME], -m infer, ...)",
+    )
+    rn.add_argument(
+        "--replan",
+        action="store_true",
+        help="resuming a run (-r) whose config now gives another plan: re-plan it, keeping every answer still valid "
+        "(same prompt, model and output budget) and asking the rest, instead of stopping",
+    )
+    rn.add_argument(
+        "--retry",
+        nargs="?",
+        const="",
+        metavar="MODELS",
+        help="resuming a run (-r): ask again the failed requests of these models only (comma-separated abbrs); "
+        "every model's without a value, as any resume does",
     )
     rn.set_defaults(func=_run)
     pl = _command(sub, "plan", "per model: samples, tokens, cut cells, shards and prefix reuse of a config")

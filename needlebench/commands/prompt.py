@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..planning.limits import limited_dataset
-from ..planning.run import read_plan
+from ..runfolder.plan_file import read_plan
 from ..tasks import config_params, is_needlebench
 from .retry import run_config
 
@@ -25,7 +25,7 @@ __all__ = ["show_prompt"]
 
 def _entries(run: Path, model: str, abbr: str) -> Iterator[tuple[Path, str, dict[str, Any]]]:
     """The prediction entries of one model and dataset (its parts in order): (file, key, entry)."""
-    from ..opencompass.predictions import dataset_prediction_files, iter_prediction_file
+    from ..runfolder.predictions import dataset_prediction_files, iter_prediction_file
 
     for name in dataset_prediction_files(str(run / "predictions" / model / f"{abbr}.json")):
         for key, entry in iter_prediction_file(name):

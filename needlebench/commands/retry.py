@@ -4,14 +4,13 @@ A run whose server was down or throttling for long enough ends with some samples
 (left out of every score, counted under ``failed``). This resumes the run with OpenCompass
 (``opencompass <its config> -w <work dir> -r <time>``, the config as the run stored it, through
 ``needlebench run``'s lean start): the infer stage
-asks again only the failed requests (``opencompass.carryover.requeue_failed``), every answered sample is
+asks again only the failed requests (``runfolder.carryover.requeue_failed``), every answered sample is
 kept as it is, and the eval stage and summaries are redone for the datasets it touched.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections import Counter
 from collections.abc import Sequence
@@ -21,8 +20,9 @@ from typing import Any
 from ..errors import ConfigError
 from ..jsonl import BadLine, iter_jsonl
 from ..opencompass import driver
-from ..planning.run import PLAN_FILE, RunPlan
-from ..retries import RETRY_MODELS_ENV, failed_requests
+from ..runfolder.plan_file import PLAN_FILE, StoredPlan
+from ..runfolder.request import RunRequest, write_request
+from ..runfolder.retries import failed_requests
 from ..sample import DATASET_VERSION
 
 __all__ = ["check_run", "retry_run", "run_config"]
@@ -74,7 +74,7 @@ def check_run(run: Path, command: str) -> Path:
     if plan.exists():
         try:
             text = plan.read_text(encoding="utf-8")
-            unknown = _unknown_key(json.loads(text), json.loads(RunPlan.from_json(text).to_json()))
+            unknown = _unknown_key(json.loads(text), json.loads(StoredPlan.from_json(text).to_json()))
         except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
             unknown = f"unreadable here: {type(exc).__name__}: {exc}"
         if unknown:
@@ -146,8 +146,8 @@ def retry_run(run: Path, dry_run: bool = False, models: Sequence[str] = ()) -> i
         print(f"{model} / {dataset}: {n} failed")
     if dry_run:
         return 0
-    env = {**os.environ, RETRY_MODELS_ENV: ",".join(models)} if models else None
-    done = subprocess.run([*driver.command(), str(config), "-w", str(run.parent), "-r", run.name], check=False, env=env)
+    write_request(run, RunRequest(retry=tuple(models) if models else None))
+    done = subprocess.run([*driver.command(), str(config), "-w", str(run.parent), "-r", run.name], check=False)
     if done.returncode:
         return done.returncode
     after = Counter({k: n for k, n in failed_requests(run).items() if k in before})

@@ -1,1 +1,9 @@
-"""Thin OpenCompass adapters over the needlebench core."""
+"""OpenCompass's side of the plugin: the classes its configs name, each asking the core what to do.
+
+The partitioner asks the run folder's wing (``needlebench.runfolder``) for the run's plan and renders the
+pieces not done as tasks; the dataset, inferencer and evaluator read rows from the cache and grade through
+``grading``; the summarizer writes the reports (``report``); the API model admits requests by ``flow``. The
+config builders (``configs``, ``models``), the task processes' lean entry (``task_entry``), the lean
+``opencompass`` command (``driver``) and ``needlebench parity``'s side-by-side run live here too: they are the
+only code that imports OpenCompass or mmengine.
+"""

@@ -27,7 +27,7 @@ blindly by the client (:mod:`needlebench.flow`).
 
 With ``key_env`` the key is read from that environment variable when each request is sent (an httpx request
 hook of the client's transport sets its Authorization header), so no config, dump or task file holds it
-(:mod:`needlebench.opencompass.api_keys`); an unset variable stops the task with one message naming it
+(:mod:`needlebench.runfolder.keys`); an unset variable stops the task with one message naming it
 before its first request, every answer saved before kept. The keys the model sends are removed from what it
 logs and from a failed request's recorded error.
 """
@@ -46,8 +46,8 @@ from opencompass.models.openai_api import OpenAISDK  # the module, not the packa
 from ..errors import ConfigError
 from ..flow import THROTTLE_STATUSES, FlowControl, FlowLimits
 from ..record import cut_prediction, failed_prediction, postprocessed, server_prediction, unanswered
-from .api_keys import REDACTED, clear_keys, key_from_env, scrub_text
-from .batch import capture_transport, replay_transport
+from ..runfolder.keys import REDACTED, clear_keys, key_from_env, scrub_text
+from ..runfolder.provider_batch import capture_transport, replay_transport
 
 __all__ = ["ResilientOpenAISDK", "keep_unanswered"]
 
@@ -132,7 +132,7 @@ class ResilientOpenAISDK(OpenAISDK):
 
         Raises:
             MissingKey: ``key_env`` names a variable that is not set.
-            ConfigError: the key is :data:`~needlebench.opencompass.api_keys.REDACTED` (a config read back from
+            ConfigError: the key is :data:`~needlebench.runfolder.keys.REDACTED` (a config read back from
                 a run folder, whose clear keys were removed).
         """
         if self._offline:

@@ -17,7 +17,7 @@ Python, unformatted (read back to the same config).
 
 A key a config holds in clear text never reaches the run folder: as each config loads, the clear ``key`` of
 each of our API models moves into this process's environment (inherited by every task process) and the config
-names that variable instead (``api_keys.hide_keys``), so OpenCompass's dump and its task files hold the
+names that variable instead (``runfolder.keys.hide_keys``), so OpenCompass's dump and its task files hold the
 variable's name only. Keys that cannot move (OpenCompass's own API classes, headers) are scrubbed from the
 dump by the partitioner right after it is written (``partitioner.NeedleBenchPartitioner``).
 
@@ -94,7 +94,7 @@ def hide_keys_on_load() -> None:
 
     from mmengine.config import Config
 
-    from .api_keys import hide_keys
+    from ..runfolder.keys import hide_keys
 
     load = Config.fromfile
     if getattr(load, "_needlebench_hides_keys", False):

@@ -4,7 +4,7 @@ OpenCompass's ``OpenICLEvalTask`` loads each prediction file whole (``mmengine.l
 included (``origin_prompt``: every prompt of the dataset), and keeps a second copy of the samples:
 at 1 repeat of the 1000k suite an eval task peaked at 5.3 GB. Our evaluator reads only the
 predictions (``NeedleBenchEvaluator.score`` takes predictions, references and the dataset rows), so
-this task reads the files with :func:`~needlebench.opencompass.predictions.iter_prediction_file`
+this task reads the files with :func:`~needlebench.runfolder.predictions.iter_prediction_file`
 and drops ``origin_prompt`` as it goes; everything else (parts ``<abbr>_0.json``, ``<abbr>_1.json``,
 ... merged in order, the evaluation, the result file) is OpenCompass's. Datasets scored by another
 evaluator, or by one whose ``score`` asks for ``origin_prompt``, are read by OpenCompass's own code.
@@ -33,7 +33,7 @@ from opencompass.tasks.openicl_eval import OpenICLEvalTask  # the module, not th
 from opencompass.utils import get_infer_output_path, get_logger
 
 from ..cache.pages import releasing
-from .predictions import PROMPT_KEY, dataset_prediction_files, iter_prediction_file
+from ..runfolder.predictions import PROMPT_KEY, dataset_prediction_files, iter_prediction_file
 from .task_entry import through_entry
 
 __all__ = ["NeedleBenchEvalTask"]

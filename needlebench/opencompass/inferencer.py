@@ -33,13 +33,14 @@ from opencompass.utils import batched, get_logger
 from ..cache.pages import dataset_mappings, release_mapped
 from ..errors import ConfigError
 from ..files import atomic_write
-from ..flow import record_requests
 from ..planning.settings import PROMPT_RECORDS
 from ..record import unanswered
-from ..retries import record_retries
-from .batch import BatchMode, batch_line, batch_mode
-from .carryover import CarriedAnswer, digested_entry, prompt_digest, read_pool
-from .predictions import PredictionFile, PredictionLog
+from ..runfolder.carryover import CarriedAnswer, read_pool
+from ..runfolder.predictions import PredictionFile, PredictionLog, digested_entry, prompt_digest
+from ..runfolder.provider_batch import batch_line
+from ..runfolder.request import BatchMode
+from ..runfolder.request_log import record_requests
+from ..runfolder.retries import record_retries
 from .task_entry import torch_imported
 
 __all__ = ["BatchGenInferencer", "REQUEST_ORDER"]
@@ -80,15 +81,18 @@ class BatchGenInferencer(GenInferencer):
         prompts: ``"text"`` (OpenCompass's entries, ``origin_prompt`` and all) or ``"digest"`` (each entry
             keeps its prompt's digest and sample id instead: ``carryover.digested_entry``); the partitioner
             sets it from ``runtime(prompts=...)``.
+        batch: a provider batch to prepare or collect (``runfolder.request.BatchMode`` as data), which the
+            partitioner renders into the tasks of the models a ``needlebench batch`` request names; None: online.
         *args: ``GenInferencer``'s.
         **kwargs: ``GenInferencer``'s.
     """
 
-    def __init__(self, *args: Any, prompts: str = "text", **kwargs: Any) -> None:
+    def __init__(self, *args: Any, prompts: str = "text", batch: dict | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if prompts not in PROMPT_RECORDS:
             raise ConfigError(f"inferencer prompts: {prompts!r}; choose from {PROMPT_RECORDS}")
         self.prompts = prompts
+        self.batch = BatchMode.of(batch) if batch is not None else None
 
     def inference(
         self,
@@ -119,8 +123,8 @@ class BatchGenInferencer(GenInferencer):
         saved = PredictionLog.of(folder / filename)
         index = saved.restore()
         pool = read_pool(folder)  # answers a re-plan carried over (carryover.py); empty otherwise
-        batch = batch_mode()
-        if batch is not None and folder.name in batch.models and hasattr(self.model, "request_bodies"):
+        batch = self.batch
+        if batch is not None and hasattr(self.model, "request_bodies"):
             if batch.mode == "prepare":  # the requests written as a batch file; no prediction
                 if self.is_main_process:
                     rows = range(index, len(retriever.retrieve()))

@@ -335,7 +335,7 @@ def api_model(
         max_out_len: the output budget in tokens.
         key: the API key, for a server that checks none (``"EMPTY"``) or as OpenCompass takes it (``"ENV"``:
             ``$OPENAI_API_KEY``, read when the model is built). A key written here is kept out of the run folder
-            (moved to an environment variable for the run, :mod:`~needlebench.opencompass.api_keys`), but it
+            (moved to an environment variable for the run, :mod:`~needlebench.runfolder.keys`), but it
             is still in your config file: prefer ``key_env``.
         key_env: the environment variable that holds the API key (comma-separated keys are used in turn),
             read when each request is sent, never when the config loads: the config, OpenCompass's dump of it

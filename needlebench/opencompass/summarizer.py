@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from opencompass.summarizers import DefaultSummarizer
-from opencompass.utils import get_logger
+from opencompass.utils import get_logger, model_abbr_from_cfg
 
 from ..errors import OutOfMemory, OutOfSpace
 from ..report.html import build_report
-from ..retries import failed_requests
-from .stopped import check_stages
+from ..runfolder.retries import failed_requests
+from ..runfolder.stopped import check_stages
 
 __all__ = ["NeedleBenchSummarizer"]
 
@@ -52,7 +52,9 @@ class NeedleBenchSummarizer:
         time_str = time_str or datetime.now().strftime("%Y%m%d_%H%M%S")
         logger = get_logger()
         try:  # a stage that a full disk or a memory limit stopped: one message, not tables with holes
-            check_stages(self.cfg)
+            check_stages(
+                self.cfg["work_dir"], [model_abbr_from_cfg(m) for m in self.cfg["models"]], self.cfg["datasets"]
+            )
         except (OutOfSpace, OutOfMemory) as exc:
             logger.error(str(exc))
             raise SystemExit(f"needlebench: {exc}") from None

@@ -2,22 +2,20 @@
 
 :func:`plan_run` decides, per model: each dataset's limit (:class:`~needlebench.planning.limits.Limit`),
 the cells that limit shortens or skips, and the infer tasks (shards) as contiguous pieces of the model's
-request stream, each piece a row range of one dataset. The partitioner's infer stage writes it to the run's
-folder (:data:`PLAN_FILE`, with the memory cgroup's OOM-kill count at that moment) and renders OpenCompass's
-task configs from it; its eval stage reads the limits back; ``needlebench plan`` prints it; the summarizer's
-stage check reads it and the run's files, and writes nothing. The plan is the whole run: which pieces a
-resume still has to run is a question of which output files exist, asked by whoever renders tasks.
+request stream, each piece a row range of one dataset. The run folder's wing stores it (``runfolder/plan_file.py``,
+with the memory cgroup's OOM-kill count at that moment, the datasets' fingerprints and the run's history) and
+a resume renders OpenCompass's task configs from the stored plan; the eval stage reads the limits back;
+``needlebench plan`` prints it. The plan is the whole run: which pieces a resume still has to run is a
+question of which output files are whole (``runfolder/pieces.py``).
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import logging
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ..tasks import is_needlebench
@@ -34,22 +32,14 @@ from .limits import (
 from .settings import RunSettings
 
 __all__ = [
-    "PLAN_FILE",
     "MemoryBaseline",
     "ModelRun",
     "Part",
     "RunPlan",
     "Shard",
     "part_config",
-    "plan_changes",
     "plan_run",
-    "read_plan",
-    "write_plan",
 ]
-
-log = logging.getLogger(__name__)
-
-PLAN_FILE = "needlebench_plan.json"  # written by the infer stage, read by the eval stage and the stage check
 
 
 @dataclass(frozen=True)
@@ -160,8 +150,12 @@ class RunPlan:
         return next((m for m in self.models if m.abbr == abbr), None)
 
     def to_json(self) -> str:
-        """The plan as one JSON object (what :func:`write_plan` stores)."""
-        return json.dumps(asdict(self), indent=1, sort_keys=True, ensure_ascii=False)
+        """The plan as one JSON object (what ``runfolder.plan_file`` stores, beside the run's own keys)."""
+        return json.dumps(self.to_dict(), indent=1, sort_keys=True, ensure_ascii=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan as JSON data."""
+        return asdict(self)
 
     @classmethod
     def from_json(cls, text: str) -> RunPlan:
@@ -170,7 +164,15 @@ class RunPlan:
         Args:
             text: the JSON text.
         """
-        data = json.loads(text)
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunPlan:
+        """A plan from :meth:`to_dict`'s data (keys it does not hold are ignored).
+
+        Args:
+            data: the JSON data.
+        """
         models = tuple(
             ModelRun(
                 abbr=m["abbr"],
@@ -264,48 +266,6 @@ def plan_run(
     return RunPlan(settings, tuple(_model_run(limits, settings, m, datasets, planned) for m in models))
 
 
-def plan_changes(stored: RunPlan, new: RunPlan) -> list[str]:
-    """What differs between the plan a run stored and the plan its config gives now, one line per difference.
-
-    Empty when they are the same run (the memory baseline aside). Each line names the setting, the model
-    and the datasets it touches, with the stored value and the new one; a limit field that differs for many
-    datasets of one model is one line.
-
-    Args:
-        stored: the plan the run's infer stage stored (``needlebench_plan.json``).
-        new: the plan the config gives now.
-    """
-    out = [
-        f"partitioner {name}: {getattr(stored.settings, name)!r} -> {getattr(new.settings, name)!r}"
-        for name in RunSettings.planned()
-        if getattr(stored.settings, name) != getattr(new.settings, name)
-    ]
-    settings_changed = bool(out)
-    old_models, new_models = [m.abbr for m in stored.models], [m.abbr for m in new.models]
-    if old_models != new_models:
-        out.append(f"models: {old_models} -> {new_models}")
-    for model in new.models:
-        old = stored.model(model.abbr)
-        if old is None:
-            continue
-        if set(old.limits) != set(model.limits) or old.others != model.others:
-            gone = sorted(set(old.limits) - set(model.limits)) + sorted(set(old.others) - set(model.others))
-            added = sorted(set(model.limits) - set(old.limits)) + sorted(set(model.others) - set(old.others))
-            out.append(f"{model.abbr}: datasets removed {gone or 'none'}, added {added or 'none'}")
-        fields: dict[tuple[str, str, str], list[str]] = defaultdict(list)
-        for abbr in sorted(set(old.limits) & set(model.limits)):
-            a, b = asdict(old.limits[abbr]), asdict(model.limits[abbr])
-            for name in a:
-                if a[name] != b[name]:
-                    fields[(name, repr(a[name]), repr(b[name]))].append(abbr)
-        for (name, before, after), abbrs in sorted(fields.items()):
-            where = abbrs[0] if len(abbrs) == 1 else f"{len(abbrs)} datasets ({abbrs[0]}, ...)"
-            out.append(f"{model.abbr} / {where}: {name} {before} -> {after}")
-        if not (fields or settings_changed) and set(old.limits) == set(model.limits) and old.shards != model.shards:
-            out.append(f"{model.abbr}: the shards are cut otherwise ({len(old.shards)} -> {len(model.shards)})")
-    return out
-
-
 def part_config(dataset: dict, limit: Limit, part: Part) -> dict:
     """The dataset config an infer task runs for one piece: the model's limit in, the piece's rows selected.
 
@@ -320,34 +280,3 @@ def part_config(dataset: dict, limit: Limit, part: Part) -> dict:
         cfg["reader_cfg"] = copy.deepcopy(cfg.get("reader_cfg") or {})
         cfg["reader_cfg"]["test_range"] = f"[{part.start}:{part.end}]"
     return cfg
-
-
-def write_plan(plan: RunPlan, work_dir: Path | str) -> Path:
-    """Store a run's plan in its folder, whole or not at all.
-
-    Args:
-        plan: the plan.
-        work_dir: the run's folder.
-    """
-    from ..files import atomic_write
-
-    path = Path(work_dir) / PLAN_FILE
-    with atomic_write(path) as tmp:
-        tmp.write_text(plan.to_json() + "\n", encoding="utf-8")
-    return path
-
-
-def read_plan(work_dir: Path | str) -> RunPlan | None:
-    """The plan a run's infer stage stored, or None where it stored none (or it cannot be read: warned).
-
-    Args:
-        work_dir: the run's folder.
-    """
-    path = Path(work_dir) / PLAN_FILE
-    try:
-        return RunPlan.from_json(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        log.warning("%s is unreadable (%s: %s); the limits are decided again", path, type(exc).__name__, exc)
-        return None

@@ -31,9 +31,9 @@ import pandas as pd
 from ..context.corpora import corpus_digest
 from ..errors import ConfigError
 from ..files import atomic_write
-from ..flow import read_requests, request_totals
 from ..record import GradedSample
-from ..retries import retry_totals
+from ..runfolder.request_log import read_requests, request_totals
+from ..runfolder.retries import retry_totals
 from ..tasks import all_tasks
 from .comparability import REFERENCE_CORPUS
 from .leaderboard import PUBLISHED, build_boards

@@ -15,7 +15,6 @@ as ``unreadable`` and placed in its cell by the plan, so its cell is counted who
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -26,17 +25,16 @@ from typing import Any
 from ..errors import ConfigError
 from ..jsonl import BadLine, iter_jsonl
 from ..record import GradedSample
-from ..retries import retry_totals
+from ..runfolder.plan_file import PLAN_FILE, StoredPlan
+from ..runfolder.retries import retry_totals
 from ..tasks import get_task, task_names
 
-__all__ = ["RunResults", "Overlength", "Planned", "load_results", "run_dirs", "check_comparable", "PLAN_FILE"]
-
-PLAN_FILE = "needlebench_plan.json"  # the run's plan (planning.run.PLAN_FILE), read here for its ``planned``
+__all__ = ["RunResults", "Overlength", "Planned", "load_results", "run_dirs", "check_comparable"]
 
 
 @dataclass(frozen=True)
 class Overlength:
-    """One (model, dataset) entry of a run's ``needlebench_overlength.json``: the prompts cut or skipped to fit.
+    """One (model, dataset) over-length entry of a run's plan (``ModelRun.overlength``): the prompts cut or skipped.
 
     Attributes:
         model: the model (labelled like its records: with its work dir's name when comparing dirs).
@@ -188,9 +186,9 @@ def load_results(paths: list[Path], label_by_dir: bool = False) -> RunResults:
         for run in runs:
             out.sources.append(str(run))
             prefix = f"{root.name}/" if label_by_dir else ""
-            for entry in _read_overlength(run / "needlebench_overlength.json", out.warnings, prefix):
+            entries, budgets, cut = _read_plan(run / PLAN_FILE, out.warnings, prefix)
+            for entry in cut:
                 overlength[(entry.model, entry.dataset)] = entry
-            entries, budgets = _read_plan(run / PLAN_FILE, out.warnings, prefix)
             planned = {(p.model, p.dataset): p for p in entries}
             plans.update(planned)
             out.budgets.update(budgets)
@@ -311,75 +309,60 @@ def _bad_lines_note(path: Path, bad: list[BadLine], placed: bool) -> str:
     return f"{path}: {len(bad)} line(s) could not be read (line {where}; first: {bad[0].reason[:120]}); {then}"
 
 
-def _read_plan(path: Path, warnings: list[str], prefix: str = "") -> tuple[list[Planned], dict[tuple[str, str], int]]:
-    """What the reports take from a run's plan: each (model, dataset)'s planned cells (none where the plan
-    predates them) and its output budget (``max_out_len``: its limit's ``out_len``, where set), which the
-    reports name where answers were cut off at it (:mod:`needlebench.report.cutoff`).
+def _read_plan(
+    path: Path, warnings: list[str], prefix: str = ""
+) -> tuple[list[Planned], dict[tuple[str, str], int], list[Overlength]]:
+    """What the reports take from a run's plan (``runfolder.plan_file``): each (model, dataset)'s planned cells
+    (none where the plan predates them), its output budget (``max_out_len``: its limit's ``out_len``, where
+    set), which the reports name where answers were cut off at it (:mod:`needlebench.report.cutoff`), and the
+    cells its limit shortened or skipped. A plan that cannot be read gives none, with a warning.
 
-    The plan's own reader lives on a higher layer (``planning.run.read_plan``); this reads those entries as
-    JSON. A plan that cannot be read gives none, with a warning.
+    Each over-length entry keeps the per-cell lists ([length or N or k, depth, count]) so each summary cell
+    gets its own skipped count; ``prefix`` labels the model like its records (work dir name when comparing dirs).
     """
     if not path.is_file():
-        return [], {}
+        return [], {}, []
     try:
-        models = json.loads(path.read_text(encoding="utf-8"))["models"]
+        plan = StoredPlan.from_json(path.read_text(encoding="utf-8")).plan
         planned = [
             Planned(
-                model=f"{prefix}{m['abbr']}",
+                model=f"{prefix}{m.abbr}",
                 dataset=abbr,
                 task=info["task"],
                 lang=info.get("lang", "en"),
                 cells=tuple((c[0], c[1], int(c[2])) for c in info["cells"]),
                 fields=dict(info.get("fields") or {}),
             )
-            for m in models
-            for abbr, info in (m.get("planned") or {}).items()
+            for m in plan.models
+            for abbr, info in m.planned.items()
             if info
         ]
         budgets = {
-            (f"{prefix}{m['abbr']}", str(abbr)): int(limit["out_len"])
-            for m in models
-            for abbr, limit in (m.get("limits") or {}).items()
-            if limit.get("out_len")
+            (f"{prefix}{m.abbr}", str(abbr)): int(limit.out_len)
+            for m in plan.models
+            for abbr, limit in m.limits.items()
+            if limit.out_len
         }
+        overlength = [
+            Overlength(
+                model=f"{prefix}{m.abbr}",
+                dataset=dataset,
+                task=info.get("task"),
+                lang=info.get("lang"),
+                policy=info.get("policy"),
+                max_prompt_tokens=info.get("max_prompt_tokens"),
+                shortened=info.get("num_shortened", 0),
+                skipped=info.get("num_skipped", 0),
+                shortened_cells=tuple(tuple(c) for c in info.get("shortened", [])),
+                skipped_cells=tuple(tuple(c) for c in info.get("skipped", [])),
+            )
+            for m in plan.models
+            for dataset, info in m.overlength.items()
+        ]
     except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
         warnings.append(f"{path}: unreadable plan ({type(exc).__name__}: {exc}); planned counts are what was read")
-        return [], {}
-    return planned, budgets
-
-
-def _read_overlength(path: Path, warnings: list[str], prefix: str = "") -> list[Overlength]:
-    """The partitioner's record of prompts shortened or skipped to fit each model.
-
-    Each entry keeps the per-cell lists ([length or N or k, depth, count]) so
-    each summary cell gets its own skipped count; ``prefix`` labels the model
-    like its records (work dir name when comparing dirs).
-    """
-    if not path.is_file():
-        return []
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError:
-        warnings.append(f"{path}: unreadable over-length record")
-        return []
-    rows = []
-    for model, per_dataset in data.items():
-        for dataset, info in per_dataset.items():
-            rows.append(
-                Overlength(
-                    model=f"{prefix}{model}",
-                    dataset=dataset,
-                    task=info.get("task"),
-                    lang=info.get("lang"),
-                    policy=info.get("policy"),
-                    max_prompt_tokens=info.get("max_prompt_tokens"),
-                    shortened=info.get("num_shortened", 0),
-                    skipped=info.get("num_skipped", 0),
-                    shortened_cells=tuple(tuple(c) for c in info.get("shortened", [])),
-                    skipped_cells=tuple(tuple(c) for c in info.get("skipped", [])),
-                )
-            )
-    return rows
+        return [], {}, []
+    return planned, budgets, overlength
 
 
 def check_comparable(records: Sequence[GradedSample]) -> None:

@@ -30,6 +30,7 @@ from ...context.haystack import Haystack
 from ...context.reference import chain_positions, opencompass_chain_positions
 from ...context.tokenizer import count_tokens
 from ...errors import ConfigError
+from ...files import file_version
 from ...grading.matching import prepare
 from ...record import SampleScore, ScoreOptions
 from ...sample import Sample
@@ -101,8 +102,13 @@ def needle_depths(depth: float, count: int, placement: str = "reference") -> tup
     return tuple(sorted(round(x, 3) for x in out))
 
 
-@functools.lru_cache(maxsize=8)
 def _multihop_records(path: str) -> tuple[dict, ...]:
+    """The multi-hop records of a file, read once per process and version of the file (``files.file_version``)."""
+    return _read_multihop_records(path, file_version(path))
+
+
+@functools.lru_cache(maxsize=8)
+def _read_multihop_records(path: str, version: tuple[int, int]) -> tuple[dict, ...]:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         records = tuple(

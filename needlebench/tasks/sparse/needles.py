@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import ConfigError
+from ...files import file_version
 from ...seeding import rng
 from .prompts import reference_retrieval_question
 
@@ -105,10 +106,23 @@ def _parse(row: dict, path: Path, lineno: int) -> Needle:
         raise ConfigError(f"needle file {path} line {lineno}: bad needle record ({exc})") from exc
 
 
-@functools.lru_cache(maxsize=16)
 def load_needle_bank(path: str | Path) -> NeedleBank:
-    """Read a needle file (JSON lines), checking every record."""
-    path = Path(path)
+    """Read a needle file (JSON lines), checking every record; once per process and version of the file.
+
+    Why the version (size and modification time) is part of the memo: the dataset cache keys a file's rows by
+    the needle file's content, so a file edited while a process lives must not be served from its old reading
+    (the rows would be cached under the new content's key).
+
+    Args:
+        path: the needle file.
+    """
+    return _read_needle_bank(str(path), file_version(path))
+
+
+@functools.lru_cache(maxsize=16)
+def _read_needle_bank(name: str, version: tuple[int, int]) -> NeedleBank:
+    """:func:`load_needle_bank`'s reading, memoised per file version."""
+    path = Path(name)
     try:
         # split as Python's readlines() splits (OpenCompass's M-RT shuffles exactly those lines)
         lines = io.StringIO(path.read_text(encoding="utf-8")).readlines()

@@ -1,15 +1,15 @@
-"""Batch files: an API model's pending requests written as OpenAI Batch JSONL, and the results read back.
+"""Provider batch files: an API model's pending requests written as OpenAI Batch JSONL, and the results read back.
 
 Providers' batch APIs (and vLLM's ``run_batch``, offline) take a JSONL file of requests, one per line
 (``custom_id``, ``method``, ``url``, ``body``), and return a JSONL file of results
 (``custom_id``, ``response.status_code``, ``response.body``, ``error``). ``needlebench batch prepare``
-runs the infer stage with :data:`BATCH_ENV` set to prepare: our API model
+runs the infer stage with a batch request to prepare (``request.BatchMode``): our API model
 (``api.ResilientOpenAISDK``) builds every request through OpenCompass's own ``OpenAISDK`` and the
 ``openai`` client, exactly as online, but the client's transport keeps the request body instead of
 sending it (:func:`capture_transport`), and the inferencer writes it as a batch line named by the
 sample id; no prediction is written. ``needlebench batch collect`` matches the result lines to the
 prepared ones (:func:`replay_table`: the request body's digest to its result) and runs the infer stage
-again with :data:`BATCH_ENV` set to collect: the same requests are built and each one's transport
+again with a batch request to collect: the same requests are built and each one's transport
 answers with its result (:func:`replay_transport`), so the prediction files, the failed requests
 (a result line with an error, or none) and a resume are the online path's own.
 """
@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +27,7 @@ from ..files import atomic_write
 from ..jsonl import iter_jsonl, read_jsonl
 
 __all__ = [
-    "BATCH_ENV",
     "BATCH_URL",
-    "BatchMode",
-    "batch_mode",
     "batch_line",
     "body_digest",
     "capture_transport",
@@ -42,51 +37,8 @@ __all__ = [
     "write_table",
 ]
 
-BATCH_ENV = "NEEDLEBENCH_BATCH"  # JSON: {"mode": "prepare"|"collect", "folder": ..., "models": [...]}
 BATCH_URL = "/v1/chat/completions"
 CAPTURED = "needlebench-batch-prepare"  # the placeholder answer of a captured request (never saved)
-
-
-@dataclass(frozen=True)
-class BatchMode:
-    """What a batch command asked the infer stage to do.
-
-    Attributes:
-        mode: ``"prepare"`` (write the requests) or ``"collect"`` (answer them from results).
-        folder: ``<run>/batch``: prepared files in ``<folder>/<model>/``, the collected table beside them.
-        models: the API models it applies to (by abbr); the stage leaves every other model alone.
-    """
-
-    mode: str
-    folder: str
-    models: tuple[str, ...]
-
-    def table(self, model: str) -> Path:
-        """Where ``collect`` keeps a model's results by request digest."""
-        return Path(self.folder) / model / "collected.json"
-
-    def env(self) -> dict[str, str]:
-        """The environment entry that hands this mode to OpenCompass's processes."""
-        return {BATCH_ENV: json.dumps({"mode": self.mode, "folder": self.folder, "models": list(self.models)})}
-
-
-def batch_mode() -> BatchMode | None:
-    """The batch mode this process runs in (:data:`BATCH_ENV`), None when it runs online.
-
-    Raises:
-        ConfigError: the variable is set but is not a batch mode.
-    """
-    raw = os.environ.get(BATCH_ENV)
-    if not raw:
-        return None
-    try:
-        data = json.loads(raw)
-        mode = BatchMode(str(data["mode"]), str(data["folder"]), tuple(str(m) for m in data["models"]))
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ConfigError(f"{BATCH_ENV}={raw!r} is not a batch mode ({exc})") from None
-    if mode.mode not in ("prepare", "collect"):
-        raise ConfigError(f"{BATCH_ENV}: mode {mode.mode!r}; choose from ('prepare', 'collect')")
-    return mode
 
 
 def body_digest(body: Any) -> str:

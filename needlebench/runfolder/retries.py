@@ -5,7 +5,8 @@ its batches (``inferencer.py``) and appends one line per prediction file to
 ``predictions/<model>/needlebench_retries.jsonl``: how many requests had failed, how many were asked again
 over how many passes, how many still failed. A resume (``opencompass CONFIG -r``, ``needlebench retry``)
 reads the last line of each file: a prediction file with failures left is taken apart (its answers carried
-over, ``carryover.requeue_failed``) so that only its failed requests are asked again. The report's results
+over, ``carryover.requeue_failed``) so that only its failed requests are asked again (of the models a
+``request.RunRequest`` names, or of every model). The report's results
 bundle sums the lines per model.
 """
 
@@ -17,13 +18,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .jsonl import BadLine, iter_jsonl, read_jsonl
+from ..jsonl import BadLine, iter_jsonl, read_jsonl
 
-__all__ = ["RETRIES_FILE", "RETRY_MODELS_ENV", "failed_requests", "read_retries", "record_retries", "retry_totals"]
+__all__ = ["RETRIES_FILE", "failed_requests", "read_retries", "record_retries", "retry_totals"]
 
 RETRIES_FILE = "needlebench_retries.jsonl"
 log = logging.getLogger(__name__)
-RETRY_MODELS_ENV = "NEEDLEBENCH_RETRY_MODELS"  # comma-separated abbrs: a resume asks again only their failures
 
 
 def record_retries(folder: Path | str, abbr: str, first: int, asked: int, passes: int, still_failed: int) -> None:

@@ -3,31 +3,31 @@
 OpenCompass runs each task in its own process; when one fails it logs ``task ... fail, see <log>``
 and goes on, so a run whose predictions were lost to a full disk or to the kernel's OOM killer
 would end with holes in its tables and exit code 0. The first point that sees what every stage left
-is the summarizer: it calls :func:`check_stages`, which reads the run's plan (``planning/run.py``,
+is the summarizer: it calls :func:`check_stages`, which reads the run's plan (``plan_file.py``,
 stored by the infer stage) and the run's files, and writes nothing: which planned pieces have no whole
 prediction file, and which datasets no result. Where the tasks' logs or the memory cgroup (kills since
 the plan was made) show that they ran out of space or memory, the run stops with one message naming the
 stage, the cause (the folder and the space needed, or the limit) and the resume command; other
 failures keep OpenCompass's behaviour, with a warning naming them. Repairing cut files is the infer
-stage's job when a resume starts (``resume.py``), not this check's.
+stage's job when a resume starts (``pieces.py``), not this check's.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pyarrow.compute as pc
-from opencompass.utils import get_logger, model_abbr_from_cfg
 
 from ..cache.rows import load_rows
 from ..cgroups import memory_limit
 from ..errors import OutOfMemory, OutOfSpace
-from ..planning.run import part_config, read_plan
+from ..planning.run import part_config
 from ..tasks import config_params, is_needlebench
-from .predictions import looks_whole
+from .pieces import piece_done
+from .plan_file import read_plan
 
 __all__ = ["prediction_bytes", "stage_stop", "check_stages"]
 
@@ -136,29 +136,30 @@ def stage_stop(
     return None
 
 
-def check_stages(cfg: Any) -> None:
+def check_stages(work_dir: Path | str, models: list[str], datasets: list[dict]) -> None:
     """After every stage ran: stop if a full disk or a memory limit left predictions or results missing.
 
     Only for runs our partitioner planned (its plan says what a complete run holds); reads, never writes.
     Holes with another cause are logged as a warning, as OpenCompass goes on with them.
 
     Args:
-        cfg: the run's OpenCompass config.
+        work_dir: the run folder.
+        models: the run's model abbrs, in config order.
+        datasets: the run's dataset configs.
 
     Raises:
         OutOfSpace: a stage's output did not fit its file system.
         OutOfMemory: a stage's task was killed by a memory limit, or ran out of memory under one.
     """
-    work_dir = Path(cfg["work_dir"])
+    work_dir = Path(work_dir)
     plan = read_plan(work_dir)
     if plan is None:
         return
     kills = plan.memory.oom_kills if plan.memory is not None else None
-    logger = get_logger()
-    by_abbr = {d["abbr"]: d for d in cfg["datasets"]}
+    logger = logging.getLogger(__name__)
+    by_abbr = {d["abbr"]: d for d in datasets}
     pending_any = False
-    for model in cfg["models"]:
-        m_abbr = model_abbr_from_cfg(model)
+    for m_abbr in models:
         run = plan.model(m_abbr)
         if run is None:
             continue
@@ -167,7 +168,7 @@ def check_stages(cfg: Any) -> None:
             part_config(by_abbr[p.dataset], run.limits[p.dataset], p)
             for shard in run.shards
             for p in shard.parts
-            if p.dataset in by_abbr and not _predicted(folder, p.dataset, p.abbr)
+            if p.dataset in by_abbr and not piece_done(folder, p.dataset, p.abbr)
         ]
         if not pending:
             continue
@@ -178,16 +179,9 @@ def check_stages(cfg: Any) -> None:
         logger.warning(f"{m_abbr}: {len(pending)} dataset(s) have no predictions; see the logs in {logs}")
     if pending_any:
         return  # their evaluation failed for want of predictions, not for a limit
-    for model in cfg["models"]:
-        m_abbr = model_abbr_from_cfg(model)
+    for m_abbr in models:
         folder = work_dir / "results" / m_abbr
-        missing = [d for d in cfg["datasets"] if is_needlebench(d) and not (folder / f"{d['abbr']}.json").exists()]
+        missing = [d for d in datasets if is_needlebench(d) and not (folder / f"{d['abbr']}.json").exists()]
         stop = stage_stop("eval", m_abbr, missing, folder, work_dir / "logs" / "eval" / m_abbr, None, kills)
         if stop is not None:
             raise stop
-
-
-def _predicted(folder: Path, dataset: str, piece: str) -> bool:
-    """Whether a planned piece has its predictions: the dataset's whole file or the piece's, and whole."""
-    paths = [folder / f"{name}.json" for name in dict.fromkeys((dataset, piece))]
-    return any(path.is_file() and looks_whole(path) for path in paths)

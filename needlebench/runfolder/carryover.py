@@ -1,7 +1,7 @@
-"""Answers carried from a run's stored plan into a new one (``NEEDLEBENCH_REPLAN=1``), never asked twice.
+"""Answers carried from a run's stored plan into a new one (``needlebench run --replan``), never asked twice.
 
 A resumed run whose config now gives another plan than the one it stored (shards, limits, tokenizer,
-output budget, policy, datasets, models) stops before any model call (``partitioner.py``). Asked to
+output budget, policy, datasets, models) stops before any model call (``lifecycle.py``). Asked to
 re-plan, the infer stage first gathers every answer the old plan's prediction files hold (finished files
 and the ``tmp_`` files of tasks that died) into one file per model, :data:`POOL_FILE`, keyed by sample
 id, with the digest of the prompt it was asked with and its output budget. An answer whose budget
@@ -14,7 +14,6 @@ is reused exactly when its prompt id, prompt bytes, model and budget match; ever
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os.path as osp
@@ -22,25 +21,20 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from opencompass.utils import get_infer_output_path
-
 from ..cache.rows import load_rows
 from ..files import atomic_write
 from ..jsonl import iter_jsonl
 from ..planning.limits import Limit, limited_dataset
 from ..planning.run import ModelRun, Part
 from ..record import unanswered
-from ..retries import read_retries
 from ..tasks import config_params
-from .predictions import PROMPT_KEY, PredictionLog, iter_prediction_file
+from .predictions import PredictionLog, entry_digest, iter_prediction_file
+from .retries import read_retries
 
 __all__ = [
     "POOL_FILE",
     "CarriedAnswer",
     "carry_over",
-    "digested_entry",
-    "entry_digest",
-    "prompt_digest",
     "read_pool",
     "requeue_failed",
 ]
@@ -48,83 +42,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 POOL_FILE = "needlebench_reuse.jsonl"  # in predictions/<model>/: the answers a re-plan carried over
-
-
-def prompt_digest(prompt: Any) -> str:
-    """The digest of a prompt as the model was sent it (OpenCompass's ``origin_prompt``: text or messages).
-
-    Each string's bytes (ASCII, or UTF-16-LE where it has other characters: both canonical, and cheap to
-    make from Python's own storage of a string) go into the hash as they are, behind a type tag and their
-    length, so a 4 MB prompt costs one copy and one SHA-256 pass (a JSON dump of it first cost 18 ms at 1000k).
-    The digest is the same for the rendered prompt and for the prompt read back from a prediction file:
-    lists and tuples are alike, keys are hashed as the strings JSON makes them, and a value JSON cannot
-    hold is hashed as the string OpenCompass's dump writes for it.
-
-    Args:
-        prompt: the rendered prompt, as the prediction file stores it.
-    """
-    digest = hashlib.sha256()
-    _hash_into(digest, prompt)
-    return digest.hexdigest()
-
-
-def _hash_into(digest: Any, value: Any) -> None:
-    if isinstance(value, str):  # ASCII as its bytes, else UTF-16-LE: a fifth of UTF-8's encoding time for CJK text
-        data = value.encode("ascii") if value.isascii() else value.encode("utf-16-le", "surrogatepass")
-        digest.update(b"s%d:" % len(data))
-        digest.update(data)
-    elif isinstance(value, Mapping):
-        digest.update(b"d%d:" % len(value))
-        for key in sorted(value, key=_json_key):
-            _hash_into(digest, _json_key(key))
-            _hash_into(digest, value[key])
-    elif isinstance(value, (list, tuple)):
-        digest.update(b"l%d:" % len(value))
-        for item in value:
-            _hash_into(digest, item)
-    elif value is None or isinstance(value, (bool, int, float)):
-        digest.update(b"j%s;" % json.dumps(value).encode("ascii"))
-    else:  # what a dump with default=str writes
-        _hash_into(digest, str(value))
-
-
-def _json_key(key: Any) -> str:
-    """A mapping key as JSON writes it (``1`` -> ``"1"``, ``True`` -> ``"true"``, ``None`` -> ``"null"``)."""
-    if isinstance(key, str):
-        return key
-    if key is None or isinstance(key, (bool, int, float)):
-        return json.dumps(key)
-    return str(key)
-
-
-def digested_entry(entry: Mapping[str, Any], sample_id: str) -> dict[str, Any]:
-    """A prediction entry with its prompt kept as a digest and the sample's id (``runtime(prompts="digest")``).
-
-    ``origin_prompt`` gives way to ``prompt_digest`` and ``sample_id`` at its place; every other key stays
-    as OpenCompass's output handler wrote it. The prompt itself is the dataset cache's row ``sample_id``
-    rendered by the model's template, and its digest tells whether a later rendering is the same prompt.
-
-    Args:
-        entry: the entry as OpenCompass's ``GenInferencerOutputHandler`` makes it.
-        sample_id: the sample's ``id`` in the dataset.
-    """
-    out: dict[str, Any] = {}
-    for key, value in entry.items():
-        if key == PROMPT_KEY:
-            out["prompt_digest"] = prompt_digest(value)
-            out["sample_id"] = sample_id
-        else:
-            out[key] = value
-    return out
-
-
-def entry_digest(entry: Mapping[str, Any]) -> str:
-    """The digest of the prompt a saved prediction entry was asked with, kept as text or as a digest.
-
-    Args:
-        entry: a prediction file's entry.
-    """
-    return entry["prompt_digest"] if "prompt_digest" in entry else prompt_digest(entry[PROMPT_KEY])
 
 
 CarriedAnswer = tuple[str, dict[str, Any]]  # (prompt digest, {"prediction": the answer as OpenCompass saved it})
@@ -166,7 +83,7 @@ def _pool_part(
     Returns:
         (answers dropped, the piece's files read).
     """
-    path = get_infer_output_path(dict(model), {**d, "abbr": part.abbr}, out_dir)
+    path = str(Path(out_dir) / str(model.get("abbr", "model")) / f"{part.abbr}.json")
     files = [Path(path), PredictionLog.of(path).path]
     rows = load_rows(d["task"], **config_params(limited_dataset(d, limit)))
     dropped = 0
@@ -292,7 +209,7 @@ def requeue_failed(
             d, limit = by_abbr.get(part.dataset), run.limits.get(part.dataset)
             if part.abbr not in failing or d is None or limit is None:
                 continue
-            if not osp.exists(get_infer_output_path(dict(model), {**d, "abbr": part.abbr}, out_dir)):
+            if not (folder / f"{part.abbr}.json").exists():
                 continue  # not finished: its task runs anyway and asks its failed requests again
             _, read = _pool_part(model, d, limit, part, out_dir, limit.out_len, pool)
             files += read

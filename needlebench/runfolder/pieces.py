@@ -1,4 +1,8 @@
-"""Prediction files that a full disk or a kill cut short, made safe before a resume.
+"""Whether a piece of a run is done, and prediction files that a full disk or a kill cut short, made safe.
+
+One rule says whether a planned piece has its predictions (:func:`piece_done`): its dataset's whole
+prediction file or the piece's own is there and whole (``predictions.looks_whole``). The infer stage renders
+only the pieces that are not done; the stage check names the ones still missing by the same rule.
 
 OpenCompass's inferencer appends finished predictions to ``tmp_<abbr>.jsonl`` and then writes
 ``<abbr>.json`` with a plain ``json.dump``. When the disk fills up (or the process dies) during
@@ -24,9 +28,21 @@ from pathlib import Path
 
 from .predictions import looks_whole
 
-__all__ = ["repair_predictions"]
+__all__ = ["piece_done", "repair_predictions"]
 
 log = logging.getLogger(__name__)
+
+
+def piece_done(folder: Path | str, dataset: str, piece: str | None = None) -> bool:
+    """Whether a planned piece has its predictions: the dataset's whole file or the piece's own, and whole.
+
+    Args:
+        folder: the model's predictions folder (``<run>/predictions/<model>``).
+        dataset: the dataset's abbr (its prediction file ``<abbr>.json`` holds every piece).
+        piece: the piece's abbr (``abbr_<number>``); None or the dataset's: the dataset is one piece.
+    """
+    names = dict.fromkeys((dataset, piece or dataset))
+    return any((path := Path(folder) / f"{name}.json").is_file() and looks_whole(path) for name in names)
 
 
 def _complete_prefix(path: Path) -> tuple[int, int]:

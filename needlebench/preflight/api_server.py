@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ConfigError
-from .api_keys import key_from_env
+from ..runfolder.keys import key_from_env
 
 __all__ = ["check_api_server"]
 

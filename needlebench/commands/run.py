@@ -1,0 +1,75 @@
+"""``needlebench run CONFIG [--replan] [--retry [MODELS]] [opencompass options]``: OpenCompass's command, leaner.
+
+The run itself is ``opencompass.driver``'s. A ``--replan`` or ``--retry`` resumes a run (``-r TIME``): it is left in
+the run folder as a typed request (``runfolder.request.RunRequest``) that the infer stage reads once, records
+in the plan's history and removes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..runfolder.request import RunRequest, write_request
+
+__all__ = ["resumed_run", "run_config"]
+
+
+def _option(options: Sequence[str], *names: str) -> str | None:
+    """The value of the last of ``names`` in OpenCompass's options (``-w DIR``, ``--work-dir=DIR``), else None;
+    ``""`` for a flag given without a value (``-r`` alone: the latest run)."""
+    found = None
+    for i, item in enumerate(options):
+        for name in names:
+            if item == name:
+                following = options[i + 1] if i + 1 < len(options) else ""
+                found = "" if following.startswith("-") else following
+            elif item.startswith(name + "="):
+                found = item.split("=", 1)[1]
+    return found
+
+
+def resumed_run(config: str, options: Sequence[str]) -> Path:
+    """The run folder OpenCompass's options resume (``-w``, else the config's ``work_dir``; ``-r TIME`` or latest).
+
+    Args:
+        config: the config file.
+        options: OpenCompass's options as given.
+
+    Raises:
+        ConfigError: no ``-r``, or no run to resume.
+    """
+    reuse = _option(options, "-r", "--reuse")
+    if reuse is None:
+        raise ConfigError("run: --replan and --retry resume a run; give it with -r TIME (or -r for the latest)")
+    work = _option(options, "-w", "--work-dir")
+    if not work:
+        from mmengine.config import Config
+
+        work = str(Config.fromfile(config).get("work_dir") or "./outputs/default")
+    if reuse in ("", "latest"):
+        runs = sorted(p for p in Path(work).iterdir() if p.is_dir()) if Path(work).is_dir() else []
+        if not runs:
+            raise ConfigError(f"run: {work} has no run to resume")
+        return runs[-1]
+    if not (Path(work) / reuse).is_dir():
+        raise ConfigError(f"run: no run folder {Path(work) / reuse} to resume")
+    return Path(work) / reuse
+
+
+def run_config(config: str, options: Sequence[str], replan: bool = False, retry: str | None = None) -> None:
+    """Run ``config`` through OpenCompass's command line, with a request for the resumed run where one is asked.
+
+    Args:
+        config: the config file.
+        options: OpenCompass's options, handed on as given.
+        replan: re-plan a resumed run whose config gives another plan, keeping every answer still valid.
+        retry: ask again the failed requests of these models (comma-separated abbrs; ``""``: every model's).
+    """
+    from ..opencompass.driver import main as drive
+
+    if replan or retry is not None:
+        models = tuple(m for m in (retry or "").split(",") if m) or None
+        write_request(resumed_run(config, options), RunRequest(replan=replan, retry=models))
+    drive([config, *options])
