@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import random
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -104,7 +105,7 @@ def needle_depths(depth: float, count: int, placement: str = "reference") -> tup
 
 def _multihop_records(path: str) -> tuple[dict, ...]:
     """The multi-hop records of a file, read once per process and version of the file (``files.file_version``)."""
-    return _read_multihop_records(path, file_version(path))
+    return _read_multihop_records(os.path.abspath(path), file_version(path))
 
 
 @functools.lru_cache(maxsize=8)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import io
 import json
+import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,12 +117,13 @@ def load_needle_bank(path: str | Path) -> NeedleBank:
     Args:
         path: the needle file.
     """
-    return _read_needle_bank(str(path), file_version(path))
+    return _read_needle_bank(os.path.abspath(path), file_version(path))
 
 
 @functools.lru_cache(maxsize=16)
 def _read_needle_bank(name: str, version: tuple[int, int]) -> NeedleBank:
-    """:func:`load_needle_bank`'s reading, memoised per file version."""
+    """:func:`load_needle_bank`'s reading, memoised per file (absolute: ``./data`` under another working folder
+    is another file) and version."""
     path = Path(name)
     try:
         # split as Python's readlines() splits (OpenCompass's M-RT shuffles exactly those lines)
@@ -140,6 +142,9 @@ def _read_needle_bank(name: str, version: tuple[int, int]) -> NeedleBank:
     if not needles:
         raise ConfigError(f"needle_file: {path} holds no needles")
     return NeedleBank(str(path), tuple(needles), len(lines))
+
+
+load_needle_bank.cache_clear = _read_needle_bank.cache_clear  # type: ignore[attr-defined]  # parity's scratch folder
 
 
 def pick_needles(pool: tuple[Needle, ...], count: int, *coords: object) -> tuple[Needle, ...]:
