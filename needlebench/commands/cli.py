@@ -50,9 +50,11 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from ..aggregate.effective_length import EffectiveRule
     from ..report.html import build, significance_lines
 
-    path, rep = build([Path(p) for p in args.work_dirs], Path(args.output) if args.output else None, args.quiet)
+    rule = EffectiveRule(args.effective_rule, args.effective_share, args.effective_threshold)
+    path, rep = build([Path(p) for p in args.work_dirs], Path(args.output) if args.output else None, args.quiet, rule)
     print(f"report written to {path}")
     for line in significance_lines(rep):
         print(line)
@@ -204,6 +206,14 @@ def build_parser() -> argparse.ArgumentParser:
         "-o", "--output", default=None, help="output folder (default: the first WORK_DIR/needlebench_report)"
     )
     rp.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    rp.add_argument(
+        "--effective-rule",
+        default="relative",
+        help="effective context length: relative (a share of the model's own shortest-length score, NoLiMa's) or "
+        "absolute (a fixed score, RULER's)",
+    )
+    rp.add_argument("--effective-share", type=float, default=0.85, help="the relative rule's share, in (0, 1]")
+    rp.add_argument("--effective-threshold", type=float, default=85.6, help="the absolute rule's score, in (0, 100]")
     rp.set_defaults(func=_report)
     lb = sub.add_parser(
         "leaderboard",

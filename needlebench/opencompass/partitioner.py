@@ -39,6 +39,7 @@ from mmengine.config import Config, ConfigDict
 from opencompass.partitioners.base import BasePartitioner
 from opencompass.utils import dataset_abbr_from_cfg, model_abbr_from_cfg
 
+from ..aggregate.effective_length import EffectiveRule
 from ..errors import ConfigError, OutOfMemory, OutOfSpace, PlanChanged
 from ..planning.limits import is_api_model
 from ..planning.run import ModelRun, part_config
@@ -124,6 +125,9 @@ class NeedleBenchPartitioner(BasePartitioner):
             check_slurm(runner.get("partition"))
         self._scrub_dumps(cfg)
         try:
+            summarizer = cfg.get("summarizer") or {}
+            if summarizer.get("effective_length") is not None:  # checked now, not after the run
+                EffectiveRule.of(dict(summarizer["effective_length"]))
             return super().__call__(cfg)
         except (ConfigError, OutOfSpace, OutOfMemory, PlanChanged) as exc:
             self.logger.error(str(exc))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import errno
 import traceback
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from typing import Any
 from opencompass.summarizers import DefaultSummarizer
 from opencompass.utils import get_logger, model_abbr_from_cfg
 
+from ..aggregate.effective_length import EffectiveRule
 from ..errors import OutOfMemory, OutOfSpace
 from ..report.html import build_report
 from ..runfolder.retries import failed_requests
@@ -33,10 +35,21 @@ __all__ = ["NeedleBenchSummarizer"]
 
 
 class NeedleBenchSummarizer:
-    """``summarizer=dict(type=NeedleBenchSummarizer)`` in an OpenCompass config."""
+    """``summarizer=dict(type=NeedleBenchSummarizer)`` in an OpenCompass config.
 
-    def __init__(self, config: Any, **kwargs: Any) -> None:
+    Args:
+        config: the run's config (OpenCompass passes it).
+        effective_length: how the effective context length is read: ``dict(rule="relative", share=0.85)``
+            (the default) or ``dict(rule="absolute", threshold=85.6)`` (``aggregate.effective_length``).
+        **kwargs: OpenCompass's ``DefaultSummarizer`` arguments.
+
+    Raises:
+        ConfigError: an unknown rule or key, or a share or threshold out of range.
+    """
+
+    def __init__(self, config: Any, effective_length: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         self.cfg = config
+        self.rule = EffectiveRule.of(None if effective_length is None else dict(effective_length))
         self.default = DefaultSummarizer(config, **kwargs)
 
     def summarize(self, output_path: str | None = None, time_str: str | None = None) -> None:
@@ -68,7 +81,7 @@ class NeedleBenchSummarizer:
                     cut.unlink(missing_ok=True)
         run = Path(self.cfg["work_dir"])
         try:
-            path = build_report([run], run / "summary")
+            path = build_report([run], run / "summary", rule=self.rule)
         except OutOfSpace as exc:
             logger.error(f"report stage stopped: {exc}")
             raise SystemExit(f"needlebench: report stage stopped: {exc}") from None

@@ -15,6 +15,7 @@ reported beside the result, never as a failure: another machine may hold other f
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -28,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..aggregate.effective_length import EffectiveRule
 from ..context.corpora import corpus_digest
 from ..errors import ConfigError
 from ..files import atomic_write
@@ -39,7 +41,7 @@ from .comparability import REFERENCE_CORPUS
 from .leaderboard import PUBLISHED, build_boards
 from .parity_link import find_parity_link, installed_version
 from .results import RunResults, load_results, run_dirs
-from .tables import summary_table
+from .tables import effective_length_table, summary_table
 
 __all__ = [
     "BUNDLE",
@@ -57,7 +59,9 @@ _TOLERANCE = 1e-6  # numbers are recomputed, not copied: the same code gives the
 
 
 def _plain(value: Any) -> Any:
-    """A table value as JSON: numpy scalars as Python ones, NaN as null."""
+    """A table value as JSON: numpy scalars as Python ones, NaN and pandas' NA as null."""
+    if value is pd.NA:
+        return None
     if isinstance(value, (np.bool_, bool)):
         return bool(value)
     if isinstance(value, (np.integer,)):
@@ -86,6 +90,9 @@ def report_tables(results: RunResults) -> dict[str, pd.DataFrame]:
     summary = summary_table(results.records, results.models, skipped, results.planned())
     if not summary.empty:
         out["needlebench_summary"] = summary
+        out["needlebench_effective_length"] = effective_length_table(
+            results.records, results.models, skipped, results.planned(), results.effective_rule, results.claimed
+        )
     for spec in all_tasks():
         report = spec.aggregation().report
         mine = [r for r in results.records if r.task == spec.name]
@@ -207,6 +214,7 @@ def make_bundle(results: RunResults, runs: Sequence[Path]) -> dict[str, Any]:
         "corpora": _corpora(records),
         "config": _config(runs),
         "samples": _samples(results),
+        "effective_length_rule": dataclasses.asdict(results.effective_rule),
         "tables": {name: _plain(df.to_dict(orient="records")) for name, df in sorted(tables.items())},
         "leaderboard": _board_rows(results, runs[0].name if len(runs) == 1 else "work dir"),
         "retries": {m: _retries(runs, m) for m in results.models},
@@ -234,17 +242,19 @@ def _retries(runs: Sequence[Path], model: str) -> dict[str, int]:
     }
 
 
-def write_bundle(path: Path, out: Path) -> Path:
+def write_bundle(path: Path, out: Path, rule: EffectiveRule | None = None) -> Path:
     """Compute the bundle of one run or work dir and write it as ``out/results.json`` (atomically).
 
     Args:
         path: the run folder or work dir (as given to ``needlebench report``).
         out: the summary folder.
+        rule: how effective lengths are read (default: ``EffectiveRule()``); recorded in the bundle.
 
     Returns:
         The file written.
     """
     results = load_results([path])
+    results.effective_rule = rule or EffectiveRule()
     bundle = make_bundle(results, run_dirs(path) or [path])
     target = out / BUNDLE
     with atomic_write(target) as tmp:
@@ -345,6 +355,12 @@ def verify_bundle(bundle: Path, run: Path) -> Verification:
     if not run.exists():
         raise ConfigError(f"verify: run {run} does not exist")
     results = load_results([run])
+    rule = posted.get("effective_length_rule")
+    if isinstance(rule, dict):  # the rule the bundle's effective lengths were read with
+        try:
+            results.effective_rule = EffectiveRule(**rule)
+        except (TypeError, ConfigError) as exc:
+            raise ConfigError(f"verify: {bundle}: effective_length_rule {rule!r} is not a rule ({exc})") from None
     found = make_bundle(results, run_dirs(run) or [run])
     v = Verification(samples=found["samples"]["count"])
     unreadable = [r for r in results.records if r.unscored == "unreadable"]

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..aggregate.effective_length import EffectiveRule, length_text
 from ..files import atomic_write
 from ..progress import Progress
 from ..record import GradedSample
@@ -149,6 +150,9 @@ def assemble(results: RunResults, progress: Progress | None = None) -> Report:
     summary = tables.summary_table(results.records, models, skipped, results.planned())
     if not summary.empty:
         rep.tables["needlebench_summary"] = summary
+        rep.tables["needlebench_effective_length"] = tables.effective_length_table(
+            results.records, models, skipped, results.planned(), results.effective_rule, results.claimed
+        )
     specs = all_tasks()
     for spec in specs:  # each task's own tables and figures, from all its records (it decides what counts)
         report = spec.aggregation().report
@@ -257,6 +261,41 @@ def _html_table(df: pd.DataFrame, models: Sequence[str] = ()) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def effective_headline(df: pd.DataFrame) -> str:
+    """The report's first answer: per model, up to what length it keeps its score, per task and language.
+
+    One line per model, each task and language's effective length with its interval beside the claimed
+    length; hovering a value shows the curve it comes from (each tested length's mean score).
+
+    Args:
+        df: the ``needlebench_effective_length`` table.
+    """
+    if df.empty:
+        return ""
+    lines = []
+    for model, rows in df.groupby("model", sort=False):
+        items = []
+        for r in rows.to_dict(orient="records"):
+            ratio = r.get("effective/claimed")
+            share = "" if ratio is None or pd.isna(ratio) else f" ({ratio:.0%} of claimed)"
+            title = html.escape(
+                f"{r['rule']} rule, bar {r['bar']:.1f}: {r['curve']}" if not pd.isna(r["bar"]) else r["curve"]
+            )
+            where = html.escape(f"{r['task']} {r['lang']}")
+            value = html.escape(str(r["effective"]))
+            items.append(f"<span title='{title}'>{where}: <b>{value}</b>{html.escape(share)}</span>")
+        claimed = rows["claimed"].dropna()
+        said = f" (claims {length_text(int(claimed.iloc[0]))})" if len(claimed) else ""
+        lines.append(f"<li>{html.escape(str(model))}{html.escape(said)}: " + "; ".join(items) + "</li>")
+    return (
+        "<h2>Effective context length</h2><p>The largest tested length up to which the model keeps its score "
+        f"({html.escape(str(df['rule'].iloc[0]))} rule; hover a value for its curve; "
+        "<code>needlebench_effective_length.csv</code> has the intervals' ends and the edges).</p><ul>"
+        + "".join(lines)
+        + "</ul>"
+    )
+
+
 def _html(rep: Report, sources: list[str]) -> str:
     style = (
         "body{font-family:sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;"
@@ -270,6 +309,7 @@ def _html(rep: Report, sources: list[str]) -> str:
         f"<p>Models: {html.escape(', '.join(rep.models) or 'none')}. Sources: "
         f"{html.escape('; '.join(sources) or 'none')}</p>",
         f"<p class='provenance'>{html.escape(rep.provenance)}</p>",
+        effective_headline(rep.tables.get("needlebench_effective_length", pd.DataFrame())),
         how_to_read(rep.tasks),
     ]
     if rep.warnings:
@@ -320,17 +360,21 @@ def write_report(rep: Report, out: Path, sources: list[str]) -> Path:
     return path
 
 
-def build(paths: list[Path], out: Path | None = None, quiet: bool = True) -> tuple[Path, Report]:
+def build(
+    paths: list[Path], out: Path | None = None, quiet: bool = True, rule: EffectiveRule | None = None
+) -> tuple[Path, Report]:
     """Rebuild everything from work dirs; the page written and what it holds (and, for one run, ``results.json``).
 
     Args:
         paths: work dirs; two or more are compared model by model (paired over matching sample ids).
         out: output folder (default: the first dir's ``needlebench_report``).
         quiet: no progress display (it shows only on a terminal anyway).
+        rule: how effective lengths are read (default: ``EffectiveRule()``, the relative rule).
     Raises:
         ConfigError: the dirs mix dataset versions or their prompts differ.
     """
     results = load_results(paths, label_by_dir=len(paths) > 1)
+    results.effective_rule = rule or EffectiveRule()
     with Progress("heatmaps", quiet=quiet) as bar:
         rep = assemble(results, bar)
     target = out or (paths[0] / "needlebench_report")
@@ -338,21 +382,22 @@ def build(paths: list[Path], out: Path | None = None, quiet: bool = True) -> tup
     if len(paths) == 1 and results.records:  # one run: its result bundle beside its tables (not for comparisons)
         from .bundle import write_bundle
 
-        write_bundle(paths[0], target)
+        write_bundle(paths[0], target, results.effective_rule)
     return page, rep
 
 
-def build_report(paths: list[Path], out: Path | None = None) -> Path:
+def build_report(paths: list[Path], out: Path | None = None, rule: EffectiveRule | None = None) -> Path:
     """Rebuild everything from work dirs; two or more dirs are compared model by model.
 
     Args:
         paths: the work dirs (see :func:`build`).
         out: output folder (default: the first dir's ``needlebench_report``).
+        rule: how effective lengths are read (see :func:`build`).
 
     Returns:
         The path of ``report.html``.
     """
-    return build(paths, out)[0]
+    return build(paths, out, rule=rule)[0]
 
 
 def significance_lines(rep: Report) -> list[str]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..aggregate.effective_length import EffectiveRule
 from ..errors import ConfigError
 from ..jsonl import BadLine, iter_jsonl
 from ..record import GradedSample
@@ -107,6 +108,8 @@ class RunResults:
     overlength: list[Overlength] = field(default_factory=list)
     plan: list[Planned] = field(default_factory=list)
     budgets: dict[tuple[str, str], int] = field(default_factory=dict)  # (model, dataset) -> max_out_len, from the plan
+    claimed: dict[str, int] = field(default_factory=dict)  # model -> the largest max_seq_len its plan holds
+    effective_rule: EffectiveRule = field(default_factory=EffectiveRule)  # how effective lengths are read
 
     def planned(self) -> dict[tuple[str, str, str, Any], int]:
         """Samples planned per (model, task, lang, cell), from the runs' plans (depths summed); the cell as in
@@ -186,7 +189,8 @@ def load_results(paths: list[Path], label_by_dir: bool = False) -> RunResults:
         for run in runs:
             out.sources.append(str(run))
             prefix = f"{root.name}/" if label_by_dir else ""
-            entries, budgets, cut = _read_plan(run / PLAN_FILE, out.warnings, prefix)
+            entries, budgets, cut, claimed = _read_plan(run / PLAN_FILE, out.warnings, prefix)
+            out.claimed.update(claimed)
             for entry in cut:
                 overlength[(entry.model, entry.dataset)] = entry
             planned = {(p.model, p.dataset): p for p in entries}
@@ -311,17 +315,18 @@ def _bad_lines_note(path: Path, bad: list[BadLine], placed: bool) -> str:
 
 def _read_plan(
     path: Path, warnings: list[str], prefix: str = ""
-) -> tuple[list[Planned], dict[tuple[str, str], int], list[Overlength]]:
+) -> tuple[list[Planned], dict[tuple[str, str], int], list[Overlength], dict[str, int]]:
     """What the reports take from a run's plan (``runfolder.plan_file``): each (model, dataset)'s planned cells
     (none where the plan predates them), its output budget (``max_out_len``: its limit's ``out_len``, where
     set), which the reports name where answers were cut off at it (:mod:`needlebench.report.cutoff`), and the
-    cells its limit shortened or skipped. A plan that cannot be read gives none, with a warning.
+    cells its limit shortened or skipped, and each model's claimed length (the largest ``max_seq_len`` of its
+    limits). A plan that cannot be read gives none, with a warning.
 
     Each over-length entry keeps the per-cell lists ([length or N or k, depth, count]) so each summary cell
     gets its own skipped count; ``prefix`` labels the model like its records (work dir name when comparing dirs).
     """
     if not path.is_file():
-        return [], {}, []
+        return [], {}, [], {}
     try:
         plan = StoredPlan.from_json(path.read_text(encoding="utf-8")).plan
         planned = [
@@ -359,10 +364,11 @@ def _read_plan(
             for m in plan.models
             for dataset, info in m.overlength.items()
         ]
+        claimed = {f"{prefix}{m.abbr}": max(x.max_seq_len for x in m.limits.values()) for m in plan.models if m.limits}
     except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
         warnings.append(f"{path}: unreadable plan ({type(exc).__name__}: {exc}); planned counts are what was read")
-        return [], {}, []
-    return planned, budgets, overlength
+        return [], {}, [], {}
+    return planned, budgets, overlength, claimed
 
 
 def check_comparable(records: Sequence[GradedSample]) -> None:

@@ -24,13 +24,23 @@ from ..aggregate.cells import NAN as _NAN
 from ..aggregate.cells import format_failure_rate as _rate
 from ..aggregate.cells import output_notes, truncated_rate
 from ..aggregate.cells import put_interval as _ci
+from ..aggregate.effective_length import EffectiveRule, LengthCell, effective_length, length_text
 from ..aggregate.metrics import mean
 from ..aggregate.uncertainty import resample_means, significant
 from ..record import GradedSample
 from ..tasks import all_tasks, get_task
 from ..taskspec import Skipped, TaskSpec
 
-__all__ = ["summary_table", "grid", "grid_frame", "grid_members", "difference_table", "summary_tasks", "suite_weights"]
+__all__ = [
+    "effective_length_table",
+    "summary_table",
+    "grid",
+    "grid_frame",
+    "grid_members",
+    "difference_table",
+    "summary_tasks",
+    "suite_weights",
+]
 
 
 def summary_tasks() -> tuple[str, ...]:
@@ -410,6 +420,78 @@ def summary_table(
         rows.append(row)
     df = pd.DataFrame(rows)
     df.attrs["marks"] = {m: (f"{m} complete", f"{m} note") for m in models}
+    return df
+
+
+def effective_length_table(
+    records: Sequence[GradedSample],
+    models: Sequence[str],
+    skipped: Skipped | None = None,
+    planned: Skipped | None = None,
+    rule: EffectiveRule | None = None,
+    claimed: Mapping[str, int] | None = None,
+) -> pd.DataFrame:
+    """Each model's effective context length per summary task and language (``aggregate.effective_length``).
+
+    The lengths and their completeness are the summary table's cells (:func:`summary_table`): a cell with any
+    sample shortened, skipped, failed, unreadable, left out or missing is incomplete, and the number is
+    undetermined above it. ``claimed`` is the model's ``max_seq_len`` as the run's plan holds it (the largest
+    over its datasets, in the model's tokens; the suite's lengths are cl100k tokens).
+
+    Args:
+        records: graded samples (with ``model``).
+        models: the models, in order.
+        skipped: over-length skips, as for :func:`summary_table`.
+        planned: the plan's samples per cell, as for :func:`summary_table`.
+        rule: which scores pass (default: ``relative``, 85% of the model's own shortest-length score).
+        claimed: per model, the length its config claims.
+    """
+    rule = rule or EffectiveRule()
+    summary = _Summary(records, skipped, planned)
+    rows = []
+    for m in models:
+        mine = summary.cells.get(m, {})
+        for task, langs in summary.layout.items():
+            for lang, lengths in langs.items():
+                cells = [
+                    LengthCell(
+                        int(n), tuple(float(r.score) for r in mine[(task, lang, n)].rows), mine[(task, lang, n)].whole
+                    )
+                    for n in lengths
+                    if n is not None and (task, lang, n) in mine
+                ]
+                if not cells:
+                    continue
+                found = effective_length(cells, rule, m, task, lang)
+                limit = (claimed or {}).get(m)
+                rows.append(
+                    {
+                        "model": m,
+                        "task": _label(task),
+                        "lang": lang.upper(),
+                        "rule": rule.rule,
+                        "bar": found.bar,
+                        "effective": found.text,
+                        "effective_length": found.value,
+                        "edge": found.edge,
+                        "ci_low": found.ci_low,
+                        "ci_high": found.ci_high,
+                        "undetermined_above": found.undetermined_above,
+                        "non_monotone_at": found.non_monotone_at,
+                        "claimed": limit,
+                        "effective/claimed": found.value / limit if found.value and limit else None,
+                        "curve": " ".join(
+                            f"{length_text(c.length)}:{np.mean(c.scores):.1f}"
+                            if c.scores
+                            else f"{length_text(c.length)}:-"
+                            for c in sorted(cells, key=lambda c: c.length)
+                        ),
+                    }
+                )
+    df = pd.DataFrame(rows)
+    for column in ("effective_length", "ci_low", "ci_high", "undetermined_above", "non_monotone_at", "claimed"):
+        if column in df:  # tested lengths, whole numbers even where some are missing
+            df[column] = df[column].astype("Int64")
     return df
 
 

@@ -50,7 +50,16 @@ from .plan_diff import plan_changes
 from .plan_file import PLAN_FILE, StoredPlan, read_plan, read_stored, write_stored
 from .request import RunRequest, clear_request, read_request
 
-__all__ = ["Group", "InferStart", "config_digest", "dataset_fingerprints", "eval_groups", "make_plan", "start_eval", "start_infer"]
+__all__ = [
+    "Group",
+    "InferStart",
+    "config_digest",
+    "dataset_fingerprints",
+    "eval_groups",
+    "make_plan",
+    "start_eval",
+    "start_infer",
+]
 
 Group = tuple[Sequence[dict], Sequence[dict]]  # (model configs, the dataset configs each of them runs)
 
