@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, VENV_BIN, run_opencompass
+from conftest import ROOT, VENV_BIN, launch_chromium, run_opencompass
 
 from needlebench.aggregate.effective_length import EffectiveRule, LengthCell, effective_length, length_text
 from needlebench.errors import ConfigError
@@ -99,12 +99,12 @@ def test_a_rule_out_of_range_is_one_line_naming_the_valid_values(kwargs: dict, n
 
 
 def test_lengths_read_as_the_papers_write_them() -> None:
-    assert [length_text(n) for n in (1000, 4000, 128000, 1000000, 1500, 500)] == [
+    assert [length_text(n) for n in (1000, 4000, 128000, 1000000, 32768, 500)] == [
         "1k",
         "4k",
         "128k",
         "1000k",
-        "1.5k",
+        "32,768",
         "500",
     ]
 
@@ -155,6 +155,8 @@ def test_scripted_models_get_the_effective_length_the_definition_says_in_every_f
     assert absolute.returncode == 0, absolute.stderr[-2000:]
     check(tmp_path / "abs", "absolute")
 
+    _leaderboard_sorts_by_effective_length(run, tmp_path / "board")
+
     bundle = run / "summary" / "results.json"
     verify = [str(VENV_BIN / "needlebench"), "verify", str(bundle), str(run)]
     assert subprocess.run(verify, capture_output=True, text=True, check=False).returncode == 0
@@ -187,3 +189,41 @@ def test_scripted_models_get_the_effective_length_the_definition_says_in_every_f
         "2000",
         ">= 1k, undetermined above 2k",
     )
+
+
+def _leaderboard_sorts_by_effective_length(run: Path, out: Path) -> None:
+    """`needlebench leaderboard`: the suite board's effective and claimed columns, sorted by a click in Chromium."""
+    from playwright.sync_api import sync_playwright
+
+    made = subprocess.run(
+        [str(VENV_BIN / "needlebench"), "leaderboard", str(run), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr[-2000:]
+    with sync_playwright() as p:
+        browser = launch_chromium(p)
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto((out / "leaderboard.html").resolve().as_uri())
+        table = page.locator("table.board").first
+        headers = table.locator("th").all_inner_texts()
+        col = headers.index("effective length") + 1
+
+        def shown() -> list[tuple[str, str]]:
+            models = table.locator("tbody tr.measured td:nth-child(2)").all_inner_texts()
+            values = table.locator(f"tbody tr.measured td:nth-child({col})").all_inner_texts()
+            return list(zip(models, values))
+
+        table.locator("th", has_text="effective length").click()
+        down = shown()
+        table.locator("th", has_text="effective length").click()
+        up = shown()
+        claimed = table.locator(f"tbody tr.measured td:nth-child({headers.index('claimed') + 1})").all_inner_texts()
+        browser.close()
+    assert not errors, errors
+    assert [m for m, _ in down] == ["right", "cut", "wrong"] and [m for m, _ in up] == ["wrong", "cut", "right"]
+    assert down[0][1].startswith(">= 3k") and down[1][1].startswith("2k [2k, 2k]") and down[2][1].startswith("< 1k")
+    assert set(claimed) == {"32,768"}

@@ -442,8 +442,10 @@ def test_a_v1_run_sits_beside_the_2024_tables(tmp_path: Path) -> None:
         _write(tmp_path, "m", f"needlebench_{task}_en_4k", [r for r in rows if r["task"] == task])
     (board,) = build_leaderboard([tmp_path]).boards
     assert board.title.startswith("NeedleBench v1, 4k suite") and board.published == ["needlebench-2024 Table 8"]
-    assert board.columns[-1] == ("overall", "overall (v1)")
+    assert list(board.columns[-2:]) == [("overall", "overall (v1)"), ("effective", "effective length")]
     (row,) = [r for r in board.rows if r.kind == "measured"]
+    # every task holds its score at 1k and 2k: at least 2k, the smallest over the tasks, shown as a length
+    assert row.cells["effective"].value == 2000 and row.texts["effective"].startswith(">= 2k")
     assert row.cells["overall"].value == pytest.approx(0.4 * 100 + 0.3 * 50 + 0.3 * 50)  # the 2024 weights
     assert not row.cells["overall"].complete and "S-RT ZH" in row.cells["overall"].note  # no Chinese: marked
     assert not row.complete and row.rank == "1" and row.rank_class == "a"

@@ -164,16 +164,17 @@ class EffectiveLength:
 
 
 def length_text(length: int | None) -> str:
-    """A length as the papers write it: ``4k``, ``128k``, ``1000k``, ``1.5k``; ``-`` for None.
+    """A length as the papers write it: ``4k``, ``128k``, ``1000k``; another (a ``max_seq_len`` of 32,768) in
+    full, ``32,768``; ``-`` for None.
 
     Args:
         length: tokens.
     """
     if length is None:
         return "-"
-    if length % 1000 == 0:
+    if length and length % 1000 == 0:
         return f"{length // 1000}k"
-    return f"{length / 1000:g}k" if length >= 1000 else str(length)
+    return f"{length:,}"
 
 
 def _bound(value: int | None, lengths: Sequence[int]) -> str:

@@ -35,6 +35,8 @@ def _shown(row: Row, key: str) -> str:
     """A cell's number: a published one as printed, a measured one with two decimals."""
     if row.kind == PUBLISHED:
         return row.printed.get(key, "")
+    if key in row.texts:  # a length, shown as the papers write it
+        return row.texts[key]
     cell = row.cells.get(key)
     return number(cell.value) if cell is not None else ""
 

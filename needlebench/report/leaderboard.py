@@ -30,8 +30,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ..aggregate.cells import NAN, Estimate
+from ..aggregate.effective_length import EffectiveRule, length_text
 from ..aggregate.uncertainty import resample_means
 from ..errors import ConfigError
 from ..record import GradedSample
@@ -43,7 +45,7 @@ from .cutoff import Budgets, CutOff
 from .parity_link import find_parity_link
 from .published import PublishedTable, load_published
 from .results import RunResults, load_results, run_dirs
-from .tables import suite_weights, summary_table, summary_tasks
+from .tables import effective_length_table, suite_weights, summary_table, summary_tasks
 
 __all__ = [
     "Row",
@@ -92,6 +94,8 @@ class Row:
         pairs: how many sample pairs the paired difference rests on.
         cut_off: per column key, how many of the answers behind the cell were cut off at their output budget,
             for the cells with any (the suite board's cells; :mod:`needlebench.report.cutoff`).
+        texts: per column key, a measured cell shown as text rather than as a score (a length: ``2k [2k, 4k]``);
+            its value is still the cell's, which the page sorts by.
     """
 
     board: str
@@ -115,6 +119,7 @@ class Row:
     versus_row: str = ""
     pairs: int = 0
     cut_off: Mapping[str, CutOff] = field(default_factory=dict)
+    texts: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -241,8 +246,11 @@ def _suite_row(
     source: str,
     planned: Any = None,
     budgets: Budgets | None = None,
+    rule: EffectiveRule | None = None,
+    claimed: int | None = None,
 ) -> Row:
-    """The sparse-suite row of one model's records (one profile and protocol), on its suite's board."""
+    """The sparse-suite row of one model's records (one profile and protocol), on its suite's board, with its
+    effective context length (the smallest over the board's tasks and languages) and its claimed length."""
     suite = infer_suite([r.get("length") for r in records], profile) or "?"
     table = summary_table(records, [model], skipped, planned)
     index = {(str(r["task"]), str(r["lang"]), str(r["length"])): r for r in table.to_dict(orient="records")}
@@ -270,6 +278,14 @@ def _suite_row(
     for r in records:
         by_task[r.task].append(r)
     cut_off = _suite_cut_offs(records, [k for k, _ in columns], budgets or {})
+    texts: dict[str, str] = {}
+    effective = _effective_cell(records, model, skipped, planned, rule, claimed)
+    if effective is not None:
+        cells["effective"], texts["effective"] = effective
+        columns = (*columns, ("effective", "effective length"))
+    if claimed:
+        cells["claimed"], texts["claimed"] = Estimate(float(claimed)), length_text(claimed)
+        columns = (*columns, ("claimed", "claimed"))
     title = f"NeedleBench {profile}, {suite} suite ({', '.join(get_task(t).short for t in summary_tasks())})"
     return Row(
         board=title,
@@ -286,7 +302,31 @@ def _suite_row(
         basis=_summary_basis(records, profile),
         layouts=(f"suite:{profile}:{suite}",),
         cut_off=cut_off,
+        texts=texts,
     )
+
+
+def _effective_cell(
+    records: Sequence[GradedSample],
+    model: str,
+    skipped: Any,
+    planned: Any,
+    rule: EffectiveRule | None,
+    claimed: int | None,
+) -> tuple[Estimate, str] | None:
+    """A suite row's effective length: the smallest over its tasks and languages (the length up to which every
+    one of them holds), as a sortable value (0 below the shortest length) and its text, naming where it is."""
+    table = effective_length_table(records, [model], skipped, planned, rule, {model: claimed} if claimed else None)
+    if table.empty:
+        return None
+    found = []
+    for r in table.to_dict(orient="records"):
+        value = 0.0 if r["edge"] == "below" or pd.isna(r["effective_length"]) else float(r["effective_length"])
+        found.append((value, r["edge"] == "undetermined", f"{r['effective']} ({r['task']} {r['lang']})"))
+    value, _, text = min(found, key=lambda f: (f[0], not f[1]))
+    open_ = [f[2] for f in found if f[1]]
+    note = f"undetermined: {'; '.join(open_)}" if open_ else ""
+    return Estimate(value, complete=not open_, note=note), text
 
 
 def _suite_cut_offs(records: Sequence[GradedSample], keys: Sequence[str], budgets: Budgets) -> dict[str, CutOff]:
@@ -323,7 +363,18 @@ def measured_rows(results: RunResults, source: str) -> list[Row]:
         sparse = [r for r in records if r.task in summary]
         if sparse:
             rows.append(
-                _suite_row(sparse, model, profile, protocol, skipped, source, results.planned(), results.budgets)
+                _suite_row(
+                    sparse,
+                    model,
+                    profile,
+                    protocol,
+                    skipped,
+                    source,
+                    results.planned(),
+                    results.budgets,
+                    results.effective_rule,
+                    results.claimed.get(model),
+                )
             )
         for spec in all_tasks():
             board = spec.aggregation().board
