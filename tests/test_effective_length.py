@@ -116,24 +116,34 @@ def test_lengths_read_as_the_papers_write_them() -> None:
 def test_scripted_models_get_the_effective_length_the_definition_says_in_every_file(tmp_path: Path) -> None:
     """Right below 2,500 prompt tokens: 2k in S-RT, M-RT and M-RS, English and Chinese, under both rules; right
     everywhere: at least 3k; wrong everywhere: below 1k. The CSV, results.json and report.html say so;
-    `needlebench verify` recomputes them and fails on an edited one; a failed request in a cell makes the number
+    `needlebench verify` recomputes them and fails on an edited one; failed requests in a cell make the number
     undetermined above that cell's length."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "tests"), str(ROOT)]))}
     run = run_opencompass("tests/configs/e2e_effective.py", tmp_path / "work", env)
     expected = {"cut": (2000.0, "exact"), "right": (3000.0, "at_least"), "wrong": (None, "below")}
+    expected["flaky"] = expected["right"]  # but S-RT in English (below)
 
-    def check(folder: Path, rule: str) -> list[dict]:
+    def check(folder: Path, rule: str, claimed_right: int = 32768) -> list[dict]:
         rows = list(csv.DictReader((folder / "needlebench_effective_length.csv").open(encoding="utf-8")))
         assert {(r["task"], r["lang"]) for r in rows} == {
             (t, lang) for t in ("S-RT", "M-RT", "M-RS") for lang in ("EN", "ZH")
         }
         for r in rows:
+            if (r["model"], r["task"], r["lang"]) == ("flaky", "S-RT", "EN"):
+                continue
             value = float(r["effective_length"]) if r["effective_length"] else None
             assert (value, r["edge"]) == expected[r["model"]], r
-            assert r["rule"] == rule and float(r["claimed"]) == 32768
+            claimed = claimed_right if r["model"] == "right" else 32768
+            assert r["rule"] == rule and float(r["claimed"]) == claimed
         return rows
 
     rows = check(run / "summary", "relative")
+    for model, (value, edge) in [*expected.items()][:3]:  # OpenCompass's result files hold the same numbers
+        for name in ("needlebench_srt_en_4k", "needlebench_mrt_zh_4k", "needlebench_mrs_en_4k"):
+            result = json.loads((run / "results" / model / f"{name}.json").read_text(encoding="utf-8"))
+            found = result["effective_length"]
+            assert (None if found != found else found) == value, (model, name, result)
+            assert result["effective_length_at_least"] == (1.0 if edge == "at_least" else 0.0)
     assert {r["effective"] for r in rows if r["model"] == "cut"} == {"2k [2k, 2k]"}
     page = (run / "summary" / "report.html").read_text(encoding="utf-8")
     assert "Effective context length" in page and "S-RT EN: <b>2k [2k, 2k]</b>" in page
@@ -147,13 +157,16 @@ def test_scripted_models_get_the_effective_length_the_definition_says_in_every_f
             "-q",
             "--effective-rule",
             "absolute",
+            "--claimed",
+            "right=6000",
         ],
         capture_output=True,
         text=True,
         check=False,
     )
     assert absolute.returncode == 0, absolute.stderr[-2000:]
-    check(tmp_path / "abs", "absolute")
+    rows = check(tmp_path / "abs", "absolute", claimed_right=6000)
+    assert {r["effective/claimed"] for r in rows if r["model"] == "right"} == {"0.50"}  # 3k of a claimed 6,000
 
     _leaderboard_sorts_by_effective_length(run, tmp_path / "board")
 
@@ -162,28 +175,22 @@ def test_scripted_models_get_the_effective_length_the_definition_says_in_every_f
     assert subprocess.run(verify, capture_output=True, text=True, check=False).returncode == 0
     data = json.loads(bundle.read_text(encoding="utf-8"))
     table = data["tables"]["needlebench_effective_length"]
-    assert {(r["model"], r["effective_length"]) for r in table} == {("cut", 2000), ("right", 3000), ("wrong", None)}
+    assert {(r["model"], r["effective_length"]) for r in table} == {
+        ("cut", 2000),
+        ("right", 3000),
+        ("wrong", None),
+        ("flaky", 3000),
+        ("flaky", 1000),
+    }
     next(r for r in table if r["model"] == "cut")["effective_length"] = 3000
     edited = tmp_path / "edited.json"
     edited.write_text(json.dumps(data), encoding="utf-8")
     said = subprocess.run([*verify[:2], str(edited), str(run)], capture_output=True, text=True, check=False)
     assert said.returncode == 1 and "needlebench_effective_length" in said.stdout + said.stderr, said.stdout[-2000:]
 
-    samples = run / "results" / "cut" / "needlebench_srt_en_4k.samples.jsonl"
-    lines = samples.read_text(encoding="utf-8").splitlines()
-    at = next(i for i, line in enumerate(lines) if json.loads(line)["length"] == 2000)
-    record = {**json.loads(lines[at]), "unscored": "request_failed", "error": "request_failed", "score": None}
-    lines[at] = json.dumps(record)
-    samples.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    rebuilt = subprocess.run(
-        [str(VENV_BIN / "needlebench"), "report", str(run), "-o", str(tmp_path / "failed"), "-q"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert rebuilt.returncode == 0, rebuilt.stderr[-2000:]
-    rows = list(csv.DictReader((tmp_path / "failed" / "needlebench_effective_length.csv").open(encoding="utf-8")))
-    srt_en = next(r for r in rows if (r["model"], r["task"], r["lang"]) == ("cut", "S-RT", "EN"))
+    rows = list(csv.DictReader((run / "summary" / "needlebench_effective_length.csv").open(encoding="utf-8")))
+    flaky = {(r["task"], r["lang"]): r for r in rows if r["model"] == "flaky"}
+    srt_en = flaky.pop(("S-RT", "EN"))  # its two requests at 2k failed: the number stops short of them
     assert (srt_en["edge"], srt_en["undetermined_above"], srt_en["effective"]) == (
         "undetermined",
         "2000",
@@ -215,7 +222,7 @@ def _leaderboard_sorts_by_effective_length(run: Path, out: Path) -> None:
         def shown() -> list[tuple[str, str]]:
             models = table.locator("tbody tr.measured td:nth-child(2)").all_inner_texts()
             values = table.locator(f"tbody tr.measured td:nth-child({col})").all_inner_texts()
-            return list(zip(models, values))
+            return [(m.split("\n")[0], v) for m, v in zip(models, values)]  # the name, not its "tied with" line
 
         table.locator("th", has_text="effective length").click()
         down = shown()
@@ -224,6 +231,12 @@ def _leaderboard_sorts_by_effective_length(run: Path, out: Path) -> None:
         claimed = table.locator(f"tbody tr.measured td:nth-child({headers.index('claimed') + 1})").all_inner_texts()
         browser.close()
     assert not errors, errors
-    assert [m for m, _ in down] == ["right", "cut", "wrong"] and [m for m, _ in up] == ["wrong", "cut", "right"]
-    assert down[0][1].startswith(">= 3k") and down[1][1].startswith("2k [2k, 2k]") and down[2][1].startswith("< 1k")
+    assert [m for m, _ in down] == ["right", "cut", "flaky", "wrong"] and [m for m, _ in up] == [
+        "wrong",
+        "flaky",
+        "cut",
+        "right",
+    ]
+    assert down[0][1].startswith(">= 3k") and down[1][1].startswith("2k [2k, 2k]") and down[3][1].startswith("< 1k")
+    assert down[2][1].startswith(">= 1k, undetermined above 2k (S-RT EN)")  # its failed requests: marked
     assert set(claimed) == {"32,768"}

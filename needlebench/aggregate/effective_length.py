@@ -29,9 +29,26 @@ import numpy as np
 from ..errors import ConfigError
 from .uncertainty import RESAMPLES, interval, resample_means
 
-__all__ = ["RULES", "EffectiveLength", "EffectiveRule", "LengthCell", "effective_length", "length_text"]
+__all__ = [
+    "METRICS",
+    "RULES",
+    "EffectiveLength",
+    "EffectiveRule",
+    "LengthCell",
+    "effective_length",
+    "length_text",
+]
 
 RULES = ("relative", "absolute")
+# the numbers a dataset's result file holds (NaN where they do not apply): the effective length, its interval,
+# 1 where every tested length passed ("at least"), and the first incomplete length where that stopped the walk
+METRICS = (
+    "effective_length",
+    "effective_length_ci_low",
+    "effective_length_ci_high",
+    "effective_length_at_least",
+    "effective_length_undetermined_above",
+)
 
 
 @dataclass(frozen=True)
@@ -144,6 +161,20 @@ class EffectiveLength:
     ci_low: int | None = None
     ci_high: int | None = None
 
+    def metrics(self) -> dict[str, float]:
+        """The numbers a dataset's result file holds (:data:`METRICS`), NaN where one does not apply."""
+
+        def num(value: int | None) -> float:
+            return float("nan") if value is None else float(value)
+
+        return {
+            "effective_length": num(self.value),
+            "effective_length_ci_low": num(self.ci_low),
+            "effective_length_ci_high": num(self.ci_high),
+            "effective_length_at_least": 1.0 if self.edge == "at_least" else 0.0,
+            "effective_length_undetermined_above": num(self.undetermined_above),
+        }
+
     @property
     def text(self) -> str:
         """The number as a table shows it: ``32k [16k, 64k]``, ``>= 128k``, ``< 1k``, ``>= 4k, undetermined above 8k``."""
@@ -241,7 +272,8 @@ def _interval(
     draws = np.empty((resamples, len(cells)))
     for j, cell in enumerate(cells):
         col = resample_means(cell.scores, "effective_length", *identity, cell.length, resamples=resamples)
-        draws[:, j] = np.where(np.isnan(col), float(np.mean(cell.scores)), col)
+        mean = float(np.mean(cell.scores)) if cell.scores else float("nan")  # no scores: NaN, the walk stops there
+        draws[:, j] = np.where(np.isnan(col), mean, col)
     positions = np.array([_walk(row, [True] * len(cells), rule)[0] for row in draws], dtype=float)
     lo, hi = interval(positions, method="inverted_cdf")
     lengths = [c.length for c in cells]

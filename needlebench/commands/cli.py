@@ -54,7 +54,14 @@ def _report(args: argparse.Namespace) -> int:
     from ..report.html import build, significance_lines
 
     rule = EffectiveRule(args.effective_rule, args.effective_share, args.effective_threshold)
-    path, rep = build([Path(p) for p in args.work_dirs], Path(args.output) if args.output else None, args.quiet, rule)
+    claimed = {}
+    for item in args.claimed or ():
+        model, _, tokens = item.rpartition("=")
+        if not model or not tokens.isdigit():
+            raise ConfigError(f"report --claimed {item!r}: give MODEL=TOKENS, e.g. qwen2.5-7b=131072")
+        claimed[model] = int(tokens)
+    out = Path(args.output) if args.output else None
+    path, rep = build([Path(p) for p in args.work_dirs], out, args.quiet, rule, claimed)
     print(f"report written to {path}")
     for line in significance_lines(rep):
         print(line)
@@ -214,6 +221,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rp.add_argument("--effective-share", type=float, default=0.85, help="the relative rule's share, in (0, 1]")
     rp.add_argument("--effective-threshold", type=float, default=85.6, help="the absolute rule's score, in (0, 100]")
+    rp.add_argument(
+        "--claimed",
+        action="append",
+        metavar="MODEL=TOKENS",
+        help="the context length a model claims, where not its max_seq_len in the run's plan (repeat per model)",
+    )
     rp.set_defaults(func=_report)
     lb = sub.add_parser(
         "leaderboard",

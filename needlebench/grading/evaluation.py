@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..aggregate.effective_length import METRICS as EFFECTIVE_METRICS
+from ..aggregate.effective_length import EffectiveRule, LengthCell, effective_length
 from ..aggregate.metrics import COMMON_METRICS, GRADER_ERROR, summarise_details
 from ..errors import ConfigError
 from ..files import atomic_write
@@ -224,11 +226,53 @@ def metric_names(task: TaskSpec, metas: Sequence[Mapping[str, Any]]) -> tuple[st
     errors = [f"error_{kind}" for kind in sorted({*task.error_kinds, GRADER_ERROR})]
     results = task.aggregation()
     own = results.metric_names(metas) if results.metric_names else ()
-    return (*COMMON_METRICS, *lengths, *errors, *own)
+    effective = EFFECTIVE_METRICS if task.suite_weights and lengths else ()  # the summary's tasks, over lengths
+    return (*COMMON_METRICS, *lengths, *errors, *own, *effective)
+
+
+def planned_lengths(metas: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """Samples planned per length (as text: the eval stage writes it into the evaluator's config).
+
+    Args:
+        metas: the metadata of every sample the dataset plans.
+    """
+    out: dict[str, int] = {}
+    for meta in metas:
+        if meta.get("length") is not None:
+            out[str(meta["length"])] = out.get(str(meta["length"]), 0) + 1
+    return out
+
+
+def dataset_effective_length(
+    records: Sequence[GradedSample], planned: Mapping[str, int], rule: EffectiveRule, model: str = ""
+) -> dict[str, float]:
+    """A dataset's effective-length numbers (``aggregate.effective_length.METRICS``) over its planned lengths.
+
+    A length is complete when every sample planned there was scored; the bootstrap is seeded by (model, task,
+    language), as the summary's ``needlebench_effective_length.csv`` seeds it, so the two agree.
+
+    Args:
+        records: the dataset's graded samples (one task and language).
+        planned: samples planned per length (:func:`planned_lengths`).
+        rule: which scores pass.
+        model: the model's abbr (the result file's folder).
+    """
+    if not records or not planned:
+        return {}
+    scores: dict[int, list[float]] = {int(n): [] for n in planned}
+    for r in records:
+        length = r.get("length")
+        if r.counts and length is not None and int(length) in scores:
+            scores[int(length)].append(float(r.score))
+    cells = [LengthCell(n, tuple(s), len(s) == planned[str(n)]) for n, s in scores.items()]
+    return effective_length(cells, rule, model, records[0].task, records[0].lang).metrics()
 
 
 def dataset_results(
-    records: Sequence[GradedSample], task: TaskSpec | None, names: Sequence[str] | None = None
+    records: Sequence[GradedSample],
+    task: TaskSpec | None,
+    names: Sequence[str] | None = None,
+    effective: Mapping[str, float] | None = None,
 ) -> tuple[dict[str, float], dict[str, str]]:
     """A dataset's numbers (the common ones plus its task's own) and its task's sidecar files.
 
@@ -238,6 +282,7 @@ def dataset_results(
         names: the numbers the dataset reports (:func:`metric_names` of its planned samples), in this order,
             NaN where nothing counted; a number computed but not named (a task that declares too little)
             follows them, with a warning. None: the numbers computed, as they come.
+        effective: its effective-length numbers (:func:`dataset_effective_length`), where computed.
 
     Returns:
         ``(metrics, {suffix: text})``.
@@ -247,6 +292,7 @@ def dataset_results(
     results = task.aggregation() if task else None
     if results and results.dataset_metrics:
         metrics.update(results.dataset_metrics(records))
+    metrics.update(effective or {})
     if results and results.sidecars:
         files.update(results.sidecars(records))
     if names is not None:
@@ -263,7 +309,11 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def write_results(
-    prefix: str | Path, records: Sequence[GradedSample], task: TaskSpec | None, names: Sequence[str] | None = None
+    prefix: str | Path,
+    records: Sequence[GradedSample],
+    task: TaskSpec | None,
+    names: Sequence[str] | None = None,
+    effective: Mapping[str, float] | None = None,
 ) -> dict[str, float]:
     """Write ``<prefix>.samples.jsonl`` (one :meth:`GradedSample.to_json` a line) and the task's sidecars.
 
@@ -274,8 +324,9 @@ def write_results(
         records: the graded samples.
         task: the dataset's task; None for a dataset without rows.
         names: the numbers it reports (see :func:`dataset_results`).
+        effective: its effective-length numbers (see :func:`dataset_results`).
     """
-    metrics, files = dataset_results(records, task, names)
+    metrics, files = dataset_results(records, task, names, effective)
     lines = "".join(json.dumps(r.to_json(), ensure_ascii=False) + "\n" for r in records)
     for suffix, text in {"samples.jsonl": lines, **files}.items():
         with atomic_write(f"{prefix}.{suffix}") as tmp:  # a lone surrogate (no UTF-8 form) is shown as U+FFFD

@@ -11,13 +11,22 @@ was cut off at its budget, whether it left a ``<think>`` block open).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from opencompass.openicl.icl_evaluator.icl_base_evaluator import BaseEvaluator  # the module: task_entry.py
 
+from ..aggregate.effective_length import EffectiveRule
 from ..cache.pages import RELEASE_EVERY, dataset_mappings, released_every, rows_on_demand
 from ..errors import ConfigError
-from ..grading.evaluation import dataset_results, grade_rows, metric_names, write_results
+from ..grading.evaluation import (
+    dataset_effective_length,
+    dataset_results,
+    grade_rows,
+    metric_names,
+    planned_lengths,
+    write_results,
+)
 from ..record import ScoreOptions, postprocessed
 from ..tasks import get_task
 from ..taskspec import TaskSpec
@@ -42,6 +51,10 @@ class NeedleBenchEvaluator(BaseEvaluator):
             planned samples, ``grading.evaluation.metric_names``, so every model reports the same names);
             None: named from the rows this model was given.
         pred_postprocessor: OpenCompass's prediction postprocessor, if any.
+        planned_lengths: samples planned per length (the eval stage writes it from the dataset's planned
+            samples): the effective length's completeness per length; None: the rows this model was given.
+        effective_length: how the effective length is read (``summarizer``'s ``effective_length``, which the
+            eval stage passes on); None: the default rule.
         scoring: the scoring options, by name, as declared once in
             :data:`~needlebench.record.SCORING_OPTIONS` (``metric``, ``strip_think``, ``alpha``, ``truncated``,
             ``reasoning_apart``); the others take their declared defaults. ``strip_think=True`` on reference
@@ -58,6 +71,8 @@ class NeedleBenchEvaluator(BaseEvaluator):
         max_out_len: int | None = None,
         metric_names: list[str] | None = None,
         pred_postprocessor: dict | None = None,
+        planned_lengths: dict | None = None,
+        effective_length: dict | None = None,
         **scoring: Any,
     ) -> None:
         super().__init__(pred_postprocessor=pred_postprocessor)
@@ -69,6 +84,8 @@ class NeedleBenchEvaluator(BaseEvaluator):
         self.output_tokenizer_kwargs = dict(output_tokenizer_kwargs or {})
         self.max_out_len = max_out_len
         self.metric_names = list(metric_names) if metric_names is not None else None
+        self.planned_lengths = {str(k): int(v) for k, v in (planned_lengths or {}).items()}
+        self.effective_rule = EffectiveRule.of(None if effective_length is None else dict(effective_length))
 
     def score(
         self, predictions: list[Any], references: list[str], test_set: Any, prediction: list[Any] | None = None
@@ -100,7 +117,15 @@ class NeedleBenchEvaluator(BaseEvaluator):
         if names is None and task is not None:
             names = metric_names(task, [json.loads(m) for m in _column(test_set, "meta")])
         out = getattr(self, "_out_dir", None)  # set by OpenCompass's eval task: results/<model>/<dataset>
-        metrics = write_results(out, records, task, names) if out else dataset_results(records, task, names)[0]
+        effective = None
+        if names is not None and "effective_length" in names:
+            model = Path(str(out)).parent.name if out else ""
+            planned = self.planned_lengths or planned_lengths([json.loads(m) for m in _column(test_set, "meta")])
+            effective = dataset_effective_length(records, planned, self.effective_rule, model)
+        if out:
+            metrics = write_results(out, records, task, names, effective)
+        else:
+            metrics = dataset_results(records, task, names, effective)[0]
         return {**metrics, "details": [r.to_json(prediction=False) for r in records]}
 
     def group(self, n: int, details: list[dict[str, Any]], test_set: Any) -> dict[str, list[dict[str, Any]]]:

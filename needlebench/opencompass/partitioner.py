@@ -126,8 +126,9 @@ class NeedleBenchPartitioner(BasePartitioner):
         self._scrub_dumps(cfg)
         try:
             summarizer = cfg.get("summarizer") or {}
-            if summarizer.get("effective_length") is not None:  # checked now, not after the run
-                EffectiveRule.of(dict(summarizer["effective_length"]))
+            rule = summarizer.get("effective_length")
+            self.effective = None if rule is None else dict(rule)
+            EffectiveRule.of(self.effective)  # checked now, not after the run
             return super().__call__(cfg)
         except (ConfigError, OutOfSpace, OutOfMemory, PlanChanged) as exc:
             self.logger.error(str(exc))
@@ -233,5 +234,5 @@ class NeedleBenchPartitioner(BasePartitioner):
         """Every model's datasets as the plan scores them, in ``eval_tasks`` tasks for the whole run
         (``runfolder.lifecycle.start_eval``)."""
         groups = [(comb["models"], comb["datasets"]) for comb in model_dataset_combinations]
-        tasks = start_eval(work_dir, groups, self.settings, self.logger)
+        tasks = start_eval(work_dir, groups, self.settings, self.logger, getattr(self, "effective", None))
         return [_task_config(pairs, work_dir, add_cfg) for pairs in tasks]

@@ -41,15 +41,23 @@ class NeedleBenchSummarizer:
         config: the run's config (OpenCompass passes it).
         effective_length: how the effective context length is read: ``dict(rule="relative", share=0.85)``
             (the default) or ``dict(rule="absolute", threshold=85.6)`` (``aggregate.effective_length``).
+        claimed: model abbr -> the context length it claims, where not its ``max_seq_len`` (the default).
         **kwargs: OpenCompass's ``DefaultSummarizer`` arguments.
 
     Raises:
         ConfigError: an unknown rule or key, or a share or threshold out of range.
     """
 
-    def __init__(self, config: Any, effective_length: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        config: Any,
+        effective_length: Mapping[str, Any] | None = None,
+        claimed: Mapping[str, int] | None = None,
+        **kwargs: Any,
+    ) -> None:
         self.cfg = config
         self.rule = EffectiveRule.of(None if effective_length is None else dict(effective_length))
+        self.claimed = None if claimed is None else dict(claimed)
         self.default = DefaultSummarizer(config, **kwargs)
 
     def summarize(self, output_path: str | None = None, time_str: str | None = None) -> None:
@@ -81,7 +89,7 @@ class NeedleBenchSummarizer:
                     cut.unlink(missing_ok=True)
         run = Path(self.cfg["work_dir"])
         try:
-            path = build_report([run], run / "summary", rule=self.rule)
+            path = build_report([run], run / "summary", rule=self.rule, claimed=self.claimed)
         except OutOfSpace as exc:
             logger.error(f"report stage stopped: {exc}")
             raise SystemExit(f"needlebench: report stage stopped: {exc}") from None

@@ -90,7 +90,10 @@ def leaderboard_csv(lb: Leaderboard) -> str:
             for k in keys:
                 cell = r.cells.get(k)
                 has = measured and cell is not None and cell.has_interval
-                line += [_shown(r, k), number(cell.low) if has else "", number(cell.high) if has else ""]
+                shown = _shown(r, k)
+                if k in r.texts and cell is not None and cell.known:  # a length: the number, for a spreadsheet
+                    shown = str(int(cell.value))
+                line += [shown, number(cell.low) if has else "", number(cell.high) if has else ""]
                 line += [str(cell.complete) if measured and cell is not None else ""]
             line += [*_versus(r), str(r.pairs) if r.versus is not None else "", r.versus_row, "; ".join(r.tied_with)]
             out.writerow(line)

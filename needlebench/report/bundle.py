@@ -214,7 +214,7 @@ def make_bundle(results: RunResults, runs: Sequence[Path]) -> dict[str, Any]:
         "corpora": _corpora(records),
         "config": _config(runs),
         "samples": _samples(results),
-        "effective_length_rule": dataclasses.asdict(results.effective_rule),
+        "effective_length": {"rule": dataclasses.asdict(results.effective_rule), "claimed": results.claimed_given},
         "tables": {name: _plain(df.to_dict(orient="records")) for name, df in sorted(tables.items())},
         "leaderboard": _board_rows(results, runs[0].name if len(runs) == 1 else "work dir"),
         "retries": {m: _retries(runs, m) for m in results.models},
@@ -242,19 +242,23 @@ def _retries(runs: Sequence[Path], model: str) -> dict[str, int]:
     }
 
 
-def write_bundle(path: Path, out: Path, rule: EffectiveRule | None = None) -> Path:
+def write_bundle(
+    path: Path, out: Path, rule: EffectiveRule | None = None, claimed: Mapping[str, int] | None = None
+) -> Path:
     """Compute the bundle of one run or work dir and write it as ``out/results.json`` (atomically).
 
     Args:
         path: the run folder or work dir (as given to ``needlebench report``).
         out: the summary folder.
         rule: how effective lengths are read (default: ``EffectiveRule()``); recorded in the bundle.
+        claimed: claimed lengths given explicitly (over the plan's ``max_seq_len``); recorded in the bundle.
 
     Returns:
         The file written.
     """
     results = load_results([path])
     results.effective_rule = rule or EffectiveRule()
+    results.claim(claimed)
     bundle = make_bundle(results, run_dirs(path) or [path])
     target = out / BUNDLE
     with atomic_write(target) as tmp:
@@ -355,12 +359,13 @@ def verify_bundle(bundle: Path, run: Path) -> Verification:
     if not run.exists():
         raise ConfigError(f"verify: run {run} does not exist")
     results = load_results([run])
-    rule = posted.get("effective_length_rule")
-    if isinstance(rule, dict):  # the rule the bundle's effective lengths were read with
+    read = posted.get("effective_length")
+    if isinstance(read, dict):  # the rule and claimed lengths the bundle's effective lengths were read with
         try:
-            results.effective_rule = EffectiveRule(**rule)
-        except (TypeError, ConfigError) as exc:
-            raise ConfigError(f"verify: {bundle}: effective_length_rule {rule!r} is not a rule ({exc})") from None
+            results.effective_rule = EffectiveRule.of(read.get("rule"))
+            results.claim(read.get("claimed"))
+        except ConfigError as exc:
+            raise ConfigError(f"verify: {bundle}: effective_length {read!r} is not readable ({exc})") from None
     found = make_bundle(results, run_dirs(run) or [run])
     v = Verification(samples=found["samples"]["count"])
     unreadable = [r for r in results.records if r.unscored == "unreadable"]

@@ -361,7 +361,11 @@ def write_report(rep: Report, out: Path, sources: list[str]) -> Path:
 
 
 def build(
-    paths: list[Path], out: Path | None = None, quiet: bool = True, rule: EffectiveRule | None = None
+    paths: list[Path],
+    out: Path | None = None,
+    quiet: bool = True,
+    rule: EffectiveRule | None = None,
+    claimed: Mapping[str, int] | None = None,
 ) -> tuple[Path, Report]:
     """Rebuild everything from work dirs; the page written and what it holds (and, for one run, ``results.json``).
 
@@ -370,11 +374,13 @@ def build(
         out: output folder (default: the first dir's ``needlebench_report``).
         quiet: no progress display (it shows only on a terminal anyway).
         rule: how effective lengths are read (default: ``EffectiveRule()``, the relative rule).
+        claimed: model -> the length it claims, over its ``max_seq_len`` in the run's plan.
     Raises:
         ConfigError: the dirs mix dataset versions or their prompts differ.
     """
     results = load_results(paths, label_by_dir=len(paths) > 1)
     results.effective_rule = rule or EffectiveRule()
+    results.claim(claimed)
     with Progress("heatmaps", quiet=quiet) as bar:
         rep = assemble(results, bar)
     target = out or (paths[0] / "needlebench_report")
@@ -382,22 +388,28 @@ def build(
     if len(paths) == 1 and results.records:  # one run: its result bundle beside its tables (not for comparisons)
         from .bundle import write_bundle
 
-        write_bundle(paths[0], target, results.effective_rule)
+        write_bundle(paths[0], target, results.effective_rule, results.claimed_given)
     return page, rep
 
 
-def build_report(paths: list[Path], out: Path | None = None, rule: EffectiveRule | None = None) -> Path:
+def build_report(
+    paths: list[Path],
+    out: Path | None = None,
+    rule: EffectiveRule | None = None,
+    claimed: Mapping[str, int] | None = None,
+) -> Path:
     """Rebuild everything from work dirs; two or more dirs are compared model by model.
 
     Args:
         paths: the work dirs (see :func:`build`).
         out: output folder (default: the first dir's ``needlebench_report``).
         rule: how effective lengths are read (see :func:`build`).
+        claimed: claimed lengths given explicitly (see :func:`build`).
 
     Returns:
         The path of ``report.html``.
     """
-    return build(paths, out, rule=rule)[0]
+    return build(paths, out, rule=rule, claimed=claimed)[0]
 
 
 def significance_lines(rep: Report) -> list[str]:

@@ -110,6 +110,27 @@ class RunResults:
     budgets: dict[tuple[str, str], int] = field(default_factory=dict)  # (model, dataset) -> max_out_len, from the plan
     claimed: dict[str, int] = field(default_factory=dict)  # model -> the largest max_seq_len its plan holds
     effective_rule: EffectiveRule = field(default_factory=EffectiveRule)  # how effective lengths are read
+    claimed_given: dict[str, int] = field(default_factory=dict)  # claimed lengths given explicitly (over the plan's)
+
+    def claim(self, given: Mapping[str, Any] | None) -> None:
+        """Take the lengths models claim where given explicitly (a summarizer's ``claimed``, ``needlebench report
+        --claimed``), over the plan's ``max_seq_len``.
+
+        Args:
+            given: model abbr -> claimed length in tokens.
+
+        Raises:
+            ConfigError: not a mapping of model names to positive whole numbers.
+        """
+        if not given:
+            return
+        if not isinstance(given, Mapping):
+            raise ConfigError(f"claimed: {given!r}; a dict of model abbr -> claimed length in tokens")
+        for model, n in given.items():
+            if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+                raise ConfigError(f"claimed {model!r}: {n!r}; a claimed length is a positive whole number of tokens")
+            self.claimed_given[str(model)] = n
+        self.claimed.update(self.claimed_given)
 
     def planned(self) -> dict[tuple[str, str, str, Any], int]:
         """Samples planned per (model, task, lang, cell), from the runs' plans (depths summed); the cell as in

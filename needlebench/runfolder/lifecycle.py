@@ -37,7 +37,7 @@ from ..cache.arrow_rows import materialize_many, rows_fingerprint
 from ..cache.rows import load_rows
 from ..cgroups import memory_limit
 from ..errors import PlanChanged
-from ..grading.evaluation import metric_names
+from ..grading.evaluation import metric_names, planned_lengths
 from ..planning.limits import Limit, Limits, limited_dataset
 from ..planning.run import MemoryBaseline, ModelRun, RunPlan, plan_run
 from ..planning.settings import RunSettings
@@ -258,24 +258,32 @@ def _replan(
             )
 
 
-def _evaluated(dataset: dict, limit: Limit, names: tuple[str, ...]) -> dict:
+def _evaluated(dataset: dict, limit: Limit, planned: dict[str, Any], effective: dict | None) -> dict:
     """A dataset config as an eval task scores it: the model's limit in, its evaluator told how the outputs are
-    counted (the plan's ``Limit.evaluator_settings``) and which numbers to report; a value the config set wins."""
+    counted (the plan's ``Limit.evaluator_settings``), which numbers to report and the samples planned per
+    length (for the effective length, read by the summarizer's rule); a value the config set wins."""
     out = limited_dataset(dataset, limit)
     evaluator = out.setdefault("eval_cfg", {}).setdefault("evaluator", {})
-    for key, value in {**limit.evaluator_settings(), "metric_names": list(names)}.items():
+    settings = {**limit.evaluator_settings(), **planned}
+    if effective is not None:
+        settings["effective_length"] = dict(effective)
+    for key, value in settings.items():
         evaluator.setdefault(key, value)
     return out
 
 
-def _planned_names(dataset: dict) -> tuple[str, ...]:
-    """Every number a dataset reports, from its planned samples (before any model's limit)."""
+def _planned(dataset: dict) -> dict[str, Any]:
+    """Every number a dataset reports and its samples per length, from its planned samples (before any limit)."""
     rows = load_rows(dataset["task"], **config_params(dataset))
-    return metric_names(get_task(dataset["task"]), [json.loads(m) for m in rows["meta"]])
+    metas = [json.loads(m) for m in rows["meta"]]
+    return {
+        "metric_names": list(metric_names(get_task(dataset["task"]), metas)),
+        "planned_lengths": planned_lengths(metas),
+    }
 
 
 def start_eval(
-    run: Path | str, groups: Sequence[Group], settings: RunSettings, logger: Any
+    run: Path | str, groups: Sequence[Group], settings: RunSettings, logger: Any, effective: dict | None = None
 ) -> list[list[tuple[dict, dict]]]:
     """The eval tasks' (model, dataset config as scored) pairs: the plan's limit in, and the numbers every model's
     result file of the dataset names (``grading.evaluation.metric_names``), so OpenCompass's own summary puts the
@@ -291,11 +299,13 @@ def start_eval(
         groups: (models, datasets) per OpenCompass model-dataset combination.
         settings: the eval partitioner's settings.
         logger: the stage's logger.
+        effective: the summarizer's ``effective_length`` rule (None: the default), so each dataset's result file
+            reads its effective length as the summary does.
     """
     plan = read_plan(run)
     planned = {m.abbr: m for m in plan.models} if plan is not None else {}
     limits = Limits(settings, logger)
-    names: dict[str, tuple[str, ...]] = {}  # per dataset abbr, every model's
+    names: dict[str, dict[str, Any]] = {}  # per dataset abbr, every model's
     pairs: list[tuple[dict, dict]] = []
     for models, datasets in groups:
         for model in models:
@@ -318,8 +328,8 @@ def start_eval(
                         f"evaluating with it, not {settings.overlength!r}"
                     )
                 if d["abbr"] not in names:
-                    names[d["abbr"]] = _planned_names(d)
-                pairs.append((model, _evaluated(d, limit, names[d["abbr"]])))
+                    names[d["abbr"]] = _planned(d)
+                pairs.append((model, _evaluated(d, limit, names[d["abbr"]], effective)))
     return eval_groups(pairs, settings.eval_tasks)
 
 
