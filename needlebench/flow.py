@@ -262,6 +262,12 @@ class FlowControl:
         requests = "unbounded" if math.isinf(s.request_limit) else f"{int(s.request_limit)}"
         return f"{tokens} tokens / {requests} requests"
 
+    @property
+    def throttles(self) -> int:
+        """Throttling answers met since the record was last reset (:meth:`summary`), read while requests run."""
+        with self._cond:
+            return self._s.throttles
+
     def summary(self, reset: bool = False) -> dict[str, Any]:
         """What a run records of this limiter: its settings, the throttling answers, the limits' extremes.
 

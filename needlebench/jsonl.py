@@ -20,7 +20,7 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["BadLine", "iter_jsonl", "read_jsonl"]
+__all__ = ["BadLine", "iter_jsonl", "read_jsonl", "tail_jsonl"]
 
 
 @dataclass(frozen=True)
@@ -89,3 +89,31 @@ def read_jsonl(path: Path | str, bad: list[BadLine] | None = None) -> list[Any]:
         OSError: the file cannot be opened.
     """
     return [value for _, value in iter_jsonl(path, bad)]
+
+
+def tail_jsonl(path: Path | str, offset: int = 0) -> tuple[list[Any], int]:
+    """The JSON values of the whole lines a growing JSONL file holds from byte ``offset`` on, and where they end.
+
+    Why: a display that rereads a log a writer is appending to a few times a second reads only what is
+    new (the returned offset is the next call's); a last line not yet ended by ``"\\n"`` waits for the next
+    call. A line that is not JSON is passed over (a display never stops on one).
+
+    Args:
+        path: the file (a missing file holds nothing).
+        offset: where the previous call ended (0: the start).
+    """
+    try:
+        with Path(path).open("rb") as fh:
+            fh.seek(offset)
+            data = fh.read()
+    except FileNotFoundError:
+        return [], offset
+    end = data.rfind(b"\n") + 1
+    values = []
+    for raw in data[:end].split(b"\n"):
+        if raw.strip():
+            try:
+                values.append(json.loads(raw.decode("utf-8", errors="replace")))
+            except ValueError:
+                continue
+    return values, offset + end

@@ -49,6 +49,7 @@ def test_every_command_describes_each_positional_argument(
         "leaderboard",
         "verify",
         "retry",
+        "status",
         "prompt",
         "batch",
         "parity",

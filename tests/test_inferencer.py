@@ -91,15 +91,18 @@ def _files(folder: Path) -> list[str]:
 
 def test_predictions_and_results_are_opencompass_bytes(runs: tuple[Path, Path, Path]) -> None:
     """Every prediction and result file of the batch-bounded path equals the stock path's, byte for byte; beside
-    them, ours adds only its record of how each file's requests went out (``needlebench_requests.jsonl``)."""
+    them, ours adds only its record of how each file's requests went out (``needlebench_requests.jsonl``) and
+    its progress log (``needlebench_progress.jsonl``)."""
+    from needlebench.runfolder.progress_log import PROGRESS_FILE
     from needlebench.runfolder.request_log import REQUESTS_FILE
 
     stock, ours, _ = runs
     for sub in ("predictions", "results"):
         names = _files(stock / sub)
         theirs = _files(ours / sub)
-        added = [n for n in theirs if Path(n).name == REQUESTS_FILE]
-        assert added == ([] if sub == "results" else sorted({f"{Path(n).parent}/{REQUESTS_FILE}" for n in names}))
+        added = [n for n in theirs if Path(n).name in (REQUESTS_FILE, PROGRESS_FILE)]
+        sidecars = {f"{Path(n).parent}/{f}" for n in names for f in (REQUESTS_FILE, PROGRESS_FILE)}
+        assert added == ([] if sub == "results" else sorted(sidecars))
         assert names == [n for n in theirs if n not in added]
         mismatched = [n for n in names if not filecmp.cmp(stock / sub / n, ours / sub / n, shallow=False)]
         assert mismatched == []
@@ -214,6 +217,7 @@ def test_resume_from_each_others_tmp_file(tmp_path: Path, first: str, second: st
 
     from needlebench.opencompass.configs import needlebench_datasets
     from needlebench.opencompass.inferencer import BatchGenInferencer
+    from needlebench.runfolder.progress_log import PROGRESS_FILE
 
     (cfg,) = needlebench_datasets(suite="4k", tasks=["srt"], langs=["zh"], lengths=[1000, 2000], repeats=2)
     retriever, template = _retriever(cfg)
@@ -228,7 +232,8 @@ def test_resume_from_each_others_tmp_file(tmp_path: Path, first: str, second: st
         infer(first, tmp_path / "resumed", _stops_after(PromptScriptedModel(), 3))
     tmp = tmp_path / "resumed" / "tmp_srt.jsonl"
     assert len(tmp.read_text(encoding="utf-8").splitlines()) == 12  # 3 batches of 4 written before the kill
-    assert sorted(p.name for p in tmp.parent.iterdir()) == ["tmp_srt.jsonl"]  # ours drops its unfinished file
+    left = sorted(p.name for p in tmp.parent.iterdir() if p.name != PROGRESS_FILE)  # ours logs its batches
+    assert left == ["tmp_srt.jsonl"]  # ours drops its unfinished file
     model = PromptScriptedModel()
     asked: list[int] = []
     generate = model.generate

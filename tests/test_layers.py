@@ -17,7 +17,7 @@ LAYERS: dict[str, int] = {
     "record": 1,
     "errors": 1,
     "seeding": 1,
-    "progress": 1,
+    "terminal": 1,
     "cgroups": 1,
     "jsonl": 2,
     "aggregate": 2,

@@ -294,7 +294,12 @@ def test_a_resume_under_another_plan_stops_before_any_call_and_replans_keeping_v
             assert len(rows) == len({r["id"] for r in rows}) == 4  # every sample once
         plan = json.loads((run / "needlebench_plan.json").read_text())
         assert plan["settings"]["num_shards"] == 3
-        assert plan["history"][-1] == {"stage": "replan", "request": {"replan": True, "retry": None, "batch": None}}
+        last = plan["history"][-1]
+        assert {k: last[k] for k in ("stage", "request")} == {
+            "stage": "replan",
+            "request": {"replan": True, "retry": None, "batch": None},
+        }
+        assert last["host"] and last["pid"] > 0 and last["at"] > plan["history"][0]["at"]  # who ran it, and when
         assert not (run / "needlebench_request.json").exists()  # taken: the next resume is a plain one
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_opencompass
+from conftest import ROOT, bin_path, run_opencompass
 
 pytestmark = pytest.mark.e2e
 
@@ -150,6 +150,18 @@ def _assert_oracle_perfect(run: Path) -> None:
     assert table and all(float(r["oracle"]) == 100.0 and r["oracle complete"] == "True" for r in table)
 
 
+def _status_view(path: Path) -> dict:
+    """``needlebench status PATH --json`` less what differs between two runs of one plan (folder, times, rate)."""
+    r = subprocess.run([bin_path("needlebench"), "status", str(path), "--json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    view = json.loads(r.stdout)
+    for key in ("run", "how", "started", "last_write", "now", "rate", "eta_s", "commands"):
+        view.pop(key)
+    for model in view["models"]:
+        model.pop("rate")
+    return view
+
+
 def _planned_predictions(run: Path) -> list[Path]:
     """The prediction files of every piece the run's stored plan holds (3 shards)."""
     from needlebench.runfolder.plan_file import read_plan
@@ -264,6 +276,9 @@ def test_slurm_run_with_two_gpus_per_job_matches_local(cluster: None, local: Pat
     from needlebench.runfolder.plan_file import read_plan
 
     assert read_plan(run) == plan_config(str(ROOT / CONFIG)).run
+    # needlebench status from the shared work dir alone (as on a login node) shows what the local run's shows
+    slurm_view, local_view = _status_view(work), _status_view(local)
+    assert slurm_view == local_view and slurm_view["state"] == "finished" and slurm_view["done"] > 0, slurm_view
 
     commands = _commands(log)
     infer = [c for c in commands if "OpenICLInfer[" in c]

@@ -18,7 +18,8 @@ pure function of the prompt, so a rerun meets the same faults. Every request
 and its fault are appended to ``--log`` (JSON lines; with ``--log-messages``, the messages as sent). The server is bounded:
 it stops after ``--max-requests`` requests or ``--max-seconds`` seconds. With ``--require-key KEY`` every
 request but ``/health`` without ``Authorization: Bearer KEY`` is refused with 401 (logged as fault
-``unauthorized``, the key it was sent never logged nor quoted).
+``unauthorized``, the key it was sent never logged nor quoted). With ``--latency S`` every chat request
+takes S seconds (a slow server, for watching a run's progress).
 
     python tools/flaky_server.py --port 8799 --log /tmp/requests.jsonl
 """
@@ -193,6 +194,8 @@ def make_handler(args: argparse.Namespace, state: dict[str, Any]) -> type[BaseHT
                 self._send(400, b'{"error": {"message": "bad request"}}')
                 return
             answer = ANSWER
+            if args.latency:
+                time.sleep(args.latency)  # a slow server: every request takes this long
             if args.hostile:
                 self._hostile(req, key)
                 return
@@ -280,6 +283,7 @@ def main() -> None:
     parser.add_argument(
         "--fail-first", type=int, default=0, help="the --never-every prompts fail only their first N requests (0: all)"
     )
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds every chat request takes (a slow server)")
     parser.add_argument("--timeout-sleep", type=float, default=4.0, help="seconds a 'timeout' fault waits")
     parser.add_argument("--max-model-len", type=int, default=0, help="reported in /v1/models (0: not reported)")
     parser.add_argument("--echo", action="store_true", help="answer FLAKY_OK, a newline, then the last message")

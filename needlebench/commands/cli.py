@@ -118,6 +118,14 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _status(args: argparse.Namespace) -> int:
+    from .status import show_status
+
+    if args.interval <= 0:
+        raise ConfigError(f"status: --interval {args.interval}; give a number of seconds above 0")
+    return show_status(Path(args.run), as_json=args.json, watch=args.watch, interval=args.interval)
+
+
 def _batch(args: argparse.Namespace) -> int:
     from .batch import collect_batch, prepare_batch
 
@@ -261,6 +269,17 @@ def build_parser() -> argparse.ArgumentParser:
     rt.add_argument("--dry-run", action="store_true", help="list them per model and dataset, ask nothing")
     rt.add_argument("--model", action="append", help="only this model's (by abbr; give it again for more)")
     rt.set_defaults(func=_retry)
+    st = _command(
+        sub,
+        "status",
+        "where a run stands, from its files alone: done and planned per model and dataset, the rate, an ETA, "
+        "failed and throttled requests, its tasks; for a run that stopped, what is left and the command that finishes it",
+    )
+    st.add_argument("run", metavar="RUN", help="a run folder (<work_dir>/<time>) or a work dir (its newest run)")
+    st.add_argument("--json", action="store_true", help="print one JSON object")
+    st.add_argument("--watch", action="store_true", help="redraw until the run is no longer running (Ctrl-C stops)")
+    st.add_argument("--interval", type=float, default=2.0, help="seconds between redraws with --watch (default 2)")
+    st.set_defaults(func=_status)
     pr = _command(sub, "prompt", "a sample's prompt read back from the dataset cache (for runs that keep digests)")
     pr.add_argument("run", metavar="RUN", help="the run folder (<work_dir>/<time>)")
     pr.add_argument(
@@ -314,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the ``needlebench`` command line (``run``, ``plan``, ``export``, ``score``, ``report``, ``leaderboard``, ``verify``,
-    ``retry``, ``batch``, ``parity``).
+    ``retry``, ``status``, ``batch``, ``parity``).
 
     Args:
         argv: the arguments without the program name; None reads ``sys.argv``.

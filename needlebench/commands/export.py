@@ -17,9 +17,9 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..files import atomic_write
-from ..progress import Progress
 from ..record import SCORING_NAMES
 from ..sample import DATASET_VERSION, Sample
+from ..terminal import Counting
 
 __all__ = [
     "ExportedDataset",
@@ -92,7 +92,7 @@ def write_jsonl(config_path: str, out: Path, quiet: bool = False) -> int:
         quiet: no progress display.
     """
     count = 0
-    with atomic_write(out) as tmp, tmp.open("w", encoding="utf-8") as fh, Progress("samples", quiet=quiet) as bar:
+    with atomic_write(out) as tmp, tmp.open("w", encoding="utf-8") as fh, Counting("samples", quiet=quiet) as bar:
         for abbr, sample in iter_config_samples(config_path):
             fh.write(json.dumps(sample.export_row(abbr), ensure_ascii=False, sort_keys=False) + "\n")
             count += 1
@@ -134,7 +134,7 @@ def write_parquet(config_path: str, out_dir: Path, quiet: bool = False) -> list[
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[ExportedDataset] = []
     schema = pa.schema([(c, pa.string()) for c in COLUMNS])
-    with Progress("samples", quiet=quiet) as bar:
+    with Counting("samples", quiet=quiet) as bar:
         for d in config_datasets(config_path):
             columns: dict[str, list[str]] = {c: [] for c in COLUMNS}
             for s in _samples(d):

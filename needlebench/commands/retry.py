@@ -23,6 +23,7 @@ from ..opencompass import driver
 from ..runfolder.plan_file import PLAN_FILE, StoredPlan
 from ..runfolder.request import RunRequest, write_request
 from ..runfolder.retries import failed_requests
+from ..runfolder.status import stored_config
 from ..sample import DATASET_VERSION
 
 __all__ = ["check_run", "retry_run", "run_config"]
@@ -38,13 +39,13 @@ def run_config(run: Path, command: str = "retry") -> Path:
     Raises:
         ConfigError: the folder holds no stored config.
     """
-    configs = sorted((run / "configs").glob("*.py"))
-    if not configs:
+    config = stored_config(run)
+    if config is None:
         runs = sorted(p.name for p in run.iterdir() if (p / "configs").is_dir()) if run.is_dir() else []
         if runs:
             raise ConfigError(f"{command}: {run} is a work dir; give one of its run folders, e.g. {run / runs[-1]}")
         raise ConfigError(f"{command}: {run} holds no configs/*.py (is it a run folder, <work_dir>/<time>?)")
-    return configs[-1]
+    return config
 
 
 def check_run(run: Path, command: str) -> Path:

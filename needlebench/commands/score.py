@@ -24,9 +24,9 @@ from ..errors import ConfigError
 from ..files import atomic_write
 from ..grading.evaluation import grade_rows, metric_names, write_results
 from ..jsonl import iter_jsonl
-from ..progress import Progress
 from ..record import ScoreOptions, Unanswered, cut_prediction
 from ..tasks import get_task
+from ..terminal import Counting
 from .export import ExportedDataset, read_parquet_export
 
 __all__ = ["ScoreRun", "score_predictions", "read_predictions"]
@@ -144,7 +144,7 @@ def score_predictions(
         )
     run = ScoreRun(_new_run_dir(out), problems=problems)
     total = sum(len(d.rows) for d in datasets)
-    with Progress("samples scored", total=total, quiet=quiet) as bar:
+    with Counting("samples scored", total=total, quiet=quiet) as bar:
         for d in datasets:
             scored, missing = _score_dataset(run, d, usable, model, predictions, bar)
             run.scored, run.missing = run.scored + scored, run.missing + missing
@@ -156,7 +156,7 @@ def score_predictions(
 
 
 def _score_dataset(
-    run: ScoreRun, d: ExportedDataset, usable: dict[tuple[str, str], Any], model: str, source: Path, bar: Progress
+    run: ScoreRun, d: ExportedDataset, usable: dict[tuple[str, str], Any], model: str, source: Path, bar: Counting
 ) -> tuple[int, int]:
     """Grade one dataset's rows (a row without a prediction is unscored, ``no_prediction``); its (scored, missing)."""
     absent = Unanswered("no_prediction", f"no prediction for this id in {source.name}")

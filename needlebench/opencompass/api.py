@@ -297,6 +297,10 @@ class ResilientOpenAISDK(OpenAISDK):
         if not self._offline:
             super().release()
 
+    def flow_throttles(self) -> int:
+        """Throttling answers met since the flow's record was last taken (0 without flow limits)."""
+        return self.flow.throttles if self.flow is not None else 0
+
     def flow_summary(self) -> dict[str, Any] | None:
         """The flow's record since the last call (the inferencer writes one per prediction file); None without limits."""
         return self.flow.summary(reset=True) if self.flow is not None else None

@@ -15,6 +15,10 @@ for lazy-import configs, so the ``opencompass`` script formats the run's config 
 with yapf: 5 s of CPU for a one-model config of four datasets. Here the flag holds, and the dump is the same
 Python, unformatted (read back to the same config).
 
+On a terminal it draws the run's live status under OpenCompass's output (``report.status_view.LiveStatus``:
+samples and tokens done per model, the rate, the ETA), read from the run's files a few times a second in a
+thread of this process; OpenCompass's lines scroll above it. In a pipe or a log file it draws nothing.
+
 A key a config holds in clear text never reaches the run folder: as each config loads, the clear ``key`` of
 each of our API models moves into this process's environment (inherited by every task process) and the config
 names that variable instead (``runfolder.keys.hide_keys``), so OpenCompass's dump and its task files hold the
@@ -31,7 +35,11 @@ registry lookup that finds nothing imports the lazy packages whole and looks aga
 from __future__ import annotations
 
 import inspect
+import json
+import os
 import sys
+import time
+from pathlib import Path
 from typing import Any
 
 from .task_entry import (
@@ -43,7 +51,17 @@ from .task_entry import (
     start_lean,
 )
 
-__all__ = ["DRIVER_LAZY_PACKAGES", "DRIVER_STAND_INS", "command", "hide_keys_on_load", "keep_format_flag", "main"]
+__all__ = [
+    "DRIVER_LAZY_PACKAGES",
+    "DRIVER_STAND_INS",
+    "command",
+    "hide_keys_on_load",
+    "keep_format_flag",
+    "main",
+    "note_work_dirs",
+    "own_run",
+    "work_dir_option",
+]
 
 # the task entry's packages, and the summarizers (``opencompass.summarizers.subjective`` imports sklearn)
 DRIVER_LAZY_PACKAGES = (*LAZY_PACKAGES, "opencompass.summarizers")
@@ -118,6 +136,7 @@ def main(argv: list[str] | None = None) -> None:
         argv: ``opencompass``'s arguments; default ``sys.argv[1:]``.
     """
     args = list(sys.argv[1:] if argv is None else argv)
+    started = time.time()
     why = start_lean(DRIVER_LAZY_PACKAGES, DRIVER_STAND_INS)  # on another OpenCompass: its imports as they are
     if why is not None:
         print(f"needlebench: the lean start is off ({why}); OpenCompass is imported in full", file=sys.stderr)
@@ -127,7 +146,80 @@ def main(argv: list[str] | None = None) -> None:
     from opencompass.cli.main import main as opencompass_main
 
     sys.argv = ["opencompass", *args]
-    opencompass_main()
+    if (
+        not sys.stderr.isatty()
+    ):  # a pipe or a log file: OpenCompass's output alone, as the opencompass command writes it
+        opencompass_main()
+        return
+    from ..report.status_view import LiveStatus
+
+    work_dirs = [w] if (w := work_dir_option(args)) else []
+    if not work_dirs:
+        note_work_dirs(work_dirs)
+    with LiveStatus(lambda: own_run(work_dirs or ["outputs/default"], os.getpid(), started)):
+        opencompass_main()
+
+
+def work_dir_option(args: list[str]) -> str | None:
+    """The work dir OpenCompass's options give (``-w DIR``, ``--work-dir DIR`` or ``--work-dir=DIR``), else None.
+
+    Args:
+        args: the config and OpenCompass's options.
+    """
+    found = None
+    for i, item in enumerate(args):
+        if item in ("-w", "--work-dir") and i + 1 < len(args):
+            found = args[i + 1]
+        elif item.startswith("--work-dir="):
+            found = item.split("=", 1)[1]
+    return found
+
+
+def note_work_dirs(seen: list[str]) -> None:
+    """``mmengine.Config.fromfile`` appending each loaded config's ``work_dir`` (OpenCompass's default where it has
+    none) to ``seen``: where the live view looks for the run folder of a run given no ``-w``.
+
+    Args:
+        seen: the list to append to.
+    """
+    from mmengine.config import Config
+
+    load = Config.fromfile
+
+    def fromfile(*args: Any, **kwargs: Any) -> Any:
+        config = load(*args, **kwargs)
+        seen.append(str(config.get("work_dir") or os.path.join("outputs", "default")))
+        return config
+
+    Config.fromfile = staticmethod(fromfile)  # type: ignore[method-assign]
+
+
+def own_run(work_dirs: list[str], pid: int, since: float) -> Path | None:
+    """The run folder this process runs: one under a work dir whose plan, written since ``since``, names ``pid``
+    as the process of its last stage (a fresh run's folder, or the one ``-r`` resumes).
+
+    Args:
+        work_dirs: where to look.
+        pid: this process.
+        since: when this process started the run (Unix seconds).
+    """
+    from ..runfolder.plan_file import PLAN_FILE
+
+    for work in dict.fromkeys(work_dirs):
+        root = Path(work)
+        if not root.is_dir():
+            continue
+        for run in sorted(root.iterdir(), reverse=True):
+            plan = run / PLAN_FILE
+            try:
+                if plan.stat().st_mtime < since - 1:
+                    continue
+                history = json.loads(plan.read_text(encoding="utf-8")).get("history") or [{}]
+            except (OSError, ValueError):
+                continue
+            if history[-1].get("pid") == pid:
+                return run
+    return None
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ from ..planning.settings import PROMPT_RECORDS
 from ..record import unanswered
 from ..runfolder.carryover import CarriedAnswer, read_pool
 from ..runfolder.predictions import PredictionFile, PredictionLog, digested_entry, prompt_digest
+from ..runfolder.progress_log import Step, record_progress
 from ..runfolder.provider_batch import batch_line
 from ..runfolder.request import BatchMode
 from ..runfolder.request_log import record_requests
@@ -137,18 +138,22 @@ class BatchGenInferencer(GenInferencer):
             return []
         out = PredictionFile(folder / filename)
         failed: list[int] = []  # rows whose request failed (OpenCompass's keys are the rows' numbers)
+        seen: set[str] = set()  # the rows the file holds so far (a row asked again counts once)
 
         def note(entries: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
             failed.extend(int(k) for k, v in entries if unanswered(v.get("prediction")) is not None)
+            seen.update(k for k, _ in entries)
             return entries
 
         try:
             # a resumed task's samples first, as OpenCompass's dict holds them (its failed requests noted)
             out.extend(sample for sample in saved.samples() if note([sample]))
+            self._progress(folder, filename, len(seen), 0, failed)
 
             def keep(entries: list[tuple[str, dict[str, Any]]]) -> None:
                 saved.append(entries)
                 out.extend(note(entries))
+                self._progress(folder, filename, len(seen), len(entries), failed)
 
             self._answer(retriever, ice_template, prompt_template, range(index, len(retriever.retrieve())), keep, pool)
             self._ask_again(retriever, ice_template, prompt_template, failed, keep, folder, filename)
@@ -163,6 +168,13 @@ class BatchGenInferencer(GenInferencer):
             predictions = saved.write_json(folder / filename)
         saved.path.unlink(missing_ok=True)
         return predictions
+
+    def _progress(self, folder: Path, filename: str, done: int, new: int, failed: list[int]) -> None:
+        """One line of the progress log (``runfolder.progress_log``): what ``needlebench status`` times."""
+        count = getattr(self.model, "flow_throttles", None)  # an API model with flow limits (flow.py)
+        throttles = int(count()) if callable(count) else 0
+        step = Step(Path(filename).stem, time.time(), done, new, len(set(failed)), throttles)
+        record_progress(folder, step)
 
     def _record_requests(self, folder: Path, filename: str) -> None:
         """How this file's requests went out: batch size, most in flight, order, and an API model's flow record."""

@@ -52,12 +52,15 @@ class Part:
             order), None where it is one piece.
         start: the first row.
         end: the row after the last.
+        prompt_tokens: its rows' cl100k prompt tokens (what ``needlebench status`` counts done per row;
+            0 in a plan stored before it existed).
     """
 
     dataset: str
     number: int | None
     start: int
     end: int
+    prompt_tokens: int = 0
 
     @property
     def abbr(self) -> str:
@@ -226,13 +229,15 @@ def _model_run(
     pieces: dict[int, int] = defaultdict(int)
     for _, di, _, _ in runs:
         pieces[di] += 1
+    budget = {di: out_len(model, d) for di, d in limited}
+    prompt = {item: cost - budget[item[0]] for item, cost in zip(stream, costs)}  # (dataset, row) -> tokens
     numbered: dict[int, int] = defaultdict(int)  # dataset index -> the next part number
     parts: dict[int, list[Part]] = defaultdict(list)
     for shard, di, start, end in runs:
         number = None if pieces[di] == 1 else numbered[di]
         numbered[di] += 1
-        parts[shard].append(Part(datasets[di]["abbr"], number, start, end))
-    budget = {di: out_len(model, d) for di, d in limited}
+        tokens = sum(prompt.get((di, row), 0) for row in range(start, end))
+        parts[shard].append(Part(datasets[di]["abbr"], number, start, end, tokens))
     shards = []
     for index, (a, b) in enumerate(ranges):
         outputs = sum(budget[di] for di, _ in stream[a:b])

@@ -20,9 +20,9 @@ import pandas as pd
 
 from ..aggregate.effective_length import EffectiveRule, length_text
 from ..files import atomic_write
-from ..progress import Progress
 from ..record import GradedSample
 from ..tasks import all_tasks
+from ..terminal import Counting
 from . import figures, tables
 from .csp import page_head
 from .cutoff import LEGEND, CutOff, grid_cut_offs
@@ -129,14 +129,14 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 
-def assemble(results: RunResults, progress: Progress | None = None) -> Report:
+def assemble(results: RunResults, progress: Counting | None = None) -> Report:
     """Compute every table and figure the records allow.
 
     Args:
         results: the records read back from one or more runs.
         progress: counts the heatmaps drawn (the slow part of a large report); none by default.
     """
-    bar = progress or Progress("heatmaps", quiet=True)
+    bar = progress or Counting("heatmaps", quiet=True)
     rep = Report(warnings=list(results.warnings), models=results.models, provenance=provenance(results.records))
     rep.tasks = sorted({r.task for r in results.records})
     models = rep.models
@@ -381,7 +381,7 @@ def build(
     results = load_results(paths, label_by_dir=len(paths) > 1)
     results.effective_rule = rule or EffectiveRule()
     results.claim(claimed)
-    with Progress("heatmaps", quiet=quiet) as bar:
+    with Counting("heatmaps", quiet=quiet) as bar:
         rep = assemble(results, bar)
     target = out or (paths[0] / "needlebench_report")
     page = write_report(rep, target, results.sources)

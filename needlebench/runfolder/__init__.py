@@ -12,5 +12,7 @@ ask this wing. One module per file or decision:
 * ``request_log``, ``retries``: ``needlebench_requests.jsonl`` and ``needlebench_retries.jsonl``;
 * ``provider_batch``: OpenAI Batch request files and their results (``batch/<model>/``);
 * ``keys``: no API key written into any file of the run;
-* ``stopped``: why a stage stopped short (a full disk, a memory limit), read from the folder.
+* ``stopped``: why a stage stopped short (a full disk, a memory limit), read from the folder;
+* ``progress_log``: ``needlebench_progress.jsonl``, a step per batch answered (when, how many);
+* ``status``: where a run stands, from these files alone (``needlebench status``, the live view).
 """

@@ -28,6 +28,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
+import socket
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -214,7 +217,9 @@ def start_infer(
             _replan(stored, plan, groups, out_dir, run, changes, set(rows), log)
         elif plan is None:
             plan = dataclasses.replace(stored.plan, memory=_memory())
-    history = (*(stored.history if stored else ()), {"stage": stage, "request": request.to_dict()})
+    # who runs the stage and since when: ``needlebench status`` tells a live run from a stopped one by them
+    started = {"at": round(time.time(), 3), "host": socket.gethostname(), "pid": os.getpid()}
+    history = (*(stored.history if stored else ()), {"stage": stage, "request": request.to_dict(), **started})
     write_stored(run, StoredPlan(plan, digest, prints, history))
     only = request.retry
     for model, ours, model_run in _models(groups, plan):
