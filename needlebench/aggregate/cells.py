@@ -27,7 +27,10 @@ class Estimate:
         low: the lower end of its 95% bootstrap interval (NaN without one: fewer than two samples).
         high: the upper end.
         complete: every sample, cell and part its label promises was scored (none shortened, skipped or failed).
-        note: what is missing when it is not complete ("1 of 3 shortened (excluded)").
+        note: what is missing when it is not complete ("1 of 3 shortened (excluded)"), or what qualifies a
+            complete one that is ``marked``.
+        marked: complete, but resting on prompts past the model's context window (run under
+            ``runtime(beyond_window="mark")``): its note is shown as an incomplete one's is.
     """
 
     value: float
@@ -35,6 +38,7 @@ class Estimate:
     high: float = NAN
     complete: bool = True
     note: str = ""
+    marked: bool = False
 
     @property
     def known(self) -> bool:

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..planning.run import ModelRun, RunPlan, plan_run
+from ..planning.window import Window
 
 log = logging.getLogger(__name__)
 
@@ -500,6 +501,28 @@ def plan_config(config_path: str, num_shards: int | None = None, prices_path: st
     )
 
 
+def _window_lines(run: RunPlan, abbr: str) -> list[str]:
+    """The model's context window (``planning.window``) and the cells past it, with what the run does."""
+    model = run.model(abbr)
+    if model is None:
+        return []
+    if model.window is None:
+        return ["  context window: unknown (no config.json readable offline): not checked"]
+    window = Window(**model.window)
+    lines = [f"  context window: {window.describe()}, from {window.source}"]
+    if model.beyond_window:
+        act = (
+            "the run stops before any model call; runtime(beyond_window='mark') runs them, marked"
+            if run.settings.beyond_window == "stop"
+            else "run and marked 'beyond window' in the tables"
+        )
+        lines.append(f"  past the window: {act}:")
+        for dataset, entry in model.beyond_window.items():
+            cells = ", ".join(f"{c[0]} ({c[1]} prompts, up to {c[2]:,} tokens)" for c in entry["cells"])
+            lines.append(f"    {dataset}: {cells}")
+    return lines
+
+
 def _cost_lines(m: ModelPlan) -> list[str]:
     """A priced model's cost per dataset and in total: online (cached input priced as such), batch."""
     if m.cost is None:
@@ -602,6 +625,7 @@ def format_plan(plan: PlanReport) -> str:
                 lines.append(f"    shortened (length/depth): {_cells_text(d.shortened)}")
             if d.skipped:
                 lines.append(f"    skipped (length/depth): {_cells_text(d.skipped)}")
+        lines += _window_lines(plan.run, m.abbr)
         lines += _cost_lines(m)
         thinking = [d for d in m.datasets if d.thinking is not None]
         if thinking:

@@ -513,6 +513,7 @@ def runtime(
     template_margin: int = 64,
     measure_with_model_tokenizer: bool = True,
     prompts: str = "text",
+    beyond_window: str = "stop",
     **runner_options: Any,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """``infer`` and ``eval`` sections: token-aware shards, per-model over-length handling.
@@ -529,6 +530,9 @@ def runtime(
         prompts: what prediction files keep of each prompt: ``"text"`` (OpenCompass's ``origin_prompt``,
             read by its own tools) or ``"digest"`` (its digest and sample id: a 1000k run's predictions shrink
             from the prompts' size to kilobytes per sample; the text stays in the dataset cache).
+        beyond_window: cells whose prompts go past a model's context window (its ``config.json``'s
+            ``max_position_embeddings``, RoPE scaling and sliding window, read offline): ``"stop"`` the run before
+            any model call, naming them, or ``"mark"`` them "beyond window" in the tables and run them.
         **runner_options: that runner's own settings (e.g. ``partition`` for Slurm), checked against its
             signature so a typo fails when the config is read.
     """
@@ -539,6 +543,7 @@ def runtime(
         measure_with_model_tokenizer=measure_with_model_tokenizer,
         eval_tasks=eval_workers,
         prompts=prompts,
+        beyond_window=beyond_window,
     )
     _check_runner_options(runner, runner_options)
     infer = dict(

@@ -139,12 +139,14 @@ def rope_scaling(kind: str, factor: float, original_max_position_embeddings: int
         original_max_position_embeddings: the model's trained context, where the scaling needs it.
 
     Raises:
-        ConfigError: an unknown kind or a factor that is not positive.
+        ConfigError: an unknown kind, a factor that is not positive, or a ``yarn`` or ``dynamic`` factor below 1.
     """
     if kind not in ("linear", "yarn", "dynamic"):
         raise ConfigError(f"rope_scaling: unknown kind {kind!r}; choose from ('linear', 'yarn', 'dynamic')")
     if factor <= 0:
         raise ConfigError(f"rope_scaling: factor {factor} must be positive")
+    if kind != "linear" and factor < 1:  # only a linear block contracts (NeedleChain's factors 0.5 and 0.25)
+        raise ConfigError(f"rope_scaling: a {kind} factor {factor} is below 1; {kind} scaling only extends a window")
     out: dict[str, Any] = {"rope_type": kind, "type": kind, "factor": float(factor)}
     if original_max_position_embeddings:
         out["original_max_position_embeddings"] = int(original_max_position_embeddings)

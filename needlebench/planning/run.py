@@ -30,6 +30,7 @@ from .limits import (
     token_shards,
 )
 from .settings import RunSettings
+from .window import beyond_cells, read_window
 
 __all__ = [
     "MemoryBaseline",
@@ -101,6 +102,10 @@ class ModelRun:
         planned: per needlebench dataset abbr, the samples it was planned to hold, per cell
             (:func:`~needlebench.planning.limits.planned_cells`): every table's ``planned`` count comes from
             here, never from the records that could be read. Empty in a plan stored before it existed.
+        window: the model's context window read offline (``planning.window.Window.to_dict``); None where its
+            ``config.json`` cannot be read (API and scripted models).
+        beyond_window: per dataset abbr whose prompts go past that window, which cells
+            (:func:`~needlebench.planning.window.beyond_cells`): the run stops on them, or marks them.
     """
 
     abbr: str
@@ -109,6 +114,8 @@ class ModelRun:
     shards: tuple[Shard, ...]
     others: tuple[str, ...] = ()
     planned: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, compare=False)
+    window: Mapping[str, Any] | None = None
+    beyond_window: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -193,6 +200,8 @@ class RunPlan:
                 ),
                 others=tuple(m["others"]),
                 planned=m.get("planned", {}),
+                window=m.get("window"),
+                beyond_window=m.get("beyond_window", {}),
             )
             for m in data["models"]
         )
@@ -214,6 +223,8 @@ def _model_run(
     overlength: dict[str, Mapping[str, Any]] = {}
     limited: list[tuple[int, dict]] = []
     others = []
+    window = read_window(model)
+    beyond: dict[str, Mapping[str, Any]] = {}
     for di, d in enumerate(datasets):
         if not is_needlebench(d):
             others.append(str(d.get("abbr", "")))
@@ -223,6 +234,9 @@ def _model_run(
         cells = overlength_cells(d, lim, limit.tokenizer_ratio)
         if cells is not None:
             overlength[d["abbr"]] = cells
+        past = beyond_cells(window, lim, limit.tokenizer_ratio, limit.out_len) if window else None
+        if past is not None:
+            beyond[d["abbr"]] = past
         limited.append((di, lim))
     stream, costs, ranges = token_shards(model, limited, settings.num_shards)  # stream: (dataset index, row)
     runs = [(shard, *run) for shard, (a, b) in enumerate(ranges) for run in shard_runs(stream, a, b)]
@@ -243,7 +257,9 @@ def _model_run(
         outputs = sum(budget[di] for di, _ in stream[a:b])
         shards.append(Shard(index, tuple(parts[index]), b - a, sum(costs[a:b]) - outputs, outputs))
     mine = {a: planned[a] for a in decided}
-    return ModelRun(abbr, decided, overlength, tuple(shards), tuple(others), mine)
+    return ModelRun(
+        abbr, decided, overlength, tuple(shards), tuple(others), mine, window.to_dict() if window else None, beyond
+    )
 
 
 def plan_run(

@@ -14,12 +14,14 @@ from typing import Any
 from ..errors import ConfigError
 from ..tasks.sparse.retrieval import OVERLENGTH_POLICIES
 
-__all__ = ["PROMPT_RECORDS", "RunSettings"]
+__all__ = ["BEYOND_WINDOW", "PROMPT_RECORDS", "RunSettings"]
 
 # OpenCompass's own keys of a partitioner's config section: not ours to check
 _OPENCOMPASS_KEYS = ("type", "stage", "out_dir", "keep_keys")
 # how a prediction file keeps each prompt: OpenCompass's whole text, or its digest and the sample's id
 PROMPT_RECORDS = ("text", "digest")
+# what a run does with cells whose prompts go past a model's context window (``planning.window``)
+BEYOND_WINDOW = ("stop", "mark")
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,10 @@ class RunSettings:
             which its own tools read) or ``"digest"`` (the prompt's digest and its sample id; the text stays
             in the dataset cache). It changes no request and no score, so a resume that changes it is the
             same plan; files written either way mix freely.
+        beyond_window: cells whose prompts go past a model's context window as its ``config.json`` and RoPE
+            scaling give it (``planning.window``): ``"stop"`` the run before any model call, naming them, or
+            ``"mark"`` them "beyond window" in the tables and run them. The cells are in the plan either way,
+            so a resume that changes it is the same plan.
 
     Raises:
         ConfigError: an unknown policy, fewer than one shard, or a negative count.
@@ -48,6 +54,7 @@ class RunSettings:
     measure_with_model_tokenizer: bool = True
     eval_tasks: int = field(default=0, compare=False)
     prompts: str = field(default="text", compare=False)
+    beyond_window: str = field(default="stop", compare=False)
 
     def __post_init__(self) -> None:
         if self.overlength not in OVERLENGTH_POLICIES:
@@ -58,6 +65,8 @@ class RunSettings:
             raise ConfigError(f"template_margin: {self.template_margin} must not be negative")
         if self.prompts not in PROMPT_RECORDS:
             raise ConfigError(f"prompts: {self.prompts!r}; choose from {PROMPT_RECORDS}")
+        if self.beyond_window not in BEYOND_WINDOW:
+            raise ConfigError(f"beyond_window: {self.beyond_window!r}; choose from {BEYOND_WINDOW}")
         if self.eval_tasks < 0:
             raise ConfigError(f"eval_tasks: {self.eval_tasks} must not be negative")
 

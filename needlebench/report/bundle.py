@@ -87,11 +87,17 @@ def report_tables(results: RunResults) -> dict[str, pd.DataFrame]:
     """
     out: dict[str, pd.DataFrame] = {}
     skipped = results.skipped()
-    summary = summary_table(results.records, results.models, skipped, results.planned())
+    summary = summary_table(results.records, results.models, skipped, results.planned(), results.beyond)
     if not summary.empty:
         out["needlebench_summary"] = summary
         out["needlebench_effective_length"] = effective_length_table(
-            results.records, results.models, skipped, results.planned(), results.effective_rule, results.claimed
+            results.records,
+            results.models,
+            skipped,
+            results.planned(),
+            results.effective_rule,
+            results.claimed,
+            results.beyond,
         )
     for spec in all_tasks():
         report = spec.aggregation().report

@@ -147,11 +147,17 @@ def assemble(results: RunResults, progress: Counting | None = None) -> Report:
     skipped = results.skipped()
     if results.overlength:
         rep.tables["overlength"] = pd.DataFrame([o.table_row() for o in results.overlength])
-    summary = tables.summary_table(results.records, models, skipped, results.planned())
+    summary = tables.summary_table(results.records, models, skipped, results.planned(), results.beyond)
     if not summary.empty:
         rep.tables["needlebench_summary"] = summary
         rep.tables["needlebench_effective_length"] = tables.effective_length_table(
-            results.records, models, skipped, results.planned(), results.effective_rule, results.claimed
+            results.records,
+            models,
+            skipped,
+            results.planned(),
+            results.effective_rule,
+            results.claimed,
+            results.beyond,
         )
     specs = all_tasks()
     for spec in specs:  # each task's own tables and figures, from all its records (it decides what counts)

@@ -143,10 +143,11 @@ class Row:
 
     @property
     def cell_notes(self) -> str:
-        """What the row's incomplete numbers lack, by column: ``not run: P/8, P/16; overall: 1 of 3 shortened``."""
+        """What the row's incomplete numbers lack (and what qualifies its marked ones), by column: ``not run: P/8,
+        P/16; overall: 1 of 3 shortened``."""
         by_note: dict[str, list[str]] = {}
         for k, c in self.cells.items():
-            if not c.complete and c.note:
+            if (not c.complete or c.marked) and c.note:
                 by_note.setdefault(c.note, []).append(k)
         return "; ".join(
             f"{note}: {', '.join(keys)}" if note == NOT_RUN else f"{', '.join(keys)}: {note}"
@@ -218,7 +219,8 @@ def _cell(row: Mapping[str, Any], model: str) -> Estimate:
     value = float(row[model])
     complete = bool(row[f"{model} complete"]) and not math.isnan(value)
     note = str(row.get(f"{model} note") or "")
-    return Estimate(value, float(row[f"{model} ci_low"]), float(row[f"{model} ci_high"]), complete, note)
+    marked = bool(row.get(f"{model} beyond_window"))
+    return Estimate(value, float(row[f"{model} ci_low"]), float(row[f"{model} ci_high"]), complete, note, marked)
 
 
 def _summary_basis(records: Sequence[GradedSample], profile: str) -> dict[Any, tuple[float, dict]]:
@@ -248,11 +250,12 @@ def _suite_row(
     budgets: Budgets | None = None,
     rule: EffectiveRule | None = None,
     claimed: int | None = None,
+    beyond: Any = None,
 ) -> Row:
     """The sparse-suite row of one model's records (one profile and protocol), on its suite's board, with its
     effective context length (the smallest over the board's tasks and languages) and its claimed length."""
     suite = infer_suite([r.get("length") for r in records], profile) or "?"
-    table = summary_table(records, [model], skipped, planned)
+    table = summary_table(records, [model], skipped, planned, beyond)
     index = {(str(r["task"]), str(r["lang"]), str(r["length"])): r for r in table.to_dict(orient="records")}
     columns = _summary_columns(profile)
     cells: dict[str, Estimate] = {}
@@ -279,7 +282,7 @@ def _suite_row(
         by_task[r.task].append(r)
     cut_off = _suite_cut_offs(records, [k for k, _ in columns], budgets or {})
     texts: dict[str, str] = {}
-    effective = _effective_cell(records, model, skipped, planned, rule, claimed)
+    effective = _effective_cell(records, model, skipped, planned, rule, claimed, beyond)
     if effective is not None:
         cells["effective"], texts["effective"] = effective
         columns = (*columns, ("effective", "effective length"))
@@ -313,10 +316,13 @@ def _effective_cell(
     planned: Any,
     rule: EffectiveRule | None,
     claimed: int | None,
+    beyond: Any = None,
 ) -> tuple[Estimate, str] | None:
     """A suite row's effective length: the smallest over its tasks and languages (the length up to which every
-    one of them holds), as a sortable value (0 below the shortest length) and its text, naming where it is."""
-    table = effective_length_table(records, [model], skipped, planned, rule, {model: claimed} if claimed else None)
+    one of them holds), as a sortable value (0 below the shortest length) and its text, naming where it is, and
+    where lengths past the model's context window were run (marked), from which length."""
+    claims = {model: claimed} if claimed else None
+    table = effective_length_table(records, [model], skipped, planned, rule, claims, beyond)
     if table.empty:
         return None
     found = []
@@ -325,8 +331,13 @@ def _effective_cell(
         found.append((value, r["edge"] == "undetermined", f"{r['effective']} ({r['task']} {r['lang']})"))
     value, _, text = min(found, key=lambda f: (f[0], not f[1]))
     open_ = [f[2] for f in found if f[1]]
-    note = f"undetermined: {'; '.join(open_)}" if open_ else ""
-    return Estimate(value, complete=not open_, note=note), text
+    notes = [f"undetermined: {'; '.join(open_)}"] if open_ else []
+    past = [
+        int(r["beyond_window_from"]) for r in table.to_dict(orient="records") if not pd.isna(r["beyond_window_from"])
+    ]
+    if past:
+        notes.append(f"beyond the model's context window from {length_text(min(past))}")
+    return Estimate(value, complete=not open_, note="; ".join(notes), marked=bool(past)), text
 
 
 def _suite_cut_offs(records: Sequence[GradedSample], keys: Sequence[str], budgets: Budgets) -> dict[str, CutOff]:
@@ -374,6 +385,7 @@ def measured_rows(results: RunResults, source: str) -> list[Row]:
                     results.budgets,
                     results.effective_rule,
                     results.claimed.get(model),
+                    results.beyond,
                 )
             )
         for spec in all_tasks():

@@ -111,6 +111,8 @@ class RunResults:
     claimed: dict[str, int] = field(default_factory=dict)  # model -> the largest max_seq_len its plan holds
     effective_rule: EffectiveRule = field(default_factory=EffectiveRule)  # how effective lengths are read
     claimed_given: dict[str, int] = field(default_factory=dict)  # claimed lengths given explicitly (over the plan's)
+    # (model, task, lang, cell) -> (samples past the model's context window, the window said), from the plan
+    beyond: dict[tuple[str, str, str, Any], tuple[int, str]] = field(default_factory=dict)
 
     def claim(self, given: Mapping[str, Any] | None) -> None:
         """Take the lengths models claim where given explicitly (a summarizer's ``claimed``, ``needlebench report
@@ -210,7 +212,7 @@ def load_results(paths: list[Path], label_by_dir: bool = False) -> RunResults:
         for run in runs:
             out.sources.append(str(run))
             prefix = f"{root.name}/" if label_by_dir else ""
-            entries, budgets, cut, claimed = _read_plan(run / PLAN_FILE, out.warnings, prefix)
+            entries, budgets, cut, claimed = _read_plan(run / PLAN_FILE, out.warnings, prefix, out.beyond)
             out.claimed.update(claimed)
             for entry in cut:
                 overlength[(entry.model, entry.dataset)] = entry
@@ -335,7 +337,10 @@ def _bad_lines_note(path: Path, bad: list[BadLine], placed: bool) -> str:
 
 
 def _read_plan(
-    path: Path, warnings: list[str], prefix: str = ""
+    path: Path,
+    warnings: list[str],
+    prefix: str = "",
+    beyond: dict[tuple[str, str, str, Any], tuple[int, str]] | None = None,
 ) -> tuple[list[Planned], dict[tuple[str, str], int], list[Overlength], dict[str, int]]:
     """What the reports take from a run's plan (``runfolder.plan_file``): each (model, dataset)'s planned cells
     (none where the plan predates them), its output budget (``max_out_len``: its limit's ``out_len``, where
@@ -345,6 +350,8 @@ def _read_plan(
 
     Each over-length entry keeps the per-cell lists ([length or N or k, depth, count]) so each summary cell
     gets its own skipped count; ``prefix`` labels the model like its records (work dir name when comparing dirs).
+    ``beyond`` collects the cells whose prompts went past a model's context window (a run under
+    ``runtime(beyond_window="mark")``), per (model, task, lang, cell): their count and the window.
     """
     if not path.is_file():
         return [], {}, [], {}
@@ -386,6 +393,12 @@ def _read_plan(
             for dataset, info in m.overlength.items()
         ]
         claimed = {f"{prefix}{m.abbr}": max(x.max_seq_len for x in m.limits.values()) for m in plan.models if m.limits}
+        for m in plan.models:
+            for entry in m.beyond_window.values():
+                for coord, n, _most in entry["cells"]:
+                    key = (f"{prefix}{m.abbr}", entry["task"], entry.get("lang", "en"), coord)
+                    if beyond is not None:
+                        beyond[key] = (beyond.get(key, (0, ""))[0] + int(n), str(entry["window"]))
     except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
         warnings.append(f"{path}: unreadable plan ({type(exc).__name__}: {exc}); planned counts are what was read")
         return [], {}, [], {}

@@ -89,6 +89,7 @@ class _Cell:
     unreadable: int = 0  # records that could not be read back (placed here by the run's plan)
     truncated: list[GradedSample] = field(default_factory=list)  # cut off and left out (truncated="unscored")
     plan: int | None = None  # the samples the run's plan gives the cell (None: a plan that predates it)
+    beyond: tuple[int, str] = (0, "")  # samples past the model's context window, and the window (plan)
 
     @property
     def found(self) -> int:
@@ -153,7 +154,11 @@ class _Summary:
     """
 
     def __init__(
-        self, records: Sequence[GradedSample], skipped: Skipped | None = None, planned: Skipped | None = None
+        self,
+        records: Sequence[GradedSample],
+        skipped: Skipped | None = None,
+        planned: Skipped | None = None,
+        beyond: Mapping[tuple[str, str, str, Any], tuple[int, str]] | None = None,
     ) -> None:
         self.cells: dict[str, dict[Leaf, _Cell]] = defaultdict(lambda: defaultdict(_Cell))  # plain dicts after init
         self.profiles: dict[str, set[str]] = defaultdict(set)
@@ -181,6 +186,9 @@ class _Summary:
         for (model, task, lang, length), n in (planned or {}).items():
             if task in self.order:
                 self.cells[model][(task, lang, int(length))].plan = int(n)
+        for (model, task, lang, length), past in (beyond or {}).items():
+            if task in self.order:
+                self.cells[model][(task, lang, int(length))].beyond = past
         self.cells = {m: dict(per_model) for m, per_model in self.cells.items()}
         self.layout: dict[str, dict[str, list[Any]]] = {}
         for task in self.order:
@@ -352,6 +360,10 @@ class _Summary:
         unreadable = sum(c.unreadable for c in cells)
         answered = [r for c in cells for r in c.answered]
         notes = _counts_note(planned, shortened, skipped, failed, unreadable) + output_notes(answered, planned)
+        past = [c.beyond for c in cells if c.beyond[0]]
+        if past:
+            windows = "; ".join(dict.fromkeys(w for _, w in past))
+            notes.append(f"{sum(n for n, _ in past)} of {planned} beyond window ({windows}; scored)")
         missing = self.missing(model, spec)
         if missing:
             notes.append(f"no results for {', '.join(missing)}")
@@ -369,6 +381,7 @@ class _Summary:
                 f"{model} failed": failed,
                 f"{model} unreadable": unreadable,
                 f"{model} truncated_excluded": sum(len(c.truncated) for c in cells),
+                f"{model} beyond_window": sum(c.beyond[0] for c in cells),
                 f"{model} complete": bool(w is not None and self.complete(model, spec)),
                 f"{model} note": mismatch or "; ".join(notes),
             }
@@ -381,6 +394,7 @@ def summary_table(
     models: Sequence[str],
     skipped: Skipped | None = None,
     planned: Skipped | None = None,
+    beyond: Mapping[tuple[str, str, str, Any], tuple[int, str]] | None = None,
 ) -> pd.DataFrame:
     """Rows per (task, lang, length), per-task EN / ZH / overall, and the suite overall.
 
@@ -408,8 +422,11 @@ def summary_table(
         skipped: over-length skips per (model, task, lang, length), from ``RunResults.skipped()``.
         planned: samples planned per (model, task, lang, length), from ``RunResults.planned()``; None (or a
             cell it lacks): the samples found.
+        beyond: samples whose prompts went past the model's context window and the window, per (model, task,
+            lang, length), from ``RunResults.beyond`` (a run with ``runtime(beyond_window="mark")``): scored,
+            and each row holding any says so in its note ("2 of 10 beyond window (native window 8,192 ...)").
     """
-    summary = _Summary(records, skipped, planned)
+    summary = _Summary(records, skipped, planned, beyond)
     corpora = _corpora(records)
     rows = []
     for spec in summary.specs():
@@ -430,6 +447,7 @@ def effective_length_table(
     planned: Skipped | None = None,
     rule: EffectiveRule | None = None,
     claimed: Mapping[str, int] | None = None,
+    beyond: Mapping[tuple[str, str, str, Any], tuple[int, str]] | None = None,
 ) -> pd.DataFrame:
     """Each model's effective context length per summary task and language (``aggregate.effective_length``).
 
@@ -445,9 +463,11 @@ def effective_length_table(
         planned: the plan's samples per cell, as for :func:`summary_table`.
         rule: which scores pass (default: ``relative``, 85% of the model's own shortest-length score).
         claimed: per model, the length its config claims.
+        beyond: samples past the model's context window per cell (as for :func:`summary_table`): the
+            ``beyond_window_from`` column names the first tested length with any, where its window lies.
     """
     rule = rule or EffectiveRule()
-    summary = _Summary(records, skipped, planned)
+    summary = _Summary(records, skipped, planned, beyond)
     rows = []
     for m in models:
         mine = summary.cells.get(m, {})
@@ -479,6 +499,9 @@ def effective_length_table(
                         "undetermined_above": found.undetermined_above,
                         "non_monotone_at": found.non_monotone_at,
                         "claimed": limit,
+                        "beyond_window_from": min(
+                            (c.length for c in cells if mine[(task, lang, c.length)].beyond[0]), default=None
+                        ),
                         "effective/claimed": found.value / limit if found.value and limit else None,
                         "curve": " ".join(
                             f"{length_text(c.length)}:{np.mean(c.scores):.1f}"
@@ -489,7 +512,8 @@ def effective_length_table(
                     }
                 )
     df = pd.DataFrame(rows)
-    for column in ("effective_length", "ci_low", "ci_high", "undetermined_above", "non_monotone_at", "claimed"):
+    lengths = ("effective_length", "ci_low", "ci_high", "undetermined_above", "non_monotone_at", "claimed")
+    for column in (*lengths, "beyond_window_from"):
         if column in df:  # tested lengths, whole numbers even where some are missing
             df[column] = df[column].astype("Int64")
     return df

@@ -45,6 +45,7 @@ from ..planning.limits import Limit, Limits, limited_dataset
 from ..planning.run import MemoryBaseline, ModelRun, RunPlan, plan_run
 from ..planning.settings import RunSettings
 from ..planning.shards import shard_ranges
+from ..planning.window import check_windows
 from ..seeding import stable_hash
 from ..tasks import config_params, get_task, is_needlebench
 from .carryover import carry_over, requeue_failed
@@ -217,6 +218,7 @@ def start_infer(
             _replan(stored, plan, groups, out_dir, run, changes, set(rows), log)
         elif plan is None:
             plan = dataclasses.replace(stored.plan, memory=_memory())
+    check_windows(plan.models, settings.beyond_window)  # before any file of the stage and any model call
     # who runs the stage and since when: ``needlebench status`` tells a live run from a stopped one by them
     started = {"at": round(time.time(), 3), "host": socket.gethostname(), "pid": os.getpid()}
     history = (*(stored.history if stored else ()), {"stage": stage, "request": request.to_dict(), **started})
@@ -236,6 +238,11 @@ def start_infer(
             log.warning(
                 f"{model_run.abbr} / {abbr}: {cells['num_shortened']} prompts shortened, {cells['num_skipped']} "
                 f"skipped to fit {cells['max_prompt_tokens']} tokens (see the plan's overlength, {run / PLAN_FILE})"
+            )
+        for abbr, entry in model_run.beyond_window.items():
+            log.warning(
+                f"{model_run.abbr} / {abbr}: {sum(c[1] for c in entry['cells'])} prompts past the model's "
+                f"{entry['window']}, run and marked 'beyond window' (runtime(beyond_window='mark'))"
             )
     return InferStart(plan, request, stage)
 

@@ -1,0 +1,225 @@
+"""The context window a model really has, read offline before any model call, and the cells that go past it.
+
+Why: a model config's ``max_seq_len`` says what the run may send, not what the model was trained on. A model
+with a 32k native window and no RoPE scaling, run at 128k, returns a grid of near-zeros that looks like a
+result, after the GPU hours are spent. The window is in the model's own ``config.json``: its
+``max_position_embeddings``; under a ``rope_scaling`` block, the ``original_max_position_embeddings`` it was
+trained with and the factor that stretches it; a ``sliding_window`` where every layer slides. The run's own
+scaling (the :func:`~needlebench.opencompass.models.rope_scaling` block an engine builder passes: HF
+``model_kwargs.rope_scaling``, vLLM ``hf_overrides``, LMDeploy ``engine_config.rope_scaling_factor``) replaces
+the model's.
+
+The file is read from a local model folder, or from the local Hugging Face cache for a hub name (nothing is
+downloaded); where neither holds it (an API model, a scripted model), the window is unknown and nothing is
+checked. A cell is past the window where its longest prompt, in the model's tokens (the cl100k count times the
+limit's tokenizer ratio, the worst prompt's), plus the output budget does not fit.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..cache.rows import load_rows
+from ..errors import ConfigError
+from ..tasks import config_params, get_task
+
+__all__ = ["Window", "beyond_cells", "check_windows", "read_window", "run_scaling"]
+
+
+@dataclass(frozen=True)
+class Window:
+    """A model's context window as its config and the run's scaling make it.
+
+    Args:
+        native: the window the model was trained with (``original_max_position_embeddings`` under a
+            scaling block, else ``max_position_embeddings``).
+        usable: the window with the scaling in effect (``native`` times its factor; ``native`` without).
+        sliding: the sliding window, where every layer attends only that far back; None otherwise.
+        scaling: the RoPE scaling in effect (``kind``, ``factor``, ``original``), and whose (``by``: ``model``
+            for the model's config, ``run`` for the run's setting); None without.
+        source: the file it was read from.
+    """
+
+    native: int
+    usable: int
+    sliding: int | None
+    scaling: Mapping[str, Any] | None
+    source: str
+
+    @property
+    def limit(self) -> int:
+        """The most tokens (prompt plus output) that stay inside the window."""
+        return min(self.usable, self.sliding) if self.sliding else self.usable
+
+    def describe(self) -> str:
+        """``native window 8,192, no RoPE scaling``, ``scaled window 16,384: yarn x2 of 8,192, the run's``, ..."""
+        if self.sliding and self.sliding < self.usable:
+            return f"sliding window {self.sliding:,} on every layer"
+        if not self.scaling:
+            return f"native window {self.native:,}, no RoPE scaling"
+        s = self.scaling
+        whose = "the run's" if s.get("by") == "run" else "the model's config's"
+        return f"scaled window {self.usable:,}: {s['kind']} x{s['factor']:g} of {s['original']:,}, {whose}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The window as JSON data (the plan stores it per model)."""
+        return asdict(self)
+
+
+def _config_file(path: str) -> Path | None:
+    """The model's ``config.json``: in a local folder, or in the local Hugging Face cache (no download)."""
+    folder = Path(path)
+    if folder.is_dir():
+        found = folder / "config.json"
+        return found if found.is_file() else None
+    if "/" not in path or path.startswith((".", "/")):
+        return None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # pragma: no cover - transformers brings it
+        return None
+    cached = try_to_load_from_cache(path, "config.json")
+    return Path(cached) if isinstance(cached, str) else None
+
+
+def _scaling_block(block: Any) -> dict[str, Any] | None:
+    """A RoPE scaling block as ``{"kind", "factor", "original"}``; None for none or the default rotation."""
+    if not isinstance(block, Mapping):
+        return None
+    kind = block.get("rope_type") or block.get("type")
+    factor = block.get("factor")
+    if not kind or kind == "default" or factor is None:
+        return None
+    return {"kind": str(kind), "factor": float(factor), "original": block.get("original_max_position_embeddings")}
+
+
+def run_scaling(model: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The RoPE scaling a model config asks its engine for, read where each builder writes it.
+
+    Args:
+        model: the model config (HF ``model_kwargs.rope_scaling``; vLLM ``model_kwargs.hf_overrides``
+            ``rope_scaling`` or ``rope_parameters``; LMDeploy ``engine_config.rope_scaling_factor``, dynamic).
+    """
+    kwargs = model.get("model_kwargs") or {}
+    overrides = kwargs.get("hf_overrides") or {}
+    for block in (kwargs.get("rope_scaling"), overrides.get("rope_scaling"), overrides.get("rope_parameters")):
+        found = _scaling_block(block)
+        if found:
+            return found
+    factor = (model.get("engine_config") or {}).get("rope_scaling_factor")
+    return {"kind": "dynamic", "factor": float(factor), "original": None} if factor else None
+
+
+def read_window(model: Mapping[str, Any]) -> Window | None:
+    """The window of a model config, or None where its ``config.json`` cannot be read offline.
+
+    Args:
+        model: the model config (its ``path``).
+
+    Raises:
+        ConfigError: a ``config.json`` that is not JSON.
+    """
+    path = model.get("path")
+    if not path or model.get("openai_api_base"):
+        return None
+    found = _config_file(str(path))
+    if found is None:
+        return None
+    try:
+        config = json.loads(found.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"model {model.get('abbr', path)!r}: {found} cannot be read as JSON ({exc})") from None
+    config = config.get("text_config") or config  # a multimodal model's language part
+    positions = config.get("max_position_embeddings")
+    if not isinstance(positions, int) or positions <= 0:
+        return None
+    own = _scaling_block(config.get("rope_scaling") or config.get("rope_parameters"))
+    ask = run_scaling(model)
+    sliding = config.get("sliding_window")
+    layer_types = config.get("layer_types") or ()
+    if not isinstance(sliding, int) or config.get("use_sliding_window") is False or "full_attention" in layer_types:
+        sliding = None
+    if ask:
+        native = int((own or {}).get("original") or positions)
+        original = int(ask["original"] or native)
+        scaling = {**ask, "original": original, "by": "run"}
+        usable = math.floor(original * ask["factor"])
+    elif own:
+        native = int(own["original"] or positions)
+        scaling = {**own, "original": native, "by": "model"}
+        usable = max(positions, math.floor(native * own["factor"]))
+    else:
+        native, usable, scaling = positions, positions, None
+    return Window(native, usable, sliding, scaling, str(found))
+
+
+def beyond_cells(window: Window, dataset: Mapping[str, Any], ratio: float, out_len: int) -> dict[str, Any] | None:
+    """The cells of a dataset (as its model's limit leaves it) whose prompts do not fit the window.
+
+    Args:
+        window: the model's window.
+        dataset: the limited dataset config (``limits.limited_dataset``: the prompts the model is sent).
+        ratio: the model tokenizer's tokens per cl100k token (the limit's, at least 1).
+        out_len: the output budget.
+
+    Returns:
+        None where every cell fits; else the task, language, the window's ``limit`` and ``describe()``, and
+        ``cells`` as ``[coarse coordinate, samples past the window, the most model tokens of one]``.
+    """
+    rows = load_rows(dataset["task"], **config_params(dataset))
+    spec = get_task(dataset["task"])
+    past: dict[Any, list[int]] = defaultdict(lambda: [0, 0])
+    for tokens, meta in zip(rows["prompt_tokens"], rows["meta"]):
+        need = math.ceil(int(tokens) * ratio) + out_len
+        if need > window.limit:
+            cell = past[spec.cell_of(json.loads(meta))[0]]
+            cell[0] += 1
+            cell[1] = max(cell[1], need)
+    if not past:
+        return None
+    return {
+        "task": dataset["task"],
+        "lang": dataset.get("lang", "en"),
+        "limit": window.limit,
+        "window": window.describe(),
+        "cells": [[coord, n, most] for coord, (n, most) in sorted(past.items(), key=lambda x: str(x[0]))],
+    }
+
+
+def check_windows(models: Sequence[Any], policy: str) -> None:
+    """Stop a run whose plan sends a model cells past its window, unless the run marks them (``policy``).
+
+    Args:
+        models: the plan's ``ModelRun`` entries (their ``window`` and ``beyond_window``).
+        policy: ``stop`` or ``mark`` (``runtime(beyond_window=...)``).
+
+    Raises:
+        ConfigError: cells past a window under ``stop``: one message naming each model, its window and cells,
+            and the ways on.
+    """
+    if policy == "mark":
+        return
+    parts = []
+    for m in models:
+        if not m.beyond_window:
+            continue
+        window = next(iter(m.beyond_window.values()))["window"]
+        cells = ", ".join(
+            f"{abbr} ({', '.join(str(c[0]) for c in entry['cells'])}: up to {max(c[2] for c in entry['cells']):,} tokens)"
+            for abbr, entry in m.beyond_window.items()
+        )
+        parts.append(f"{m.abbr}: {window}; past it: {cells}")
+    if parts:
+        raise ConfigError(
+            "context window: "
+            + "; ".join(parts)
+            + ". Either give the model RoPE scaling that covers these lengths (rope=rope_scaling('yarn', FACTOR, "
+            "original_max_position_embeddings=NATIVE) in its builder), or drop these lengths from the datasets, or "
+            "run them marked 'beyond window' in every table with runtime(beyond_window='mark')"
+        )
