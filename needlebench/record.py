@@ -62,6 +62,8 @@ __all__ = [
     "postprocessed",
     "reasoning_text",
     "server_output_tokens",
+    "server_reasoning_tokens",
+    "thinking_budget_asked",
 ]
 
 METRICS = ("keyword", "levenshtein")
@@ -83,9 +85,19 @@ _FINISH_KEY = "needlebench_finish_reason"
 _REASONING_KEY = "needlebench_reasoning"
 _THINK_TAG_KEY = "needlebench_think_tag"
 _OUTPUT_TOKENS_KEY = "needlebench_output_tokens"
+# the reasoning tokens the server reported, and the thinking budget the request asked for (see ``server_prediction``)
+_REASONING_TOKENS_KEY = "needlebench_reasoning_tokens"
+_THINKING_BUDGET_KEY = "needlebench_thinking_budget"
 # the key of a postprocessed server answer's other reading: OpenCompass's joined text, postprocessed
 _JOINED_KEY = "needlebench_joined"
-_SERVER_KEYS = (_FINISH_KEY, _REASONING_KEY, _OUTPUT_TOKENS_KEY, _JOINED_KEY)
+_SERVER_KEYS = (
+    _FINISH_KEY,
+    _REASONING_KEY,
+    _OUTPUT_TOKENS_KEY,
+    _JOINED_KEY,
+    _REASONING_TOKENS_KEY,
+    _THINKING_BUDGET_KEY,
+)
 DETAIL_CHARS = 500  # of a failure message kept in the record
 
 
@@ -247,6 +259,10 @@ RESERVED_KEYS = frozenset(
         "think_unclosed",
         "reasoning",
         "ran_out_reasoning",
+        "reasoning_tokens",
+        "thinking_budget",
+        "budget_ignored",
+        "budget_reached",
         "model",
         "dataset",
     )
@@ -283,6 +299,15 @@ class GradedSample:
             tail where long (the predictions file keeps it whole); None when the server returned none apart.
         ran_out_reasoning: the output budget ran out while the model was still reasoning: reasoning returned
             apart, no answer, ``finish_reason="length"``.
+        reasoning_tokens: the reasoning's length in tokens: the server's ``usage.completion_tokens_details.
+            reasoning_tokens``, else the reasoning returned apart counted with the model's own tokenizer; None
+            where neither is at hand.
+        thinking_budget: the thinking budget the request asked the server for (``api_model(thinking_budget=...)``);
+            None without one.
+        budget_ignored: the reasoning ran past the thinking budget (more than its tenth over it, and one token:
+            the room a server may take to end a sentence and close the block): the server did not enforce it.
+        budget_reached: the reasoning reached the thinking budget without running past it: cut by the budget,
+            not a model that stopped thinking early.
         model: the model whose output it grades, where the record was read back from a run
             (:func:`~needlebench.report.results.load_results` sets it; the evaluator's records have none).
         dataset: the dataset's abbr, likewise.
@@ -308,6 +333,10 @@ class GradedSample:
     think_unclosed: bool = False
     reasoning: str | None = None
     ran_out_reasoning: bool = False
+    reasoning_tokens: int | None = None
+    thinking_budget: int | None = None
+    budget_ignored: bool = False
+    budget_reached: bool = False
     model: str | None = None
     dataset: str | None = None
 
@@ -388,6 +417,14 @@ class GradedSample:
             out["ran_out_reasoning"] = self.ran_out_reasoning
             if prediction:
                 out["reasoning"] = self.reasoning
+        if self.reasoning_tokens is not None:
+            out["reasoning_tokens"] = self.reasoning_tokens
+        if self.thinking_budget is not None:  # only where the request asked for a thinking budget
+            out.update(
+                thinking_budget=self.thinking_budget,
+                budget_ignored=self.budget_ignored,
+                budget_reached=self.budget_reached,
+            )
         if prediction:
             out["prediction"] = self.prediction
         if self.model is not None:
@@ -434,6 +471,10 @@ class GradedSample:
             think_unclosed=bool(data.get("think_unclosed")),
             reasoning=None if data.get("reasoning") is None else str(data["reasoning"]),
             ran_out_reasoning=bool(data.get("ran_out_reasoning")),
+            reasoning_tokens=None if data.get("reasoning_tokens") is None else int(data["reasoning_tokens"]),
+            thinking_budget=None if data.get("thinking_budget") is None else int(data["thinking_budget"]),
+            budget_ignored=bool(data.get("budget_ignored")),
+            budget_reached=bool(data.get("budget_reached")),
             model=None if data.get("model") is None else str(data["model"]),
             dataset=None if data.get("dataset") is None else str(data["dataset"]),
         )
@@ -504,6 +545,8 @@ def server_prediction(
     reasoning: str | None = None,
     output_tokens: int | None = None,
     think_tag: str = "</think>",
+    reasoning_tokens: int | None = None,
+    thinking_budget: int | None = None,
 ) -> dict[str, Any]:
     """The prediction a model wrapper returns for a server's answer that carries more than its text.
 
@@ -518,6 +561,8 @@ def server_prediction(
         reasoning: the reasoning the server returned apart (``reasoning_content``), if any.
         output_tokens: the server's ``usage.completion_tokens`` (reasoning included), if it reported them.
         think_tag: what OpenCompass puts between the reasoning and the answer (``OpenAISDK.think_tag``).
+        reasoning_tokens: the server's ``usage.completion_tokens_details.reasoning_tokens``, if it reported them.
+        thinking_budget: the thinking budget the request asked for, if any.
     """
     out: dict[str, Any] = {"prediction": content}
     if finish is not None:
@@ -527,6 +572,10 @@ def server_prediction(
         out[_THINK_TAG_KEY] = think_tag
     if output_tokens is not None:
         out[_OUTPUT_TOKENS_KEY] = int(output_tokens)
+    if reasoning_tokens is not None:
+        out[_REASONING_TOKENS_KEY] = int(reasoning_tokens)
+    if thinking_budget is not None:
+        out[_THINKING_BUDGET_KEY] = int(thinking_budget)
     return out
 
 
@@ -638,6 +687,26 @@ def reasoning_text(prediction: object) -> str | None:
     """
     value = _server_field(prediction, _REASONING_KEY)
     return str(value) if value else None
+
+
+def server_reasoning_tokens(prediction: object) -> int | None:
+    """The reasoning tokens the server reported (``usage.completion_tokens_details.reasoning_tokens``), or None.
+
+    Args:
+        prediction: a prediction as saved by OpenCompass's inferencer.
+    """
+    value = _server_field(prediction, _REASONING_TOKENS_KEY)
+    return None if value is None else int(value)
+
+
+def thinking_budget_asked(prediction: object) -> int | None:
+    """The thinking budget the request asked the server for, or None.
+
+    Args:
+        prediction: a prediction as saved by OpenCompass's inferencer.
+    """
+    value = _server_field(prediction, _THINKING_BUDGET_KEY)
+    return None if value is None else int(value)
 
 
 def server_output_tokens(prediction: object) -> int | None:

@@ -160,7 +160,7 @@ SETUPS: dict[str, Callable[[Path, Path], Path]] = {
     "another dataset version": older_records,
     # an older format: its models were not yet cut in shards; a newer one: a field this package does not know
     "an older plan": plan_of_another_version(lambda plan: plan["models"][0].pop("shards")),
-    "a newer plan": plan_of_another_version(lambda plan: plan["models"][1].update(window=4096)),
+    "a newer plan": plan_of_another_version(lambda plan: plan["models"][1].update(kv_press="snapkv")),
     "prepared": with_results(prepared),
     "not prepared": with_results(lambda run, tmp: run),
     "data": data_folder(),
@@ -184,7 +184,7 @@ RETRY: Cases = {
         ["{run}/results/api-model/needlebench_srt_en_4k.samples.jsonl:1", "version 3.0", f"makes {DATASET_VERSION}"],
     ),
     "an older plan": ("an older plan", ["retry", "{run}"], [f"{{run}}/{PLAN_FILE} is not a plan", "'shards'"]),
-    "a newer plan": ("a newer plan", ["retry", "{run}"], [f"{{run}}/{PLAN_FILE} is not a plan", "models.1.window"]),
+    "a newer plan": ("a newer plan", ["retry", "{run}"], [f"{{run}}/{PLAN_FILE} is not a plan", "models.1.kv_press"]),
 }
 
 BATCH: Cases = {

@@ -186,3 +186,67 @@ def test_a_run_past_the_window_stops_before_any_call_and_with_mark_runs_them_mar
         text=True,
     )
     assert verified.returncode == 0, verified.stdout + verified.stderr  # the marks are recomputed from the plan
+
+
+def test_a_rope_sweep_is_one_model_per_factor_as_each_engine_takes_it(tmp_path: Path) -> None:
+    from needlebench.opencompass.models import api_model, rope_sweep
+
+    folder = _model_folder(tmp_path / "m", max_position_embeddings=32768)
+    hf, vllm = hf_model("m", folder, max_seq_len=131072), vllm_model("m", folder, max_seq_len=131072)
+    swept = rope_sweep(hf, (1, 2, 4), original_max_position_embeddings=32768)
+    assert [m["abbr"] for m in swept] == ["m@rope-x1", "m@yarn-x2", "m@yarn-x4"]
+    assert [read_window(m).usable for m in swept] == [32768, 65536, 131072]
+    assert "rope_scaling" not in swept[0]["model_kwargs"] and hf["abbr"] == "m"  # the model given is left alone
+    swept = rope_sweep(vllm, (1, 4), original_max_position_embeddings=32768, rope_key="rope_parameters")
+    assert "hf_overrides" not in swept[0]["model_kwargs"]
+    assert swept[1]["model_kwargs"]["hf_overrides"]["rope_parameters"]["factor"] == 4.0
+    assert swept[1]["model_kwargs"]["max_model_len"] == 131072  # the engine settings stay
+    lmdeploy = rope_sweep(lmdeploy_model("m", folder, max_seq_len=65536), (1, 2), kind="dynamic")
+    assert [m["engine_config"].get("rope_scaling_factor") for m in lmdeploy] == [None, 2.0]
+    assert [read_window(m).usable for m in lmdeploy] == [32768, 65536]
+    api = api_model("a", "served", base_url="http://127.0.0.1:1/v1", max_seq_len=32768)
+    for call, named in (
+        (lambda: rope_sweep(api, (1, 2)), "server applies it"),
+        (lambda: rope_sweep(lmdeploy_model("m", folder, max_seq_len=65536), (2,)), "dynamic scaling only"),
+        (lambda: rope_sweep(hf, ()), "at least one factor"),
+        (lambda: rope_sweep(hf, (1, 0.5)), "at least 1"),
+        (lambda: rope_sweep(hf, (2, 2)), "different"),
+    ):
+        with pytest.raises(ConfigError, match=named) as err:
+            call()
+        assert "\n" not in str(err.value)
+
+
+@pytest.mark.e2e
+def test_a_rope_sweep_runs_in_one_opencompass_run_and_each_prediction_file_records_its_scaling(tmp_path: Path) -> None:
+    """SmolLM2 as it ships and under YaRN x2, one run: the engine's own config of each loaded model says what
+    ran (``needlebench_requests.jsonl``), and the plan holds each factor's window and requests."""
+    from needlebench.runfolder.plan_file import read_plan
+    from needlebench.runfolder.request_log import read_requests
+
+    config = "tests/configs/e2e_rope_sweep.py"
+    done = subprocess.run(
+        [bin_path("needlebench"), "run", config, "-w", str(tmp_path / "work")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    (run,) = (tmp_path / "work").iterdir()
+    ran = {m: read_requests(run / "predictions" / m) for m in ("smollm2@rope-x1", "smollm2@yarn-x2")}
+    assert {m: [r["rope"]["scaling"] for r in lines] for m, lines in ran.items()} == {
+        "smollm2@rope-x1": [None],
+        "smollm2@yarn-x2": [
+            {"factor": 2.0, "original_max_position_embeddings": 8192, "rope_type": "yarn", "type": "yarn"}
+        ],
+    }
+    plan = read_plan(run)
+    assert [(m.abbr, m.window["usable"]) for m in plan.models] == [
+        ("smollm2@rope-x1", 8192),
+        ("smollm2@yarn-x2", 16384),
+    ]
+    assert [sum(s.samples for s in m.shards) for m in plan.models] == [2, 2]  # each factor's requests counted
+    for m in ran:
+        result = json.loads((run / "results" / m / "needlebench_srt_en_4k.json").read_text(encoding="utf-8"))
+        assert result["num_scored"] == 2  # every sample of each factor scored

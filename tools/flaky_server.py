@@ -55,7 +55,13 @@ def plan(key: str, attempt: int, never_every: int, faults_per_prompt: int, fail_
     return "ok"
 
 
-def _completion(content: str, finish: str = "stop", reasoning: str | None = None, tokens: int = 1) -> bytes:
+def _completion(
+    content: str,
+    finish: str = "stop",
+    reasoning: str | None = None,
+    tokens: int = 1,
+    reasoning_tokens: int | None = None,
+) -> bytes:
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if reasoning is not None:  # as a server with a reasoning parser returns it (vLLM, SGLang, DeepSeek's API)
         message["reasoning_content"] = reasoning
@@ -67,6 +73,8 @@ def _completion(content: str, finish: str = "stop", reasoning: str | None = None
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": {"prompt_tokens": 1, "completion_tokens": tokens, "total_tokens": tokens + 1},
     }
+    if reasoning_tokens is not None:  # as vLLM and OpenAI report them
+        body["usage"]["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
     return json.dumps(body).encode()
 
 
@@ -143,6 +151,20 @@ def reasoned(key: str, answer: str) -> tuple[str, str, str, int]:
     return reasoning, answer, "stop", len(reasoning.split()) + len(answer.split())
 
 
+def thought(key: str, answer: str, budget: int | None, mode: str) -> tuple[str, str, int, int]:
+    """(reasoning, content, completion tokens, reasoning tokens) of a ``--thinking`` answer.
+
+    The model would reason 20 to 59 words (one word = one token here), then answer. ``honour``: a budget in
+    the request (vLLM's ``thinking_token_budget``) ends the reasoning at that many words; ``ignore``: the
+    budget is accepted and has no effect, as a server whose template drops it."""
+    h = int(hashlib.sha256(key.encode()).hexdigest(), 16)
+    words = (REASONING.split() * 10)[: 20 + h % 40]
+    if mode == "honour" and budget is not None:
+        words = words[:budget]
+    reasoning = " ".join(words)
+    return reasoning, answer, len(words) + len(answer.split()), len(words)
+
+
 def make_handler(args: argparse.Namespace, state: dict[str, Any]) -> type[BaseHTTPRequestHandler]:
     lock = threading.Lock()
     listing: dict[str, Any] = {"id": "flaky", "object": "model"}
@@ -199,6 +221,14 @@ def make_handler(args: argparse.Namespace, state: dict[str, Any]) -> type[BaseHT
             if args.hostile:
                 self._hostile(req, key)
                 return
+            budget = req.get("thinking_token_budget")
+            if args.thinking == "reject" and budget is not None:  # vLLM without a reasoning parser
+                self._send(
+                    400,
+                    b'{"error": {"message": "thinking_token_budget is set but reasoning_config is not configured. '
+                    b'Please set --reasoning-parser and/or --reasoning-config to use thinking_token_budget."}}',
+                )
+                return
             if args.echo and req["messages"]:
                 answer = f"{ANSWER}\n{req['messages'][-1].get('content', '')}"
             with lock:
@@ -210,10 +240,16 @@ def make_handler(args: argparse.Namespace, state: dict[str, Any]) -> type[BaseHT
                 entry: dict[str, Any] = {"prompt": digest, "attempt": attempt, "fault": fault}
                 if args.log_messages:
                     entry["messages"] = req["messages"]
-                if not (args.reasoning and fault == "ok"):  # a reasoned answer is logged with its parts
+                if not ((args.reasoning or args.thinking) and fault == "ok"):  # logged with its parts below
                     with open(args.log, "a", encoding="utf-8") as fh:
                         fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
-            if fault == "ok" and args.reasoning:
+            if fault == "ok" and args.thinking:
+                reasoning, content, tokens, thinking = thought(key, answer, budget, args.thinking)
+                entry.update(budget=budget, reasoning_tokens=thinking)
+                with lock, open(args.log, "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
+                self._send(200, _completion(content, "stop", reasoning, tokens, thinking))
+            elif fault == "ok" and args.reasoning:
                 reasoning, content, finish, tokens = reasoned(key, answer)
                 entry.update(reasoning=reasoning, content=content, finish=finish, completion_tokens=tokens)
                 with lock, open(args.log, "a", encoding="utf-8") as fh:
@@ -296,6 +332,12 @@ def main() -> None:
     )
     parser.add_argument(
         "--hostile", default="", help="answer each prompt as this JSON script says: gold, then a HOSTILE text"
+    )
+    parser.add_argument(
+        "--thinking",
+        choices=("honour", "ignore", "reject"),
+        help="answer with reasoning apart, its tokens reported; a request's thinking_token_budget is honoured, "
+        "ignored, or refused with HTTP 400 (thought())",
     )
     parser.add_argument("--max-requests", type=int, default=2000)
     parser.add_argument("--max-seconds", type=float, default=900.0)

@@ -102,7 +102,8 @@ def truncated_rate(answered: Sequence[GradedSample]) -> float:
 
 def output_notes(answered: Sequence[GradedSample], planned: int) -> list[str]:
     """What a cell's note says about its outputs: cut off (left out, or scored as written), think blocks left open,
-    no answer because the budget ran out while the model reasoned (reasoning returned apart).
+    no answer because the budget ran out while the model reasoned (reasoning returned apart), a thinking budget
+    the server did not enforce, and reasoning stopped at the thinking budget (cut by it, not under-thinking).
 
     Args:
         answered: the cell's records that count or are left out only for being cut off.
@@ -116,4 +117,8 @@ def output_notes(answered: Sequence[GradedSample], planned: int) -> list[str]:
     notes += [f"{scored} of {planned} truncated (scored as written)"] if scored else []
     notes += [f"{unclosed} of {planned} left a think block open"] if unclosed else []
     notes += [f"{ran_out} of {planned} no answer: budget ran out while reasoning"] if ran_out else []
+    ignored = sum(r.budget_ignored for r in answered)
+    reached = sum(r.budget_reached for r in answered)
+    notes += [f"{ignored} of {planned} thinking budget not enforced (reasoned past it)"] if ignored else []
+    notes += [f"{reached} of {planned} reasoning stopped at the thinking budget"] if reached else []
     return notes

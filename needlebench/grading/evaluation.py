@@ -137,6 +137,10 @@ def grade_rows(
                 think_unclosed=facts.think_unclosed,
                 reasoning=None if facts.reasoning is None else _ends(facts.reasoning, PREDICTION_CHARS),
                 ran_out_reasoning=facts.ran_out_reasoning,
+                reasoning_tokens=facts.reasoning_tokens,
+                thinking_budget=facts.thinking_budget,
+                budget_ignored=facts.budget_ignored,
+                budget_reached=facts.budget_reached,
             )
         )
     return records

@@ -34,11 +34,22 @@ from ..record import (
     prediction_text,
     reasoning_text,
     server_output_tokens,
+    server_reasoning_tokens,
+    thinking_budget_asked,
     unanswered,
 )
 from .matching import _THINK_CLOSE, _THINK_OPEN, as_text, last_match
 
-__all__ = ["OutputMeter", "OutputFacts", "TIKTOKEN", "SERVER_USAGE", "tiktoken_meter", "think_unclosed", "measure"]
+__all__ = [
+    "OutputMeter",
+    "OutputFacts",
+    "TIKTOKEN",
+    "SERVER_USAGE",
+    "tiktoken_meter",
+    "think_unclosed",
+    "measure",
+    "budget_verdict",
+]
 
 TIKTOKEN = "tiktoken:cl100k_base"  # the record's ``output_tokenizer`` when the model's own was not available
 SERVER_USAGE = "server:usage.completion_tokens"  # the record's ``output_tokenizer`` when the server counted
@@ -71,6 +82,28 @@ class OutputFacts:
     think_unclosed: bool = False
     reasoning: str | None = None
     ran_out_reasoning: bool = False
+    reasoning_tokens: int | None = None
+    thinking_budget: int | None = None
+    budget_ignored: bool = False
+    budget_reached: bool = False
+
+
+def budget_verdict(reasoning_tokens: int | None, budget: int | None) -> tuple[bool, bool]:
+    """(ignored, reached) of a thinking budget: whether the reasoning ran past it, or stopped at it.
+
+    A server that enforces a budget may end the reasoning a little after it: NVIDIA NIM grants a tenth of the
+    budget to end the sentence, and an engine may count the block's forced closing token. So a count up to a
+    tenth over the budget plus one token is the budget reached; beyond that the budget was not enforced. With
+    no count (a server that reports none, a reasoning not counted in the model's own tokens), neither.
+
+    Args:
+        reasoning_tokens: the reasoning's length in tokens, if known.
+        budget: the thinking budget asked for, if any.
+    """
+    if reasoning_tokens is None or budget is None:
+        return False, False
+    slack = budget // 10 + 1
+    return reasoning_tokens > budget + slack, budget <= reasoning_tokens <= budget + slack
 
 
 def tiktoken_meter(max_out_len: int | None = None) -> OutputMeter:
@@ -121,6 +154,11 @@ def measure(raw: object, meter: OutputMeter) -> OutputFacts:
     own = meter.own_tokens or reported is not None
     by_count = own and meter.max_out_len is not None and tokens >= meter.max_out_len
     reasoning = reasoning_text(raw)
+    reasoning_tokens = server_reasoning_tokens(raw)
+    if reasoning_tokens is None and reasoning and meter.own_tokens:
+        reasoning_tokens = meter.count(reasoning)
+    budget = thinking_budget_asked(raw)
+    ignored, reached = budget_verdict(reasoning_tokens, budget)
     return OutputFacts(
         output_tokens=tokens,
         output_tokenizer=SERVER_USAGE if reported is not None else meter.tokenizer,
@@ -128,4 +166,8 @@ def measure(raw: object, meter: OutputMeter) -> OutputFacts:
         think_unclosed=think_unclosed(text),
         reasoning=reasoning,
         ran_out_reasoning=bool(reasoning) and reason == "length" and not as_text(answer_content(raw)).strip(),
+        reasoning_tokens=reasoning_tokens,
+        thinking_budget=budget,
+        budget_ignored=ignored,
+        budget_reached=reached,
     )

@@ -70,6 +70,9 @@ class ResilientOpenAISDK(OpenAISDK):
             (:mod:`needlebench.flow`; None: no cap).
         max_requests_in_flight: the cap on requests in flight (None: a batch's requests all at once).
         throttle_patience: seconds one request may wait on 429/503 answers before it counts as failed.
+        thinking_budget: the thinking budget each request asks for (sent in ``extra_body`` as the server
+            spells it, ``thinking_field``); each answer keeps it, with the reasoning tokens the server reports.
+        thinking_field: how the server spells the budget (``models.THINKING_FIELDS``), for the record.
         kwargs: ``OpenAISDK``'s arguments.
     """
 
@@ -82,8 +85,12 @@ class ResilientOpenAISDK(OpenAISDK):
         max_tokens_in_flight: int | None = None,
         max_requests_in_flight: int | None = None,
         throttle_patience: float = 900.0,
+        thinking_budget: int | None = None,
+        thinking_field: str | None = None,
         **kwargs: Any,
     ) -> None:
+        self.thinking_budget = thinking_budget  # asked through extra_body (models.api_model); kept in each answer
+        self.thinking_field = thinking_field
         self.flow_limits = FlowLimits(max_tokens_in_flight, max_requests_in_flight, throttle_patience)
         self._local = threading.local()
         self._offline = False  # answering from batch files: no rate limit, no server
@@ -321,7 +328,13 @@ class ResilientOpenAISDK(OpenAISDK):
             return text
         if noted.reasoning and text == noted.joined(self.think_tag):  # reasoning apart: keep both, and the counts
             return server_prediction(
-                noted.content, noted.finish, noted.reasoning, noted.completion_tokens, self.think_tag
+                noted.content,
+                noted.finish,
+                noted.reasoning,
+                noted.completion_tokens,
+                self.think_tag,
+                noted.reasoning_tokens,
+                self.thinking_budget,
             )
         if noted.finish == "length":
             return cut_prediction(text, "length")
@@ -336,6 +349,7 @@ class _Noted:
     reasoning: str
     finish: str | None
     completion_tokens: int | None
+    reasoning_tokens: int | None = None
 
     @classmethod
     def of(cls, response: Any) -> _Noted:
@@ -344,11 +358,13 @@ class _Noted:
         message = getattr(choice, "message", None)
         usage = getattr(response, "usage", None)
         tokens = getattr(usage, "completion_tokens", None)
+        reasoning = getattr(getattr(usage, "completion_tokens_details", None), "reasoning_tokens", None)
         return cls(
             getattr(message, "content", "") or "",
             getattr(message, "reasoning_content", "") or "",
             getattr(choice, "finish_reason", None),
             int(tokens) if isinstance(tokens, int) else None,
+            int(reasoning) if isinstance(reasoning, int) else None,
         )
 
     def joined(self, think_tag: str) -> str:

@@ -44,7 +44,7 @@ from ..runfolder.request_log import record_requests
 from ..runfolder.retries import record_retries
 from .task_entry import torch_imported
 
-__all__ = ["BatchGenInferencer", "REQUEST_ORDER"]
+__all__ = ["BatchGenInferencer", "REQUEST_ORDER", "loaded_rope"]
 
 # the order every prompt is sent in: the plan's pieces (planning/stream.py), each dataset's rows in their order
 REQUEST_ORDER = "needlebench stream: datasets sharing a haystack interleaved, rows in dataset order"
@@ -57,6 +57,31 @@ def _no_grad() -> contextlib.AbstractContextManager[Any]:
 
         return torch.no_grad()
     return contextlib.nullcontext()
+
+
+def loaded_rope(model: Any) -> dict[str, Any] | None:
+    """The RoPE scaling a loaded OpenCompass model answers with, read from its engine's own config of the model.
+
+    Why the engine's and not the run config's: the config asks, the engine decides (a key it does not know is
+    dropped, a transformers release renames the field); a context-extension sweep is read by what ran. The
+    HuggingFace wrapper's transformers model (``model.model.config``) and vLLM's ``LLM``
+    (``llm_engine.model_config.hf_config``) say; others (API and scripted models, LMDeploy) give None.
+
+    Args:
+        model: the OpenCompass model object.
+    """
+    inner = getattr(model, "model", None)
+    config, where = getattr(inner, "config", None), "transformers model config"
+    if config is None or not hasattr(config, "max_position_embeddings"):
+        engine_config = getattr(getattr(inner, "llm_engine", None), "model_config", None)
+        config, where = getattr(engine_config, "hf_config", None), "vLLM model config"
+    if config is None or not hasattr(config, "max_position_embeddings"):
+        return None
+    block = getattr(config, "rope_scaling", None) or None
+    if isinstance(block, dict) and block.get("rope_type", block.get("type")) == "default":
+        block = None  # transformers 5 names the plain rotation too
+    plain = json.loads(json.dumps(dict(block), default=str)) if isinstance(block, dict) else None
+    return {"scaling": plain, "max_position_embeddings": int(config.max_position_embeddings), "read_from": where}
 
 
 class _Window:
@@ -188,7 +213,7 @@ class BatchGenInferencer(GenInferencer):
             in_flight = min(batch, int(self.model.max_workers))
         else:  # a local model: one batch at a time
             in_flight = batch
-        record_requests(folder, Path(filename).stem, batch, in_flight, REQUEST_ORDER, summary)
+        record_requests(folder, Path(filename).stem, batch, in_flight, REQUEST_ORDER, summary, loaded_rope(self.model))
 
     def _prepare(
         self,

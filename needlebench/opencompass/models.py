@@ -37,9 +37,13 @@ __all__ = [
     "reasoning",
     "with_sampling",
     "rope_scaling",
+    "rope_sweep",
+    "with_rope",
     "check_model",
     "load_models",
     "BACKENDS",
+    "THINKING_FIELDS",
+    "thinking_sweep",
 ]
 
 HF = "opencompass.models.HuggingFacewithChatTemplate"
@@ -57,6 +61,15 @@ CHAT_META_TEMPLATE = dict(
     round=[dict(role="HUMAN", api_role="HUMAN"), dict(role="BOT", api_role="BOT", generate=True)],
 )
 BACKENDS = {"hf": HF, "vllm": VLLM, "lmdeploy": LMDEPLOY, "api": API}
+# How a server takes a thinking budget in a chat request's body (``api_model(thinking_budget=N, thinking_field=...)``):
+# vLLM's own field (its OpenAI server, 0.32 here; the server needs --reasoning-parser or --reasoning-config, or it
+# refuses the request), the model's chat template variable (SGLang and vLLM pass chat_template_kwargs on; only a
+# template that reads it, Qwen3's, acts on it, and nothing enforces it), NVIDIA NIM's budget control.
+THINKING_FIELDS = {
+    "vllm": ("thinking_token_budget",),
+    "chat_template": ("chat_template_kwargs", "thinking_budget"),
+    "nim": ("nvext", "max_thinking_tokens"),
+}
 
 
 def smollm2_gguf() -> tuple[str, str]:
@@ -321,6 +334,8 @@ def api_model(
     max_tokens_in_flight: int | None = None,
     max_requests_in_flight: int | None = None,
     throttle_patience: float = 900.0,
+    thinking_budget: int | None = None,
+    thinking_field: str = "vllm",
     **kwargs: Any,
 ) -> dict[str, Any]:
     """Any OpenAI-compatible server (vLLM serve, SGLang, llama.cpp, LMDeploy serve).
@@ -359,15 +374,25 @@ def api_model(
             With either cap, a 429/503 halves the limits (honouring ``Retry-After``) and answers grow them
             back; each change is logged and ``results.json`` counts them (``needlebench.flow``).
         throttle_patience: seconds one request may wait on 429/503 answers before it counts as failed.
+        thinking_budget: the most tokens the model may reason before it answers, asked of the server with each
+            request (None: none asked). Each answer keeps it with the reasoning tokens the server reports; one
+            that reasoned past it is flagged "thinking budget not enforced" in every table. Before the first
+            prompt, the server is asked once whether it takes the field.
+        thinking_field: how the server spells the budget (:data:`THINKING_FIELDS`): ``"vllm"``
+            (``thinking_token_budget``), ``"chat_template"`` (``chat_template_kwargs.thinking_budget``: SGLang and
+            vLLM pass it to the chat template, which may ignore it) or ``"nim"`` (``nvext.max_thinking_tokens``).
         kwargs: further arguments of ``OpenAISDK`` or OpenCompass's model config (checked); ``retry``
             defaults to 2, ``query_per_second`` to 8 and ``meta_template`` to ``CHAT_META_TEMPLATE`` (the
             model gets a dataset's turns as chat messages). A ``pred_postprocessor`` is
             wrapped so that it never sees a failed request's prediction (``api.keep_unanswered``).
 
     Raises:
-        ConfigError: an argument the model class does not take, or both ``key`` and ``key_env``.
+        ConfigError: an argument the model class does not take, both ``key`` and ``key_env``, or a thinking
+            budget that is not a whole number of tokens (0 or more), or an unknown ``thinking_field``.
     """
     _check_extra(API, kwargs)
+    if thinking_budget is not None:
+        kwargs.update(_thinking(abbr, thinking_budget, thinking_field, kwargs.get("extra_body")))
     if key_env is not None and key != "EMPTY":
         raise ConfigError(f"api_model({abbr!r}): give key or key_env, not both (key_env names the key's variable)")
     if kwargs.get("pred_postprocessor"):  # it must let a failed request's prediction object through
@@ -397,6 +422,57 @@ def api_model(
     if tokenizer_kwargs:
         cfg["tokenizer_kwargs"] = dict(tokenizer_kwargs)
     return cfg
+
+
+def _thinking(abbr: str, budget: Any, field_name: str, extra_body: dict[str, Any] | None) -> dict[str, Any]:
+    """The model config keys that ask a server for a thinking budget: the body field and the record of it."""
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+        raise ConfigError(
+            f"model {abbr!r}: thinking_budget={budget!r}; give a whole number of tokens, 0 or more (0: no thinking)"
+        )
+    if field_name not in THINKING_FIELDS:
+        raise ConfigError(f"model {abbr!r}: thinking_field={field_name!r}; choose from {sorted(THINKING_FIELDS)}")
+    body = json.loads(json.dumps(extra_body or {}))
+    *outer, last = THINKING_FIELDS[field_name]
+    node = body
+    for name in outer:
+        node = node.setdefault(name, {})
+    node[last] = budget
+    return dict(extra_body=body, thinking_budget=budget, thinking_field=field_name)
+
+
+def thinking_sweep(model: dict[str, Any], budgets: list[int] | tuple[int, ...]) -> list[dict[str, Any]]:
+    """One model per thinking budget, each named for it (``<abbr>@think-<N>``), for one run: the budget as an axis.
+
+    Each copy asks its server for its budget as the model's ``thinking_field`` spells it (:func:`api_model`).
+    ``needlebench plan`` counts every budget's requests.
+
+    Args:
+        model: an :func:`api_model` config.
+        budgets: the budgets in tokens, each a whole number, 0 or more, none repeated.
+
+    Raises:
+        ConfigError: a model that is not an API model, no budgets, a repeated one, or a bad one (named).
+    """
+    abbr = model.get("abbr", "model")
+    if _backend(type_name(model.get("type"))) != API:
+        raise ConfigError(f"thinking_sweep({abbr!r}): an api_model config; its server is asked for each budget")
+    if not budgets or len(set(budgets)) != len(budgets):
+        raise ConfigError(f"thinking_sweep({abbr!r}): budgets {list(budgets)} must be given, none repeated")
+    field_name = str(model.get("thinking_field") or "vllm")
+    base = dict(model)
+    body = json.loads(json.dumps(base.get("extra_body") or {}))
+    *outer, last = THINKING_FIELDS.get(field_name, THINKING_FIELDS["vllm"])
+    node = body
+    for name in outer:
+        node = node.get(name, {})
+    node.pop(last, None)  # the budget the model had, if any, gives way to each of the sweep's
+    out = []
+    for budget in budgets:
+        swept = {**base, **_thinking(f"{abbr}@think-{budget}", budget, field_name, body)}
+        swept["abbr"] = f"{abbr}@think-{budget}"
+        out.append(swept)
+    return out
 
 
 def _flow_settings(tokens: int | None, requests: int | None, patience: float) -> dict[str, Any]:
@@ -495,6 +571,99 @@ def with_sampling(model: dict[str, Any], temperature: float, top_p: float) -> di
     else:
         out["temperature"] = temperature
         out["openai_extra_kwargs"] = {**(out.get("openai_extra_kwargs") or {}), "top_p": top_p}
+    return out
+
+
+def with_rope(model: dict[str, Any], rope: dict[str, Any] | None, rope_key: str = "rope_scaling") -> dict[str, Any]:
+    """A copy of ``model`` whose engine applies ``rope`` (a :func:`rope_scaling` block), as that engine takes it.
+
+    HuggingFace: ``model_kwargs.rope_scaling`` (``from_pretrained`` sets it on the model's config); vLLM:
+    ``model_kwargs.hf_overrides[rope_key]`` (``"rope_parameters"`` with vLLM builds on transformers 5);
+    LMDeploy's TurboMind: ``engine_config.rope_scaling_factor`` (dynamic scaling only: another kind is
+    refused rather than run as dynamic). ``None`` takes any run scaling off (the model's own config stands).
+
+    Args:
+        model: a model config from one of this module's builders or an OpenCompass model file.
+        rope: the scaling block, or None.
+        rope_key: vLLM's ``hf_overrides`` key.
+
+    Raises:
+        ConfigError: an API model (its server decides the scaling: start it with the scaling instead), an
+            unknown model type, or a non-dynamic kind for LMDeploy.
+    """
+    out = dict(model)
+    kind = _backend(type_name(out.get("type")))
+    if kind not in (HF, VLLM, LMDEPLOY):
+        raise ConfigError(
+            f"with_rope({out.get('abbr')!r}): a {type_name(out.get('type'))!r} model takes no RoPE scaling from its "
+            "config; an API model's server applies it (vLLM: --hf-overrides '{\"rope_scaling\": ...}')"
+        )
+    if kind == LMDEPLOY:
+        engine = {k: v for k, v in (out.get("engine_config") or {}).items() if k != "rope_scaling_factor"}
+        if rope is not None:
+            if rope.get("rope_type") != "dynamic":
+                raise ConfigError(
+                    f"with_rope({out.get('abbr')!r}): LMDeploy's TurboMind takes dynamic scaling only "
+                    f"(rope_scaling_factor), not {rope.get('rope_type')!r}"
+                )
+            engine["rope_scaling_factor"] = float(rope["factor"])
+        out["engine_config"] = engine
+        return out
+    kwargs = dict(out.get("model_kwargs") or {})
+    if kind == HF:
+        kwargs.pop("rope_scaling", None)
+        if rope is not None:
+            kwargs["rope_scaling"] = dict(rope)
+    else:
+        overrides = {k: v for k, v in (kwargs.get("hf_overrides") or {}).items() if k != rope_key}
+        if rope is not None:
+            overrides[rope_key] = dict(rope)
+        kwargs["hf_overrides"] = overrides
+        if not overrides:
+            kwargs.pop("hf_overrides")
+    out["model_kwargs"] = kwargs
+    return out
+
+
+def rope_sweep(
+    model: dict[str, Any],
+    factors: list[float] | tuple[float, ...],
+    kind: str = "yarn",
+    original_max_position_embeddings: int | None = None,
+    rope_key: str = "rope_scaling",
+) -> list[dict[str, Any]]:
+    """One model per RoPE scaling factor, each named for its setting, for one run: context extension as an axis.
+
+    Factor 1 is the model as its own config has it (no run scaling), named ``<abbr>@rope-x1``; every other is
+    ``<abbr>@<kind>-x<factor>`` (``qwen@yarn-x4``). Their ``max_seq_len`` stays the model's: the cells past a
+    factor's window are the point of a sweep, so run it with ``runtime(beyond_window="mark")`` (the default
+    stops on them, naming them). ``needlebench plan`` counts every factor's requests.
+
+    Args:
+        model: a model config from one of this module's builders (HF, vLLM or LMDeploy).
+        factors: the factors, e.g. ``(1, 2, 4)``; each at least 1 (a sweep extends).
+        kind: ``yarn`` or ``dynamic`` (:func:`rope_scaling`).
+        original_max_position_embeddings: the model's trained window, where the scaling needs it.
+        rope_key: vLLM's ``hf_overrides`` key (:func:`with_rope`).
+
+    Raises:
+        ConfigError: no factors, one repeated or below 1, or an engine that cannot take the scaling.
+    """
+    if not factors:
+        raise ConfigError("rope_sweep: give at least one factor, e.g. factors=(1, 2, 4)")
+    if len(set(factors)) != len(factors) or any(f < 1 for f in factors):
+        raise ConfigError(f"rope_sweep: factors {list(factors)} must be different and at least 1")
+    abbr = model.get("abbr", "model")
+    out = []
+    for factor in factors:
+        if factor == 1:
+            swept = with_rope(model, None, rope_key)
+            swept["abbr"] = f"{abbr}@rope-x1"
+        else:
+            block = rope_scaling(kind, factor, original_max_position_embeddings)
+            swept = with_rope(model, block, rope_key)
+            swept["abbr"] = f"{abbr}@{kind}-x{factor:g}"
+        out.append(swept)
     return out
 
 

@@ -44,7 +44,7 @@ from ..errors import ConfigError, OutOfMemory, OutOfSpace, PlanChanged
 from ..planning.limits import is_api_model
 from ..planning.run import ModelRun, part_config
 from ..planning.settings import RunSettings
-from ..preflight.api_server import check_api_server
+from ..preflight.api_server import check_api_server, check_thinking_budget
 from ..preflight.slurm import check_slurm, is_slurm_runner
 from ..runfolder.keys import clear_keys, hide_keys, redact, scrub_file
 from ..runfolder.lifecycle import start_eval, start_infer
@@ -196,6 +196,7 @@ class NeedleBenchPartitioner(BasePartitioner):
                     # a dead server, a wrong model name or a short --max-model-len: one message now,
                     # not a run of failed requests
                     check_api_server(model)
+                    check_thinking_budget(model)  # a server that refuses the budget field: one line, now
                 tasks.extend(shards)
         return tasks
 

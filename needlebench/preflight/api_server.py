@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..runfolder.keys import key_from_env
 
-__all__ = ["check_api_server"]
+__all__ = ["check_api_server", "check_thinking_budget"]
 
 
 def _bases(model: Mapping[str, Any]) -> list[str]:
@@ -107,3 +107,55 @@ def check_api_server(model: Mapping[str, Any], timeout: float = 15.0) -> dict[st
                 f"max_seq_len={context} so over-length prompts are shortened or skipped before they are sent."
             )
     return info
+
+
+def check_thinking_budget(model: Mapping[str, Any], timeout: float = 60.0) -> None:
+    """Ask the server once whether it takes the model's thinking-budget field, before any prompt of the run.
+
+    A server that refuses the field (vLLM without a reasoning parser answers 400) would fail every request
+    of the run; one that drops it silently is caught later, sample by sample, as "thinking budget not
+    enforced". One chat request of one token, with the model's ``extra_body``; nothing is asked without a budget.
+
+    Args:
+        model: an API model config with ``thinking_budget`` (``models.api_model``).
+        timeout: seconds to wait for the answer.
+
+    Raises:
+        MissingKey: the model's ``key_env`` names a variable that is not set.
+        ConfigError: the server refuses the request (HTTP 400 or 422): one line naming the model, the setting
+            and what the server said.
+    """
+    budget = model.get("thinking_budget")
+    if budget is None:
+        return
+    abbr = model.get("abbr", model.get("path"))
+    key = _key(model)
+    body = {
+        "model": str(model.get("path")),
+        "messages": [{"role": "user", "content": "Say OK."}],
+        "max_tokens": 1,
+        **dict(model.get("extra_body") or {}),
+    }
+    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
+    for base in _bases(model):
+        url = base.rstrip("/") + "/chat/completions"
+        request = urllib.request.Request(url, data=json.dumps(body).encode("utf-8"), headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=timeout):
+                pass
+        except urllib.error.HTTPError as exc:
+            if exc.code not in (400, 422):
+                continue  # not about the field: the run's own requests will tell
+            said = exc.read().decode("utf-8", errors="replace")
+            try:
+                said = str(json.loads(said).get("error", {}).get("message") or said)
+            except (ValueError, AttributeError):
+                pass
+            said = " ".join(said.split())[:300].rstrip(".")
+            raise ConfigError(
+                f"model {abbr}: the server at {base} refuses thinking_budget={budget} "
+                f"(thinking_field={model.get('thinking_field')!r}): {said}. Start the server so that it takes it "
+                "(vLLM: --reasoning-parser), pick the field it takes, or drop thinking_budget. No prompt of the run was sent."
+            ) from None
+        except (urllib.error.URLError, OSError):
+            continue  # check_api_server has said whether the server is up

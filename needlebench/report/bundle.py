@@ -37,6 +37,7 @@ from ..record import GradedSample
 from ..runfolder.request_log import read_requests, request_totals
 from ..runfolder.retries import retry_totals
 from ..tasks import all_tasks
+from .budgets import budget_table
 from .comparability import REFERENCE_CORPUS
 from .leaderboard import PUBLISHED, build_boards
 from .parity_link import find_parity_link, installed_version
@@ -104,6 +105,9 @@ def report_tables(results: RunResults) -> dict[str, pd.DataFrame]:
         mine = [r for r in results.records if r.task == spec.name]
         if report and mine:
             out.update(report(mine, results.models, skipped).tables)
+    budgets = budget_table(results.records)
+    if not budgets.empty:
+        out["needlebench_thinking_budgets"] = budgets
     return out
 
 

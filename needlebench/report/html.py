@@ -24,6 +24,7 @@ from ..record import GradedSample
 from ..tasks import all_tasks
 from ..terminal import Counting
 from . import figures, tables
+from .budgets import budget_curve_png, budget_table
 from .csp import page_head
 from .cutoff import LEGEND, CutOff, grid_cut_offs
 from .drilldown import SCRIPT, STYLE, Heatmap, SampleIndex, cell_key, drilldown_script, grid_html
@@ -167,6 +168,13 @@ def assemble(results: RunResults, progress: Counting | None = None) -> Report:
             parts = report(mine, models, skipped)
             rep.tables.update(parts.tables)
             rep.figures.update(parts.figures)
+    budgets = budget_table(results.records)  # a thinking-budget sweep: score by budget, and whether it held
+    if not budgets.empty:
+        rep.tables["needlebench_thinking_budgets"] = budgets
+        for (swept, task, lang), _ in budgets.groupby(["swept from", "task", "lang"]):
+            curve = budget_curve_png(budgets, swept, task, lang)
+            if curve is not None:
+                rep.figures[f"thinking_budget_{_safe(task)}_{lang.lower()}_{_safe(swept)}"] = curve
     for spec in specs:
         answered = [r for r in results.records if r.task == spec.name and r.answered]  # cut off and left out too
         for lang in sorted({r.lang for r in answered}):

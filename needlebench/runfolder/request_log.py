@@ -20,7 +20,13 @@ REQUESTS_FILE = "needlebench_requests.jsonl"  # one line per prediction file: ho
 
 
 def record_requests(
-    folder: Any, abbr: str, batch_size: int, in_flight: int, order: str, flow: dict[str, Any] | None
+    folder: Any,
+    abbr: str,
+    batch_size: int,
+    in_flight: int,
+    order: str,
+    flow: dict[str, Any] | None,
+    rope: dict[str, Any] | None = None,
 ) -> None:
     """Append how one prediction file's requests went out to its model's predictions folder (:data:`REQUESTS_FILE`).
 
@@ -31,8 +37,11 @@ def record_requests(
         in_flight: the most requests the model could have in flight at once.
         order: the order the prompts were sent in.
         flow: :meth:`FlowControl.summary` for those requests, None without flow limits.
+        rope: the RoPE scaling the loaded model answered them with, as its engine's config of it says
+            (``{"scaling": block or None, "read_from": ...}``); None where the engine does not say (an API
+            model: its server's; a scripted model).
     """
-    line = {"abbr": abbr, "batch_size": batch_size, "in_flight": in_flight, "order": order, "flow": flow}
+    line = {"abbr": abbr, "batch_size": batch_size, "in_flight": in_flight, "order": order, "flow": flow, "rope": rope}
     with (folder / REQUESTS_FILE).open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(line) + "\n")
 
