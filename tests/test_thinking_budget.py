@@ -66,7 +66,8 @@ def test_a_budget_is_reached_within_a_tenth_and_one_token_and_ignored_beyond() -
     assert budget_verdict(99, 100) == (False, False)  # stopped by itself before the budget
     assert budget_verdict(100, 100) == budget_verdict(111, 100) == (False, True)  # NIM's tenth, a forced token
     assert budget_verdict(112, 100) == (True, False)
-    assert budget_verdict(0, 0) == (False, True) and budget_verdict(2, 0) == (True, False)
+    assert budget_verdict(1, 0) == (False, True) and budget_verdict(2, 0) == (True, False)
+    assert budget_verdict(0, 0) == (False, False)  # no reasoning under a budget of 0: nothing was cut
 
 
 @contextlib.contextmanager

@@ -55,9 +55,12 @@ def test_the_window_is_read_from_the_config_as_each_engine_scales_it(tmp_path: P
     )
     w = read_window(hf_model("m", own, max_seq_len=131072))
     assert (w.native, w.usable, w.scaling["by"]) == (32768, 131072, "model")
-    # the run's scaling replaces the model's
+    # the run's scaling replaces the model's block whole: without an original of its own it stretches
+    # max_position_embeddings, as transformers and LMDeploy do; with one, that one
     w = read_window(hf_model("m", own, max_seq_len=65536, rope=rope_scaling("yarn", 2)))
-    assert (w.native, w.usable, w.scaling["by"]) == (32768, 65536, "run")
+    assert (w.native, w.usable, w.scaling["by"]) == (32768, 262144, "run")
+    w = read_window(hf_model("m", own, max_seq_len=65536, rope=rope_scaling("yarn", 2, 32768)))
+    assert (w.native, w.usable) == (32768, 65536)
     # a sliding window counts only where every layer slides
     for config, sliding in (
         ({"sliding_window": 4096}, 4096),  # Mistral 7B v0.1
@@ -250,3 +253,27 @@ def test_a_rope_sweep_runs_in_one_opencompass_run_and_each_prediction_file_recor
     for m in ran:
         result = json.loads((run / "results" / m / "needlebench_srt_en_4k.json").read_text(encoding="utf-8"))
         assert result["num_scored"] == 2  # every sample of each factor scored
+
+
+def test_review_cases_gemma_layers_llama_scaling_and_paths_that_are_no_hub_names(tmp_path: Path) -> None:
+    """Gemma 2/3 say their layers mix sliding and full attention without layer_types; a run's scaling block
+    without an original stretches max_position_embeddings (as HF and LMDeploy do); a relative path that is no
+    folder here reads no window instead of failing."""
+    for extra in ({"cache_implementation": "hybrid"}, {"sliding_window_pattern": 6}):
+        folder = _model_folder(
+            tmp_path / str(len(extra)) / next(iter(extra)), max_position_embeddings=8192, sliding_window=4096, **extra
+        )
+        assert read_window(hf_model("g", folder, max_seq_len=8192)).sliding is None
+    llama = _model_folder(
+        tmp_path / "llama31",
+        max_position_embeddings=131072,
+        rope_scaling={"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192},
+    )
+    w = read_window(hf_model("l", llama, max_seq_len=262144, rope=rope_scaling("yarn", 2)))
+    assert (w.native, w.usable) == (8192, 262144)
+    gemma3 = _model_folder(
+        tmp_path / "gemma3", max_position_embeddings=131072, rope_scaling={"rope_type": "linear", "factor": 8.0}
+    )
+    assert read_window(hf_model("g", gemma3, max_seq_len=131072)).usable == 131072
+    assert read_window({"abbr": "rel", "path": "ckpt/llama/step1000"}) is None
+    assert read_window({"abbr": "home", "path": "~/models/qwen"}) is None

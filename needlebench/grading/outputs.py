@@ -103,7 +103,9 @@ def budget_verdict(reasoning_tokens: int | None, budget: int | None) -> tuple[bo
     if reasoning_tokens is None or budget is None:
         return False, False
     slack = budget // 10 + 1
-    return reasoning_tokens > budget + slack, budget <= reasoning_tokens <= budget + slack
+    # reached: reasoning the budget stopped (none at all under a budget of 0 says nothing about the budget)
+    reached = budget <= reasoning_tokens <= budget + slack and reasoning_tokens > 0
+    return reasoning_tokens > budget + slack, reached
 
 
 def tiktoken_meter(max_out_len: int | None = None) -> OutputMeter:

@@ -336,6 +336,16 @@ class ResilientOpenAISDK(OpenAISDK):
                 noted.reasoning_tokens,
                 self.thinking_budget,
             )
+        if self.thinking_budget is not None:  # the budget asked for, kept with every answer (no reasoning apart too)
+            return server_prediction(
+                text,
+                noted.finish,
+                None,
+                noted.completion_tokens,
+                self.think_tag,
+                noted.reasoning_tokens,
+                self.thinking_budget,
+            )
         if noted.finish == "length":
             return cut_prediction(text, "length")
         return text

@@ -615,7 +615,8 @@ def with_rope(model: dict[str, Any], rope: dict[str, Any] | None, rope_key: str 
         if rope is not None:
             kwargs["rope_scaling"] = dict(rope)
     else:
-        overrides = {k: v for k, v in (kwargs.get("hf_overrides") or {}).items() if k != rope_key}
+        rope_keys = ("rope_scaling", "rope_parameters")  # either spelling a vLLM build reads: none left behind
+        overrides = {k: v for k, v in (kwargs.get("hf_overrides") or {}).items() if k not in rope_keys}
         if rope is not None:
             overrides[rope_key] = dict(rope)
         kwargs["hf_overrides"] = overrides

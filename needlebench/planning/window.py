@@ -84,7 +84,10 @@ def _config_file(path: str) -> Path | None:
         from huggingface_hub import try_to_load_from_cache
     except ImportError:  # pragma: no cover - transformers brings it
         return None
-    cached = try_to_load_from_cache(path, "config.json")
+    try:
+        cached = try_to_load_from_cache(path, "config.json")
+    except ValueError:  # not a hub name after all (a relative or ~ path that is no folder here)
+        return None
     return Path(cached) if isinstance(cached, str) else None
 
 
@@ -143,17 +146,24 @@ def read_window(model: Mapping[str, Any]) -> Window | None:
     ask = run_scaling(model)
     sliding = config.get("sliding_window")
     layer_types = config.get("layer_types") or ()
-    if not isinstance(sliding, int) or config.get("use_sliding_window") is False or "full_attention" in layer_types:
+    mixed = (  # some layers attend to everything (Gemma 2 and 3, Cohere 2 say it one of these ways)
+        "full_attention" in layer_types
+        or config.get("sliding_window_pattern") not in (None, 1)
+        or config.get("cache_implementation") == "hybrid"
+    )
+    if not isinstance(sliding, int) or config.get("use_sliding_window") is False or mixed:
         sliding = None
     if ask:
         native = int((own or {}).get("original") or positions)
-        original = int(ask["original"] or native)
+        original = int(ask["original"] or positions)  # as HF and LMDeploy scale without one: max_position_embeddings
         scaling = {**ask, "original": original, "by": "run"}
         usable = math.floor(original * ask["factor"])
     elif own:
         native = int(own["original"] or positions)
         scaling = {**own, "original": native, "by": "model"}
-        usable = max(positions, math.floor(native * own["factor"]))
+        # a linear block without its original: max_position_embeddings is already the window it gives
+        stretched = native * own["factor"] if own["original"] or own["kind"] != "linear" else positions
+        usable = max(positions, math.floor(stretched))
     else:
         native, usable, scaling = positions, positions, None
     return Window(native, usable, sliding, scaling, str(found))

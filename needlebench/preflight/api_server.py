@@ -152,6 +152,8 @@ def check_thinking_budget(model: Mapping[str, Any], timeout: float = 60.0) -> No
             except (ValueError, AttributeError):
                 pass
             said = " ".join(said.split())[:300].rstrip(".")
+            if not any(word in said.lower() for word in ("thinking", "budget", "reasoning")):
+                continue  # refused for another reason (max_tokens, say): the run's own requests will tell
             raise ConfigError(
                 f"model {abbr}: the server at {base} refuses thinking_budget={budget} "
                 f"(thinking_field={model.get('thinking_field')!r}): {said}. Start the server so that it takes it "

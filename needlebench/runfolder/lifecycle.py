@@ -215,6 +215,7 @@ def start_infer(
             raise _stopped(run, changes)
         if changes:
             plan, stage = plan or make_plan(groups, settings, log), "replan"
+            check_windows(plan.models, settings.beyond_window)  # before the re-plan moves any answer
             _replan(stored, plan, groups, out_dir, run, changes, set(rows), log)
         elif plan is None:
             plan = dataclasses.replace(stored.plan, memory=_memory())
