@@ -326,21 +326,12 @@ class ResilientOpenAISDK(OpenAISDK):
         noted: _Noted | None = getattr(self._local, "response", None)
         if noted is None or not isinstance(text, str):
             return text
-        if noted.reasoning and text == noted.joined(self.think_tag):  # reasoning apart: keep both, and the counts
+        apart = bool(noted.reasoning) and text == noted.joined(self.think_tag)  # reasoning apart: keep both
+        if apart or self.thinking_budget is not None:  # and a budget asked for, with every answer, and the counts
             return server_prediction(
-                noted.content,
+                noted.content if apart else text,
                 noted.finish,
-                noted.reasoning,
-                noted.completion_tokens,
-                self.think_tag,
-                noted.reasoning_tokens,
-                self.thinking_budget,
-            )
-        if self.thinking_budget is not None:  # the budget asked for, kept with every answer (no reasoning apart too)
-            return server_prediction(
-                text,
-                noted.finish,
-                None,
+                noted.reasoning if apart else None,
                 noted.completion_tokens,
                 self.think_tag,
                 noted.reasoning_tokens,

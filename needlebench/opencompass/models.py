@@ -460,16 +460,9 @@ def thinking_sweep(model: dict[str, Any], budgets: list[int] | tuple[int, ...]) 
     if not budgets or len(set(budgets)) != len(budgets):
         raise ConfigError(f"thinking_sweep({abbr!r}): budgets {list(budgets)} must be given, none repeated")
     field_name = str(model.get("thinking_field") or "vllm")
-    base = dict(model)
-    body = json.loads(json.dumps(base.get("extra_body") or {}))
-    *outer, last = THINKING_FIELDS.get(field_name, THINKING_FIELDS["vllm"])
-    node = body
-    for name in outer:
-        node = node.get(name, {})
-    node.pop(last, None)  # the budget the model had, if any, gives way to each of the sweep's
     out = []
-    for budget in budgets:
-        swept = {**base, **_thinking(f"{abbr}@think-{budget}", budget, field_name, body)}
+    for budget in budgets:  # _thinking sets each budget where the model's own one stood, if it had one
+        swept = {**model, **_thinking(f"{abbr}@think-{budget}", budget, field_name, model.get("extra_body"))}
         swept["abbr"] = f"{abbr}@think-{budget}"
         out.append(swept)
     return out

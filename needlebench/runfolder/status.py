@@ -334,8 +334,8 @@ class StatusReader:
         models, timed = [], []  # timed: (prompt tokens per row of the step's piece, step), every model's
         for model_run in stored.plan.models:
             steps = self._read_steps(model_run.abbr)
-            models.append(self._model(model_run, steps, started, writes))
             per_row = _tokens_per_row(model_run)
+            models.append(self._model(model_run, per_row, steps, started, writes))
             timed.append([(per_row.get(s.abbr, 0.0), s) for s in steps])
         for m in models:
             writes += [
@@ -373,16 +373,18 @@ class StatusReader:
         )
         return dataclasses.replace(status, commands=_commands(status)) if state != "running" else status
 
-    def _model(self, model_run: ModelRun, steps: list[Step], started: float, writes: list[float]) -> ModelProgress:
+    def _model(
+        self,
+        model_run: ModelRun,
+        per_row: dict[str, float],
+        steps: list[Step],
+        started: float,
+        writes: list[float],
+    ) -> ModelProgress:
         folder = self.run / "predictions" / model_run.abbr
-        last: dict[str, Step] = {}
-        throttles: dict[str, int] = {}
-        for s in steps:
-            last[s.abbr] = s
-            throttles[s.abbr] = s.throttles
+        last = {s.abbr: s for s in steps}  # each piece's latest step
         if steps:
             writes.append(steps[-1].t)
-        per_row = _tokens_per_row(model_run)
         sums: dict[str, list[int]] = {}  # dataset -> planned, done, planned tokens, done tokens, failed, throttles
         tasks = []
         for shard in model_run.shards:
@@ -399,7 +401,7 @@ class StatusReader:
                 row[2] += round(per_row[part.abbr] * rows)
                 row[3] += round(per_row[part.abbr] * done)
                 row[4] += step.failed if step else 0
-                row[5] += throttles.get(part.abbr, 0)
+                row[5] += step.throttles if step else 0
                 recent = step is not None and step.t >= started
                 states.append("done" if done >= rows else "active" if recent else "begun" if begun else "none")
             tasks.append((shard, states))
