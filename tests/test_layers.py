@@ -27,6 +27,7 @@ LAYERS: dict[str, int] = {
     "flow": 3,
     "taskspec": 3,
     "context": 3,
+    "methods": 3,
     "grading": 4,
     "tasks": 5,
     "cache": 6,

@@ -626,6 +626,13 @@ def format_plan(plan: PlanReport) -> str:
             if d.skipped:
                 lines.append(f"    skipped (length/depth): {_cells_text(d.skipped)}")
         lines += _window_lines(plan.run, m.abbr)
+        method = plan.run.model(m.abbr).method if plan.run.model(m.abbr) else None
+        if method:  # a KV-cache press: the same prompts and prefill tokens as the plain model, one at a time
+            lines.append(
+                f"  method: {method['press']} ratio {method['compression_ratio']:.2f}, query {method['query']}"
+                + (f", {method['settings']}" if method["settings"] else "")
+                + " (KV-cache press: each prompt's tokens are prefilled as above, then compressed)"
+            )
         lines += _cost_lines(m)
         thinking = [d for d in m.datasets if d.thinking is not None]
         if thinking:

@@ -141,6 +141,7 @@ def grade_rows(
                 thinking_budget=facts.thinking_budget,
                 budget_ignored=facts.budget_ignored,
                 budget_reached=facts.budget_reached,
+                kv_cache=facts.kv_cache,
             )
         )
     return records

@@ -24,13 +24,15 @@ Which signal says an output was cut off depends on the model:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..context.tokenizer import get_encoding
 from ..record import (
     answer_content,
     finish_reason,
+    kv_cache_kept,
     prediction_text,
     reasoning_text,
     server_output_tokens,
@@ -86,6 +88,7 @@ class OutputFacts:
     thinking_budget: int | None = None
     budget_ignored: bool = False
     budget_reached: bool = False
+    kv_cache: Mapping[str, Any] | None = None
 
 
 def budget_verdict(reasoning_tokens: int | None, budget: int | None) -> tuple[bool, bool]:
@@ -172,4 +175,5 @@ def measure(raw: object, meter: OutputMeter) -> OutputFacts:
         thinking_budget=budget,
         budget_ignored=ignored,
         budget_reached=reached,
+        kv_cache=kv_cache_kept(raw),
     )

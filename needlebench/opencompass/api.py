@@ -226,6 +226,18 @@ class ResilientOpenAISDK(OpenAISDK):
             self.flow.release(slot, ok=answer is not None and unanswered(answer) is None)
         return answer
 
+    def served_window(self) -> dict[str, Any] | None:
+        """What the server says of the window and RoPE scaling it serves this model with
+        (``preflight.api_server.served_window``), for each prediction file's request-log line; None when
+        answering from batch files."""
+        from ..preflight.api_server import served_window
+
+        if self._offline:
+            return None
+        base = self.url[0] if isinstance(self.url, list) else self.url
+        key = self._key_for_request() if self.key_env is not None else (self.keys[0] if self.keys else None)
+        return served_window(str(base), str(self.path), None if key in ("EMPTY", "ENV") else key)
+
     def _prompt_tokens(self, prompt: Any) -> int:
         """A prompt's tokens as the plan counts them: the model's tokenizer where one is at hand, else cl100k."""
         from ..context.tokenizer import count_tokens

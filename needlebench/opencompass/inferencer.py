@@ -65,11 +65,15 @@ def loaded_rope(model: Any) -> dict[str, Any] | None:
     Why the engine's and not the run config's: the config asks, the engine decides (a key it does not know is
     dropped, a transformers release renames the field); a context-extension sweep is read by what ran. The
     HuggingFace wrapper's transformers model (``model.model.config``) and vLLM's ``LLM``
-    (``llm_engine.model_config.hf_config``) say; others (API and scripted models, LMDeploy) give None.
+    (``llm_engine.model_config.hf_config``) say; an API model asks its server (``served_window``: the context
+    it serves, and the scaling where the server shows it); others (scripted models, LMDeploy) give None.
 
     Args:
         model: the OpenCompass model object.
     """
+    served = getattr(model, "served_window", None)
+    if callable(served):  # an API model: its server's start flags decide, so the server is asked
+        return served()
     inner = getattr(model, "model", None)
     config, where = getattr(inner, "config", None), "transformers model config"
     if config is None or not hasattr(config, "max_position_embeddings"):
@@ -334,6 +338,8 @@ class BatchGenInferencer(GenInferencer):
             extra["stopping_criteria"] = self.stopping_criteria
         if "min_out_len" in parameters:
             extra["min_out_len"] = self.min_out_len
+        # a model that splits a prompt where its question starts (a KV-cache press): told by each row
+        metas = reader.dataset["test"].select_columns(["meta"]) if "question_chars" in parameters else None
         returns = getattr(self.model, "generation_kwargs", {}).get("num_return_sequences", 1)
         batch = batch or self.batch_size or 1
         logger = get_logger()
@@ -362,6 +368,8 @@ class BatchGenInferencer(GenInferencer):
                     generated = ask([parsed[i] for i in asked])
                 else:
                     templates = [entry[i] for i in asked]
+                    if metas is not None:
+                        extra["question_chars"] = [_question_chars(metas[chunk[i]]["meta"]) for i in asked]
                     generated = self.model.generate_from_template(templates, max_out_len=self.max_out_len, **extra)
             answers = dict(zip(asked, batched(generated, returns), strict=False))
             carried_total += len(carried)
@@ -384,6 +392,12 @@ class BatchGenInferencer(GenInferencer):
                 logger.info(f"{end} of {len(rows)} prompts answered")
         if carried_total:
             logger.info(f"{carried_total} answers carried over from the run's earlier plan, not asked again")
+
+
+def _question_chars(meta: str) -> int | None:
+    """A row's question length in characters at the prompt's end (``meta["question_chars"]``), if its task says."""
+    value = json.loads(meta).get("question_chars") if meta else None
+    return None if value is None else int(value)
 
 
 def _carried(parsed: list[Any], ids: list[str], pool: Mapping[str, CarriedAnswer]) -> dict[int, Any]:

@@ -24,12 +24,14 @@ from mmengine.config import Config
 from ..errors import ConfigError
 from ..files import cache_dir, file_lock
 from ..flow import FlowLimits
+from ..methods.kv_press import AWARE_ONLY, QUERY_MODES, PressSpec, check_press
 from ..planning.limits import DEFAULT_MAX_SEQ_LEN
 from ..tasks import type_name
 
 __all__ = [
     "smollm2_gguf",
     "smollm2_folder",
+    "smollm2_model",
     "hf_model",
     "vllm_model",
     "lmdeploy_model",
@@ -44,12 +46,15 @@ __all__ = [
     "BACKENDS",
     "THINKING_FIELDS",
     "thinking_sweep",
+    "kvpress_model",
+    "kvpress_sweep",
 ]
 
 HF = "opencompass.models.HuggingFacewithChatTemplate"
 VLLM = "opencompass.models.VLLMwithChatTemplate"
 LMDEPLOY = "opencompass.models.TurboMindModelwithChatTemplate"
 API = "needlebench.opencompass.api.ResilientOpenAISDK"
+KVPRESS = "needlebench.opencompass.kvpress_model.KVPressModel"
 KEEP_UNANSWERED = "needlebench.opencompass.api.keep_unanswered"  # by dotted name, as OpenCompass looks it up
 # OpenCompass's think strip, which its reasoning-model configs attach (a plain config cannot dump a function)
 EXTRACT_NON_REASONING = "opencompass.utils.text_postprocessors.extract_non_reasoning_content"
@@ -60,7 +65,7 @@ OC_API = "opencompass.models.OpenAISDK"
 CHAT_META_TEMPLATE = dict(
     round=[dict(role="HUMAN", api_role="HUMAN"), dict(role="BOT", api_role="BOT", generate=True)],
 )
-BACKENDS = {"hf": HF, "vllm": VLLM, "lmdeploy": LMDEPLOY, "api": API}
+BACKENDS = {"hf": HF, "vllm": VLLM, "lmdeploy": LMDEPLOY, "api": API, "kvpress": KVPRESS}
 # How a server takes a thinking budget in a chat request's body (``api_model(thinking_budget=N, thinking_field=...)``):
 # vLLM's own field (its OpenAI server, 0.32 here; the server needs --reasoning-parser or --reasoning-config, or it
 # refuses the request), the model's chat template variable (SGLang and vLLM pass chat_template_kwargs on; only a
@@ -108,6 +113,28 @@ def smollm2_folder() -> str:
         if not target.is_dir():
             _convert_gguf(folder, name, target)
     return str(target)
+
+
+def smollm2_model(abbr: str = "smollm2", max_seq_len: int = 8192, max_out_len: int = 24) -> dict[str, Any]:
+    """The bundled SmolLM2-135M-Instruct through OpenCompass's HuggingFace model on the CPU, greedy: the model
+    the tests and benches sweep (context extension, KV-cache presses).
+
+    Args:
+        abbr: the model's name in results.
+        max_seq_len: its context in tokens (its own window is 8,192).
+        max_out_len: the output budget in tokens.
+    """
+    return hf_model(
+        abbr,
+        smollm2_folder(),
+        max_seq_len=max_seq_len,
+        max_out_len=max_out_len,
+        num_gpus=0,
+        model_kwargs=dict(torch_dtype="float32", device_map="cpu"),
+        pad_token_id=2,
+        stop_words=["<|im_end|>"],
+        generation_kwargs=dict(do_sample=False),
+    )
 
 
 def _convert_gguf(folder: str, name: str, target: Path) -> None:
@@ -206,6 +233,119 @@ def hf_model(
         run_cfg=dict(num_gpus=num_gpus),
         **kwargs,
     )
+
+
+def kvpress_model(
+    abbr: str,
+    path: str,
+    max_seq_len: int,
+    press: str = "SnapKVPress",
+    compression_ratio: float = 0.5,
+    query: str = "agnostic",
+    press_kwargs: dict[str, Any] | None = None,
+    max_out_len: int = 1024,
+    num_gpus: int = 1,
+    rope: dict | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """A HuggingFace model whose prompts are prefilled under a kvpress KV-cache press (one sample at a time).
+
+    The model loads and renders prompts as :func:`hf_model`'s; the press is checked now, before any model
+    loads (docs/guide/kv-compression.md has the install step and what the records keep).
+
+    Args:
+        abbr: the model's name in results.
+        path: HuggingFace model id or local folder.
+        max_seq_len: the model's context in tokens (prompt plus output).
+        press: the kvpress class name (``SnapKVPress``, ``StreamingLLMPress``, ``KnormPress``, ``FinchPress``...).
+        compression_ratio: the share of the compressed tokens' cache removed, in [0, 1); 0 keeps everything.
+        query: ``"agnostic"`` (the context compressed before the question is seen; the question prefilled
+            uncompressed) or ``"aware"`` (the whole prompt compressed).
+        press_kwargs: further arguments of the press (``window_size=32``; a wrapper press's inner press as
+            ``press="SnapKVPress"``).
+        max_out_len: the output budget in tokens.
+        num_gpus: GPUs the model is spread over.
+        rope: a :func:`rope_scaling` block, set as ``model_kwargs["rope_scaling"]``.
+        kwargs: further arguments of OpenCompass's HuggingFace model (``model_kwargs``, ``stop_words``...).
+
+    Raises:
+        ConfigError: kvpress missing, an unknown press (listing the installed ones), a ratio outside [0, 1),
+            a query mode the press does not support, or settings the press does not take.
+    """
+    spec = PressSpec.of(
+        {"press": press, "compression_ratio": compression_ratio, "query": query, "settings": press_kwargs or {}}, abbr
+    )
+    check_press(spec, abbr)
+    out = hf_model(
+        abbr, path, max_seq_len, max_out_len=max_out_len, batch_size=1, num_gpus=num_gpus, rope=rope, **kwargs
+    )
+    return {**out, "type": KVPRESS, "kv_press": spec.to_dict()}
+
+
+def kvpress_sweep(
+    model: dict[str, Any],
+    presses: list[str] | tuple[str, ...],
+    ratios: list[float] | tuple[float, ...],
+    queries: list[str] | tuple[str, ...] = ("agnostic",),
+    press_kwargs: dict[str, dict[str, Any]] | None = None,
+    baseline: bool = True,
+) -> list[dict[str, Any]]:
+    """The uncompressed model plus one model per press x ratio x query mode, for one run: KV-cache
+    compression as an axis.
+
+    Each is named ``<abbr>@<press>-<ratio>-<query>`` (``smollm2@snapkv-0.50-agnostic``); the baseline keeps
+    the model's abbr, and the report's method view compares every method with it. A query mode a press does
+    not support (FinchPress is query-aware only) is left out for that press; a press that supports none of
+    the modes asked is refused.
+
+    Args:
+        model: an :func:`hf_model` config (the baseline as it is).
+        presses: kvpress class names.
+        ratios: compression ratios, each in [0, 1).
+        queries: query modes (``"agnostic"``, ``"aware"``).
+        press_kwargs: per press name, further arguments of that press.
+        baseline: put the uncompressed model first.
+
+    Raises:
+        ConfigError: not a HuggingFace model, no press or ratio, a repeated one, or a check of
+            :func:`kvpress_model` failing.
+    """
+    if _backend(type_name(model.get("type"))) != HF:
+        raise ConfigError(f"kvpress_sweep: {model.get('abbr')!r} is not a HuggingFace model (hf_model)")
+    if not presses or not ratios or not queries:
+        raise ConfigError("kvpress_sweep: give at least one press, one ratio and one query mode")
+    for name, values in (("presses", presses), ("ratios", ratios), ("queries", queries)):
+        if len(set(values)) != len(values):
+            raise ConfigError(f"kvpress_sweep: {name} {list(values)} repeat a value")
+    unknown = sorted(set(queries) - set(QUERY_MODES))
+    if unknown:
+        raise ConfigError(f"kvpress_sweep: query modes {unknown}; choose from {QUERY_MODES}")
+    base = {k: v for k, v in model.items() if k not in ("type", "abbr", "path", "max_seq_len", "max_out_len")}
+    base.pop("batch_size", None)
+    base.pop("run_cfg", None)
+    abbr = str(model.get("abbr", "model"))
+    out = [dict(model)] if baseline else []
+    for press in presses:
+        modes = [q for q in queries if q == "aware" or press not in AWARE_ONLY]
+        if not modes:
+            raise ConfigError(f"kvpress_sweep: {press} supports query='aware' only; add it to queries")
+        for query in modes:
+            for ratio in ratios:
+                made = kvpress_model(
+                    abbr,
+                    str(model["path"]),
+                    int(model["max_seq_len"]),
+                    press=press,
+                    compression_ratio=ratio,
+                    query=query,
+                    press_kwargs=(press_kwargs or {}).get(press),
+                    max_out_len=int(model.get("max_out_len", 1024)),
+                    num_gpus=int((model.get("run_cfg") or {}).get("num_gpus", 1)),
+                    **base,
+                )
+                made["abbr"] = f"{abbr}@{PressSpec.of(made['kv_press']).name}"
+                out.append(made)
+    return out
 
 
 def vllm_model(
@@ -550,6 +690,8 @@ def with_sampling(model: dict[str, Any], temperature: float, top_p: float) -> di
     kind = _backend(type_name(out.get("type")))
     if kind is None:
         raise ConfigError(f"with_sampling: unknown model type {type_name(out.get('type'))!r}")
+    if kind == KVPRESS:
+        raise ConfigError(f"with_sampling({out.get('abbr')!r}): a KV-cache press model decodes greedily")
     if kind in (VLLM, HF):
         extra = dict(do_sample=True) if kind == HF else {}
         out["generation_kwargs"] = {
@@ -586,7 +728,7 @@ def with_rope(model: dict[str, Any], rope: dict[str, Any] | None, rope_key: str 
     """
     out = dict(model)
     kind = _backend(type_name(out.get("type")))
-    if kind not in (HF, VLLM, LMDEPLOY):
+    if kind not in (HF, KVPRESS, VLLM, LMDEPLOY):
         raise ConfigError(
             f"with_rope({out.get('abbr')!r}): a {type_name(out.get('type'))!r} model takes no RoPE scaling from its "
             "config; an API model's server applies it (vLLM: --hf-overrides '{\"rope_scaling\": ...}')"
@@ -603,7 +745,7 @@ def with_rope(model: dict[str, Any], rope: dict[str, Any] | None, rope_key: str 
         out["engine_config"] = engine
         return out
     kwargs = dict(out.get("model_kwargs") or {})
-    if kind == HF:
+    if kind in (HF, KVPRESS):
         kwargs.pop("rope_scaling", None)
         if rope is not None:
             kwargs["rope_scaling"] = dict(rope)
@@ -673,6 +815,7 @@ _REQUIRED = {
     VLLM: ("path", "max_out_len", "batch_size", "model_kwargs"),
     LMDEPLOY: ("path", "max_out_len", "batch_size", "engine_config", "gen_config"),
     API: ("path", "openai_api_base", "max_out_len"),
+    KVPRESS: ("path", "max_out_len", "batch_size", "kv_press"),
 }
 
 
@@ -706,6 +849,13 @@ def check_model(cfg: dict[str, Any]) -> list[str]:
             problems.append(f"{cfg.get('abbr')}: gen_config.max_new_tokens differs from max_out_len {out}")
     if key == API and not str(cfg["openai_api_base"]).startswith(("http://", "https://")):
         problems.append(f"{cfg.get('abbr')}: openai_api_base must be an http(s) URL")
+    if key == KVPRESS:
+        try:
+            PressSpec.of(cfg["kv_press"], str(cfg.get("abbr")))
+        except ConfigError as exc:
+            problems.append(str(exc))
+        if cfg.get("batch_size") != 1:
+            problems.append(f"{cfg.get('abbr')}: a KV-cache press compresses one prompt at a time (batch_size 1)")
     return problems
 
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..methods.kv_press import PressSpec
 from ..tasks import is_needlebench
 from .limits import (
     Limit,
@@ -106,6 +107,8 @@ class ModelRun:
             ``config.json`` cannot be read (API and scripted models).
         beyond_window: per dataset abbr whose prompts go past that window, which cells
             (:func:`~needlebench.planning.window.beyond_cells`): the run stops on them, or marks them.
+        method: the KV-cache press the model runs under (``methods.kv_press.PressSpec.to_dict``); None for
+            a model without one.
     """
 
     abbr: str
@@ -116,6 +119,7 @@ class ModelRun:
     planned: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, compare=False)
     window: Mapping[str, Any] | None = None
     beyond_window: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    method: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -202,6 +206,7 @@ class RunPlan:
                 planned=m.get("planned", {}),
                 window=m.get("window"),
                 beyond_window=m.get("beyond_window", {}),
+                method=m.get("method"),
             )
             for m in data["models"]
         )
@@ -257,8 +262,18 @@ def _model_run(
         outputs = sum(budget[di] for di, _ in stream[a:b])
         shards.append(Shard(index, tuple(parts[index]), b - a, sum(costs[a:b]) - outputs, outputs))
     mine = {a: planned[a] for a in decided}
+    press = model.get("kv_press")
+    method = PressSpec.of(press, abbr).to_dict() if press is not None else None
     return ModelRun(
-        abbr, decided, overlength, tuple(shards), tuple(others), mine, window.to_dict() if window else None, beyond
+        abbr,
+        decided,
+        overlength,
+        tuple(shards),
+        tuple(others),
+        mine,
+        window.to_dict() if window else None,
+        beyond,
+        method,
     )
 
 

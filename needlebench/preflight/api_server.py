@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..runfolder.keys import key_from_env
 
-__all__ = ["check_api_server", "check_thinking_budget"]
+__all__ = ["check_api_server", "check_thinking_budget", "served_window"]
 
 
 def _bases(model: Mapping[str, Any]) -> list[str]:
@@ -161,3 +161,46 @@ def check_thinking_budget(model: Mapping[str, Any], timeout: float = 60.0) -> No
             ) from None
         except (urllib.error.URLError, OSError):
             continue  # check_api_server has said whether the server is up
+
+
+def _get_json(url: str, key: str | None, timeout: float) -> Any:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout) as resp:
+        return json.loads(resp.read().decode("utf-8", errors="replace"))
+
+
+def served_window(base: str, name: str, key: str | None = None, timeout: float = 10.0) -> dict[str, Any]:
+    """What a server says of the window it serves ``name`` with, for the request log (``rope``).
+
+    ``GET /v1/models`` gives the context (``max_model_len``); a vLLM server started with
+    ``VLLM_SERVER_DEV_MODE=1`` also shows its configuration at ``/server_info``, whose ``hf_overrides`` hold the
+    RoPE scaling it was started with (``--hf-overrides``). Why ask the server: its start flags decide the
+    scaling, not the run's config; where it shows none, the record says the scaling was not reported.
+
+    Args:
+        base: the model's ``openai_api_base`` (``http://host:port/v1``).
+        name: the served model name.
+        key: the API key, if the server wants one.
+        timeout: seconds to wait for each answer.
+    """
+    out: dict[str, Any] = {"scaling": None, "max_model_len": None, "read_from": "server did not answer"}
+    try:
+        listing = _get_json(base.rstrip("/") + "/models", key, timeout)
+        entries = [e for e in listing.get("data", []) if isinstance(e, dict)] if isinstance(listing, dict) else []
+        entry = next((e for e in entries if str(e.get("id")) == name), {})
+        out.update(max_model_len=_server_context(entry), read_from="server /v1/models (scaling not reported)")
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        out["read_from"] = f"server did not answer ({type(exc).__name__})"
+        return out
+    root = base.rstrip("/").removesuffix("/v1")
+    try:
+        info = _get_json(root + "/server_info?config_format=json", key, timeout)
+        model = info["vllm_config"]["model_config"]
+    except (urllib.error.URLError, OSError, ValueError, KeyError, TypeError):
+        return out  # not vLLM, or not in dev mode: the scaling is not shown
+    overrides = model.get("hf_overrides") if isinstance(model.get("hf_overrides"), dict) else {}
+    block = overrides.get("rope_scaling") or overrides.get("rope_parameters")
+    out.update(scaling=block or None, read_from="vLLM /server_info (hf_overrides)")
+    if isinstance(model.get("max_model_len"), int):
+        out["max_model_len"] = model["max_model_len"]
+    return out

@@ -40,6 +40,7 @@ from ..tasks import all_tasks
 from .budgets import budget_table
 from .comparability import REFERENCE_CORPUS
 from .leaderboard import PUBLISHED, build_boards
+from .methods import method_table, methods_of
 from .parity_link import find_parity_link, installed_version
 from .results import RunResults, load_results, run_dirs
 from .tables import effective_length_table, summary_table
@@ -108,6 +109,9 @@ def report_tables(results: RunResults) -> dict[str, pd.DataFrame]:
     budgets = budget_table(results.records)
     if not budgets.empty:
         out["needlebench_thinking_budgets"] = budgets
+    methods = method_table(results.records, results.models)
+    if not methods.empty:
+        out["needlebench_methods"] = methods
     return out
 
 
@@ -217,6 +221,7 @@ def make_bundle(results: RunResults, runs: Sequence[Path]) -> dict[str, Any]:
         },
         "runs": [r.name for r in runs],
         "models": results.models,
+        "methods": methods_of(records),
         "dataset_version": _counts(records, "version"),
         "protocol": _counts(records, "protocol"),
         "profile": _counts(records, "profile"),
@@ -385,7 +390,8 @@ def verify_bundle(bundle: Path, run: Path) -> Verification:
             f"({unreadable[0].dataset}: {unreadable[0].error_detail})"
         )
     _compare_samples(posted["samples"], found["samples"], v)
-    for key in ("models", "dataset_version", "protocol", "profile", "options"):
+    posted.setdefault("methods", {})  # a bundle made before methods were recorded: a run without any
+    for key in ("models", "methods", "dataset_version", "protocol", "profile", "options"):
         if posted.get(key) != found[key]:
             v.failures.append(f"{key}: {posted.get(key)!r} in the bundle, {found[key]!r} from the samples")
     if posted.get("config", {}).get("files") != found["config"]["files"]:

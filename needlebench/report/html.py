@@ -28,6 +28,7 @@ from .budgets import budget_curve_png, budget_table
 from .csp import page_head
 from .cutoff import LEGEND, CutOff, grid_cut_offs
 from .drilldown import SCRIPT, STYLE, Heatmap, SampleIndex, cell_key, drilldown_script, grid_html
+from .methods import baselines, method_table, methods_of, ratio_curve_png
 from .results import RunResults, check_comparable, load_results
 
 __all__ = ["build", "build_report", "write_report", "significance_lines", "how_to_read", "Report"]
@@ -175,6 +176,7 @@ def assemble(results: RunResults, progress: Counting | None = None) -> Report:
             curve = budget_curve_png(budgets, swept, task, lang)
             if curve is not None:
                 rep.figures[f"thinking_budget_{_safe(task)}_{lang.lower()}_{_safe(swept)}"] = curve
+    bases = _method_view(rep, results, specs, skipped)
     for spec in specs:
         answered = [r for r in results.records if r.task == spec.name and r.answered]  # cut off and left out too
         for lang in sorted({r.lang for r in answered}):
@@ -190,8 +192,8 @@ def assemble(results: RunResults, progress: Counting | None = None) -> Report:
                 cells = {cell_key(d, L): sorted({rep.samples.add(r) for r, _ in rs}) for (d, L), rs in members.items()}
                 rep.heatmaps.append(Heatmap(key, label, g, cells, cut))
     if len(models) >= 2 and "needlebench_summary" in rep.tables:
-        base = models[0]
         for other in models[1:]:
+            base = bases.get(other, models[0])  # a press model against its own uncompressed baseline
             diff = tables.difference_table(results.records, base, other, skipped)
             rep.tables[f"diff_{_safe(other)}_vs_{_safe(base)}"] = diff
             for spec in specs:
@@ -203,6 +205,37 @@ def assemble(results: RunResults, progress: Counting | None = None) -> Report:
                         b.sub(a), f"{spec.short} {lang.upper()}: {other} - {base}", diverging=True
                     )
     return rep
+
+
+def _method_view(rep: Report, results: RunResults, specs: Sequence[Any], skipped: Any) -> dict[str, str]:
+    """The KV-cache method view (``report.methods``): the method table, score by ratio per task and language,
+    and each task's own figures per press and query mode (the baseline beside each ratio: M-RT's recall by
+    needle position per ratio). Returns each press model's baseline, which its difference maps are drawn
+    against."""
+    table = method_table(results.records, rep.models)
+    if table.empty:
+        return {}
+    rep.tables["needlebench_methods"] = table
+    for (base, task, lang), _ in table.groupby(["baseline", "task", "lang"]):
+        if base:
+            curve = ratio_curve_png(table, base, task, lang)
+            if curve is not None:
+                rep.figures[f"kv_ratio_{_safe(task)}_{lang.lower()}_{_safe(base)}"] = curve
+    methods = methods_of(results.records)
+    bases = baselines(rep.models, methods)
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for model, m in methods.items():
+        groups.setdefault((bases.get(model, ""), str(m["press"]), str(m["query"])), []).append(model)
+    for (base, press, query), members in sorted(groups.items()):
+        shown = ([base] if base else []) + sorted(members, key=lambda x: float(methods[x]["compression_ratio"]))
+        for spec in specs:
+            report = spec.aggregation().report
+            mine = [r for r in results.records if r.task == spec.name and r.model in shown]
+            if report is None or not mine:
+                continue
+            for name, figure in report(mine, shown, skipped).figures.items():
+                rep.figures[f"{name}_{_safe(press)}_{query}_{_safe(base)}"] = figure
+    return bases
 
 
 def _with_cells(grid: pd.DataFrame, cut: Mapping[tuple[float | None, int], CutOff]) -> pd.DataFrame:

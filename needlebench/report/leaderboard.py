@@ -42,6 +42,7 @@ from ..tasks.profiles import get_profile
 from ..taskspec import Basis
 from .comparability import Comparability, row_comparability
 from .cutoff import Budgets, CutOff
+from .methods import baselines, method_labels, methods_of
 from .parity_link import find_parity_link
 from .published import PublishedTable, load_published
 from .results import RunResults, load_results, run_dirs
@@ -369,25 +370,27 @@ def measured_rows(results: RunResults, source: str) -> list[Row]:
     for r in results.records:
         groups[(str(r.model), str(r.get("profile") or "v2"), str(r.get("protocol") or "not recorded"))].append(r)
     summary = set(summary_tasks())
+    methods = methods_of(results.records)
+    bases = baselines(results.models, methods)
     rows: list[Row] = []
     for (model, profile, protocol), records in sorted(groups.items()):
+        method = method_labels(model, methods, bases)  # a KV-cache press's settings, a column each
         sparse = [r for r in records if r.task in summary]
         if sparse:
-            rows.append(
-                _suite_row(
-                    sparse,
-                    model,
-                    profile,
-                    protocol,
-                    skipped,
-                    source,
-                    results.planned(),
-                    results.budgets,
-                    results.effective_rule,
-                    results.claimed.get(model),
-                    results.beyond,
-                )
+            suite_row = _suite_row(
+                sparse,
+                model,
+                profile,
+                protocol,
+                skipped,
+                source,
+                results.planned(),
+                results.budgets,
+                results.effective_rule,
+                results.claimed.get(model),
+                results.beyond,
             )
+            rows.append(dataclasses.replace(suite_row, labels={**suite_row.labels, **method}))
         for spec in all_tasks():
             board = spec.aggregation().board
             mine = [r for r in records if r.task == spec.name]
@@ -401,7 +404,7 @@ def measured_rows(results: RunResults, source: str) -> list[Row]:
                         kind=MEASURED,
                         model=model,
                         source=source,
-                        labels={"protocol": protocol, **b.labels},
+                        labels={"protocol": protocol, **b.labels, **method},
                         cells=dict(b.cells),
                         rank_by=b.rank_by,
                         columns=b.columns,

@@ -166,6 +166,8 @@ def generate_atc(p: AtcParams) -> Iterator[Sample]:
                     "protocol": p.protocol,
                     "options": opts,
                 }
+                if not reference:  # the question closes our prompt (atc_prompt); OpenCompass's frames vary
+                    meta["question_chars"] = len(question.text) + 1
                 yield Sample(
                     id=sample_id("atc", p.lang, n, qtype, repeat, prompt=prompt),
                     task="atc",

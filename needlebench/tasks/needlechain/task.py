@@ -378,25 +378,34 @@ def render(dp: DataPoint, variant: str, question: str) -> tuple[str, str, Fracti
     target = dp.names[-1]
     gold = values[-1] if question == "single" else sum(values, Fraction(0))
     if dp.options.prompt_style == "reference":
-        ask = REFERENCE_QUESTIONS[question].format(x=target)
         user = (
             f"There are {dp.k} workers in the office.\n"
             f"Their names are as follows: {roster}\n\n"
             f"Salary for each worker is as follows:\n{facts}\n\n"
-            f"Now, respond to my question:\n{ask}"
         )
-        return REFERENCE_SYSTEM, user, gold, target
+        return REFERENCE_SYSTEM, user + question_part(dp, question), gold, target
+    user = f"There are {dp.k} workers: {roster}.\n\nSalary facts:\n{facts}\n\n"
+    return SYSTEM, user + question_part(dp, question), gold, target
+
+
+def question_part(dp: DataPoint, question: str) -> str:
+    """The end of the user prompt after the facts: the question and its answer instruction.
+
+    Why apart: a query-agnostic KV-cache press compresses the facts before it sees this part
+    (``meta["question_chars"]``, ``methods/kv_press.py``); the task says where it starts.
+
+    Args:
+        dp: the data point.
+        question: ``"single"`` or ``"total"``.
+    """
+    target = dp.names[-1]
+    if dp.options.prompt_style == "reference":
+        return f"Now, respond to my question:\n{REFERENCE_QUESTIONS[question].format(x=target)}"
     if question == "single":
         ask = f"What is {target}'s salary?"
     else:
         ask = f"What is the total salary of all {dp.k} workers combined?"
-    user = (
-        f"There are {dp.k} workers: {roster}.\n\n"
-        f"Salary facts:\n{facts}\n\n"
-        f"Question: {ask}\n"
-        "Explain briefly, then finish with a line of the form '## Answer: <value>'."
-    )
-    return SYSTEM, user, gold, target
+    return f"Question: {ask}\nExplain briefly, then finish with a line of the form '## Answer: <value>'."
 
 
 def _validate(p: ChainParams) -> ChainOptions:
@@ -445,6 +454,7 @@ def generate_needlechain(p: ChainParams) -> Iterator[Sample]:
                         "base_value": dp.base,
                         "asked": target,
                         "prompt_tokens": len(enc.encode_ordinary(system)) + len(enc.encode_ordinary(user)),
+                        "question_chars": len(question_part(dp, question)),
                         "seed": p.seed,
                         "version": DATASET_VERSION,
                     }

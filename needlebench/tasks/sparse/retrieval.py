@@ -339,6 +339,10 @@ def fill(
         "question_position": p.question_position,
         "recall_step": p.recall_step,
     }
+    if p.question_position == "end":
+        # the prompt's last characters after the document: the question part a query-agnostic KV-cache press
+        # prefills uncompressed (methods/kv_press.py); told by the task, never searched for in the prompt
+        meta["question_chars"] = len(parts.tail)
     if shortened_from is not None:
         meta["shortened_from"] = shortened_from
     return fitted, meta

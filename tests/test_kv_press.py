@@ -1,0 +1,220 @@
+"""KV-cache compression as an axis: kvpress presses on the bundled SmolLM2, each press and ratio a model of one run.
+
+The checks made before any model loads (one line each); then real OpenCompass runs: the wiring (SnapKV at
+ratio 0 and 0.5 before the question is seen, Finch with it, and the plain model) in the default set, and the
+issue's whole sweep (three presses, one of them StreamingLLM and one query-aware only, at three ratios, S-RT
+and M-RT at 1k-4k in both languages) in the opt-in ``methods`` set (``bash scripts/test.sh -m methods``).
+
+kvpress runs here on OpenCompass's numpy 1.26 (installed without its declared numpy>=2: scripts/setup.sh);
+the wiring test is the one that fails when a kvpress release stops working beside OpenCompass.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from conftest import bin_path, run_opencompass
+
+from needlebench.errors import ConfigError
+from needlebench.methods.kv_press import PressSpec, press_names
+from needlebench.opencompass.models import check_model, kvpress_model, kvpress_sweep, smollm2_folder, smollm2_model
+from needlebench.report.methods import expected_kept
+
+
+def _base() -> dict:
+    return smollm2_model()
+
+
+def test_kvpress_runs_beside_opencompass_numpy() -> None:
+    """The install this project makes: kvpress without its numpy>=2 pin, on the numpy OpenCompass declares."""
+    assert metadata.version("numpy").startswith("1."), "OpenCompass 0.5.4 declares numpy<2"
+    assert {"SnapKVPress", "StreamingLLMPress", "KnormPress", "FinchPress"} <= set(press_names())
+
+
+def test_bad_press_settings_are_one_line_before_any_model_loads(tmp_path: Path) -> None:
+    from needlebench.opencompass.kvpress_model import KVPressModel
+
+    folder = smollm2_folder()
+    cases = [
+        (lambda: kvpress_model("m", folder, 8192, press="SnapKVPresss"), "unknown press 'SnapKVPresss'"),
+        (lambda: kvpress_model("m", folder, 8192, compression_ratio=1.0), "compression_ratio 1.0 is outside [0, 1)"),
+        (lambda: kvpress_model("m", folder, 8192, compression_ratio=-0.1), "outside [0, 1)"),
+        (lambda: kvpress_model("m", folder, 8192, query="later"), "query 'later'; choose from"),
+        (lambda: kvpress_model("m", folder, 8192, press="FinchPress"), "FinchPress does not support query='agnostic'"),
+        (lambda: kvpress_model("m", folder, 8192, press="DecodingPress"), "compresses while decoding"),
+        (lambda: kvpress_model("m", folder, 8192, press_kwargs={"windows": 3}), "SnapKVPress({'windows': 3}) refused"),
+        (lambda: kvpress_model("m", folder, 8192, press="AdaKVPress"), "wraps a press"),
+        (lambda: kvpress_sweep(_base(), ["FinchPress"], [0.5]), "FinchPress supports query='aware' only"),
+        (lambda: kvpress_sweep(_base(), ["SnapKVPress"], [0.5, 0.5]), "repeat a value"),
+        # a config written by hand: the model class checks before it reads a byte of the (absent) weights
+        (lambda: KVPressModel(str(tmp_path / "absent"), kv_press={"press": "NoPress"}), "unknown press 'NoPress'"),
+    ]
+    for make, expected in cases:
+        with pytest.raises(ConfigError) as err:
+            make()
+        message = str(err.value)
+        assert expected in message and "\n" not in message, message
+    listed = str(pytest.raises(ConfigError, kvpress_model, "m", folder, 8192, press="X").value)
+    assert "StreamingLLMPress" in listed and "KnormPress" in listed  # the installed kvpress's presses, named
+    assert check_model({**kvpress_model("m", folder, 8192), "batch_size": 4}) == [
+        "m: a KV-cache press compresses one prompt at a time (batch_size 1)"
+    ]
+    wrapped = kvpress_model("m", folder, 8192, press="AdaKVPress", press_kwargs={"press": "SnapKVPress"})
+    assert wrapped["kv_press"]["settings"] == {"press": "SnapKVPress"}
+
+
+def test_a_sweep_is_the_baseline_and_one_model_per_press_ratio_and_mode() -> None:
+    models = kvpress_sweep(_base(), ["SnapKVPress", "FinchPress"], [0.25, 0.5], queries=["agnostic", "aware"])
+    assert [m["abbr"] for m in models] == [
+        "smollm2",
+        "smollm2@snapkv-0.25-agnostic",
+        "smollm2@snapkv-0.50-agnostic",
+        "smollm2@snapkv-0.25-aware",
+        "smollm2@snapkv-0.50-aware",
+        "smollm2@finch-0.25-aware",  # Finch is query-aware only: no agnostic model for it
+        "smollm2@finch-0.50-aware",
+    ]
+    assert all(check_model(m) == [] for m in models)
+    assert models[1]["kv_press"] == PressSpec("SnapKVPress", 0.25, "agnostic").to_dict()
+    assert models[1]["model_kwargs"] == models[0]["model_kwargs"] and models[1]["batch_size"] == 1
+
+
+def _run(config: str, work: Path) -> Path:
+    return run_opencompass(config, work, command=[bin_path("needlebench"), "run"], timeout=3000)
+
+
+def _predictions(run: Path, model: str) -> dict[tuple[str, str], object]:
+    out = {}
+    for path in sorted((run / "predictions" / model).glob("needlebench_*.json")):
+        for key, entry in json.loads(path.read_text(encoding="utf-8")).items():
+            out[(path.stem, key)] = entry["prediction"]
+    return out
+
+
+def _records(run: Path, model: str) -> list[dict]:
+    return [
+        json.loads(line)
+        for path in sorted((run / "results" / model).glob("*samples*.jsonl"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+    ]
+
+
+def _check_caches(run: Path, models: list[str]) -> int:
+    """Every press sample's cache: each layer kept the ratio's share of the compressed tokens (within one), and
+    in agnostic mode the question was prefilled after compression, whole."""
+    checked = 0
+    for model in models:
+        for rec in _records(run, model):
+            cache = rec["kv_cache"]
+            kept = cache["kept"] if isinstance(cache["kept"], list) else [cache["kept"]]
+            want = expected_kept(cache["compressed_tokens"], cache["compression_ratio"])
+            assert all(abs(k - want) <= 1 for k in kept), (model, rec["id"], cache)
+            after = cache["after_question"] if isinstance(cache["after_question"], list) else [cache["after_question"]]
+            if cache["query"] == "agnostic":
+                assert cache["question_tokens"] > 0
+                assert [a - k for a, k in zip(after, kept)] == [cache["question_tokens"]] * len(kept)
+            else:
+                assert cache["question_tokens"] == 0 and after == kept
+            checked += 1
+    return checked
+
+
+WIRED = ["smollm2@finch-0.50-aware", "smollm2@snapkv-0.00-agnostic", "smollm2@snapkv-0.50-agnostic"]
+
+
+@pytest.mark.e2e
+def test_presses_run_as_models_of_one_opencompass_run(tmp_path: Path) -> None:
+    """The wiring: the plain model and three press models through the real opencompass; ratio 0 answers byte for
+    byte as the plain model; each sample's cache as its ratio says; every table and the bundle name the methods."""
+    run = _run("tests/configs/e2e_kvpress.py", tmp_path / "work")
+    plain, zero = _predictions(run, "smollm2"), _predictions(run, "smollm2@snapkv-0.00-agnostic")
+    assert plain and {k: v["prediction"] for k, v in zero.items()} == plain  # type: ignore[index]
+    assert _check_caches(run, WIRED) == 6
+    # the question part is the row's (meta question_chars): its tokens are the prompt's last ones, uncompressed
+    questions = {r["kv_cache"]["question_tokens"] for r in _records(run, "smollm2@snapkv-0.50-agnostic")}
+    assert len(questions) == 1 and 40 < questions.pop() < 80  # the reference question, as SmolLM2 tokenizes it
+    from needlebench.runfolder.plan_file import read_plan
+
+    plan = read_plan(run)
+    assert {m.abbr: (m.method or {}).get("press") for m in plan.models} == {
+        "smollm2": None,
+        "smollm2@snapkv-0.00-agnostic": "SnapKVPress",
+        "smollm2@snapkv-0.50-agnostic": "SnapKVPress",
+        "smollm2@finch-0.50-aware": "FinchPress",
+    }
+    with (run / "summary" / "needlebench_methods.csv").open(encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert sorted(r["model"] for r in rows) == ["smollm2", *WIRED]
+    assert all(r["baseline"] == "smollm2" and r["scored"] == r["samples"] == "2" for r in rows)
+    assert all(r["kept as the ratio says"] == "True" for r in rows if r["press"] != "none")
+    bundle = json.loads((run / "summary" / "results.json").read_text(encoding="utf-8"))
+    assert sorted(bundle["methods"]) == WIRED
+    board = {r["model"]: r["labels"] for r in bundle["leaderboard"]}
+    assert board["smollm2@snapkv-0.50-agnostic"] | {"suite": "", "protocol": ""} == {
+        "suite": "",
+        "protocol": "",
+        "press": "SnapKVPress",
+        "ratio": "0.50",
+        "query": "agnostic",
+    }
+    assert board["smollm2"]["press"] == "none"
+    figures = {p.name for p in (run / "summary" / "figures").iterdir()}
+    assert "kv_ratio_S-RT_en_smollm2.png" in figures
+    assert {f"diffmap_srt_en_smollm2_{m.split('@')[1]}_vs_smollm2.png" for m in WIRED} <= figures
+    verified = subprocess.run(
+        [bin_path("needlebench"), "verify", str(run / "summary" / "results.json"), str(run)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+SWEEP = [
+    f"smollm2@{press}-{ratio:.2f}-{query}"
+    for press, query in (("streamingllm", "agnostic"), ("snapkv", "agnostic"), ("finch", "aware"))
+    for ratio in (0.25, 0.5, 0.75)
+]
+
+
+@pytest.mark.e2e
+@pytest.mark.methods
+def test_three_presses_at_three_ratios_in_both_languages(tmp_path: Path) -> None:
+    """The issue's run: StreamingLLM, SnapKV and Finch (query aware only) at 0.25, 0.5 and 0.75 plus the plain
+    model, S-RT and M-RT at 1k, 2k and 4k in English and Chinese; every table, the report and the leaderboard
+    hold every method, and every sample's cache is as its ratio says."""
+    run = _run("tests/configs/e2e_kvpress_sweep.py", tmp_path / "work")
+    assert _check_caches(run, SWEEP) == 9 * 12
+    with (run / "summary" / "needlebench_summary.csv").open(encoding="utf-8") as fh:
+        header = next(csv.reader(fh))
+    assert all(m in header for m in ["smollm2", *SWEEP])
+    with (run / "summary" / "needlebench_methods.csv").open(encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {(r["task"], r["lang"], r["length"]) for r in rows} == {
+        (t, lang, length) for t in ("S-RT", "M-RT") for lang in ("EN", "ZH") for length in ("1000", "2000", "4000")
+    }
+    assert sorted({r["model"] for r in rows}) == sorted(["smollm2", *SWEEP])
+    figures = {p.name for p in (run / "summary" / "figures").iterdir()}
+    for task in ("S-RT", "M-RT"):
+        for lang in ("en", "zh"):
+            assert f"kv_ratio_{task}_{lang}_smollm2.png" in figures
+    assert {
+        f"mrt_recall_by_position_{p}_{q}_smollm2.png"
+        for p, q in (("StreamingLLMPress", "agnostic"), ("SnapKVPress", "agnostic"), ("FinchPress", "aware"))
+    } <= figures
+    html = (run / "summary" / "report.html").read_text(encoding="utf-8")
+    assert all(m in html for m in SWEEP)
+    board = subprocess.run(
+        [bin_path("needlebench"), "leaderboard", str(run), "-o", str(tmp_path / "board")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert board.returncode == 0, board.stdout + board.stderr
+    text = "\n".join(p.read_text(encoding="utf-8") for p in (tmp_path / "board").glob("*.csv"))
+    assert all(m in text for m in SWEEP) and "StreamingLLMPress" in text and "aware" in text
