@@ -110,7 +110,7 @@ def generate_compressed(
     device = model.device
     cache = DynamicCache()
     finch = type(press).__name__ == "FinchPress"
-    rerotated = finch and getattr(press, "rerotate_keys", False) or type(press).__name__ == "KeyRerotationPress"
+    rerotated = (finch and getattr(press, "rerotate_keys", False)) or type(press).__name__ == "KeyRerotationPress"
     pressing = press(model) if press is not None else contextlib.nullcontext()
     with torch.no_grad():
         if query == "aware":

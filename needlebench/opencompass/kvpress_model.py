@@ -18,7 +18,7 @@ from opencompass.models.huggingface_above_v4_33 import _convert_chat_messages
 
 from ..errors import ConfigError
 from ..methods.compressed_generation import generate_compressed
-from ..methods.kv_press import PressSpec, build_press, check_press
+from ..methods.kv_press import AWARE_ONLY, PressSpec, build_press, check_press
 from ..record import server_prediction
 
 __all__ = ["KVPressModel"]
@@ -102,7 +102,7 @@ class KVPressModel(HuggingFacewithChatTemplate):
         encoded = self.tokenizer(plain, add_special_tokens=False, return_offsets_mapping=chars is not None)
         ids = list(encoded["input_ids"])
         if chars is None:
-            if self.spec.query == "agnostic" or self.spec.press in ("FinchPress",):
+            if self.spec.query == "agnostic" or self.spec.press in AWARE_ONLY:  # Finch's window is the question
                 raise ConfigError(
                     f"{self.spec.press} query={self.spec.query!r}: this dataset's rows do not say where their "
                     "question starts (meta question_chars: a question placed before the document, or a reference "

@@ -40,7 +40,7 @@ from ..tasks import all_tasks
 from .budgets import budget_table
 from .comparability import REFERENCE_CORPUS
 from .leaderboard import PUBLISHED, build_boards
-from .methods import method_table, methods_of
+from .methods import baselines, method_table, methods_of
 from .parity_link import find_parity_link, installed_version
 from .results import RunResults, load_results, run_dirs
 from .tables import effective_length_table, summary_table
@@ -109,9 +109,10 @@ def report_tables(results: RunResults) -> dict[str, pd.DataFrame]:
     budgets = budget_table(results.records)
     if not budgets.empty:
         out["needlebench_thinking_budgets"] = budgets
-    methods = method_table(results.records, results.models)
-    if not methods.empty:
-        out["needlebench_methods"] = methods
+    methods = methods_of(results.records)
+    table = method_table(results.records, methods, baselines(results.models, methods))
+    if not table.empty:
+        out["needlebench_methods"] = table
     return out
 
 

@@ -212,7 +212,9 @@ def _method_view(rep: Report, results: RunResults, specs: Sequence[Any], skipped
     and each task's own figures per press and query mode (the baseline beside each ratio: M-RT's recall by
     needle position per ratio). Returns each press model's baseline, which its difference maps are drawn
     against."""
-    table = method_table(results.records, rep.models)
+    methods = methods_of(results.records)
+    bases = baselines(rep.models, methods)
+    table = method_table(results.records, methods, bases)
     if table.empty:
         return {}
     rep.tables["needlebench_methods"] = table
@@ -221,8 +223,6 @@ def _method_view(rep: Report, results: RunResults, specs: Sequence[Any], skipped
             curve = ratio_curve_png(table, base, task, lang)
             if curve is not None:
                 rep.figures[f"kv_ratio_{_safe(task)}_{lang.lower()}_{_safe(base)}"] = curve
-    methods = methods_of(results.records)
-    bases = baselines(rep.models, methods)
     groups: dict[tuple[str, str, str], list[str]] = {}
     for model, m in methods.items():
         groups.setdefault((bases.get(model, ""), str(m["press"]), str(m["query"])), []).append(model)

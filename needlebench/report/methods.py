@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..aggregate.metrics import mean
 from ..aggregate.plots import length_label, png, pyplot
 from ..record import GradedSample
 from ..tasks import get_task
@@ -96,19 +97,20 @@ def _kept(cache: Mapping[str, Any]) -> list[int]:
     return [int(k) for k in kept] if isinstance(kept, list) else [int(kept or 0)]
 
 
-def method_table(records: Sequence[GradedSample], models: Sequence[str]) -> pd.DataFrame:
+def method_table(
+    records: Sequence[GradedSample], methods: Mapping[str, Mapping[str, Any]], bases: Mapping[str, str]
+) -> pd.DataFrame:
     """Per press model and its baseline, task, language and length: score, counts and the cache kept.
 
     Empty where the run has no press model.
 
     Args:
         records: graded records (with ``model``).
-        models: the run's models.
+        methods: :func:`methods_of`'s value for them.
+        bases: :func:`baselines`' value for the run's models.
     """
-    methods = methods_of(records)
     if not methods:
         return pd.DataFrame()
-    bases = baselines(models, methods)
     shown = set(methods) | set(bases.values())
     groups: dict[tuple[str, str, str, Any], list[GradedSample]] = defaultdict(list)
     for r in records:
@@ -134,7 +136,7 @@ def method_table(records: Sequence[GradedSample], models: Sequence[str]) -> pd.D
                 "task": get_task(task).short,
                 "lang": lang.upper(),
                 "length": length,
-                "score": float(np.mean([float(r.score) for r in counted])) if counted else float("nan"),
+                "score": mean(float(r.score) for r in counted),
                 "scored": len(counted),
                 "samples": len(mine),
                 "compressed tokens p50": float(np.median([c["compressed_tokens"] for c in caches])) if caches else None,
