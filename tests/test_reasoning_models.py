@@ -12,9 +12,10 @@ import dataclasses
 import json
 import random
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from conftest import assert_linear
@@ -205,9 +206,13 @@ def test_the_evaluator_reads_saved_outputs_and_the_partitioners_settings(tmp_pat
 
 
 class _Completions(BaseHTTPRequestHandler):
-    """A chat-completions server: prompts with "LONG" end with ``finish_reason="length"``, the rest with "stop"."""
+    """A chat-completions server: prompts with "LONG" end with ``finish_reason="length"``, the rest with "stop";
+    prompts with "NOTHING" get no text and ``"length"`` (what vLLM returned for SmolLM2 run past its positions:
+    24 tokens that decode to nothing), those with "GLITCH" no text and no finish reason. Each prompt's requests
+    are counted in ``asked``."""
 
     protocol_version = "HTTP/1.1"
+    asked: ClassVar[Counter[str]] = Counter()
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -215,16 +220,16 @@ class _Completions(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         prompt = body["messages"][-1]["content"]
-        finish = "length" if "LONG" in prompt else "stop"
+        self.asked[prompt] += 1
+        finish = "length" if "LONG" in prompt or "NOTHING" in prompt else None if "GLITCH" in prompt else "stop"
+        text = "" if "NOTHING" in prompt or "GLITCH" in prompt else f"re: {prompt}"
         data = json.dumps(
             {
                 "id": "c",
                 "object": "chat.completion",
                 "created": 0,
                 "model": body["model"],
-                "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": f"re: {prompt}"}, "finish_reason": finish}
-                ],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
             }
         ).encode()
@@ -271,6 +276,26 @@ def test_the_api_model_saves_a_cut_off_answer_with_the_servers_finish_reason(ser
         expected = "length" if "LONG" in prompt else None
         assert finish_reason(answer) == expected, (prompt, answer)
         assert (answer["prediction"] if expected else answer) == f"re: {prompt}"
+
+
+def test_an_answer_that_spent_its_budget_on_no_text_is_an_empty_cut_answer_asked_once(server: str) -> None:
+    """No text and finish_reason="length" is the model's answer (its tokens decoded to nothing), not a failed
+    request: saved as an empty cut-off answer (counted, truncated) after one request, where OpenCompass's OpenAISDK
+    would ask again and raise. No text and no finish reason is still a fault, asked again and then failed."""
+    from needlebench.context.tokenizer import get_encoding
+    from needlebench.opencompass.api import ResilientOpenAISDK
+    from needlebench.record import unanswered
+
+    get_encoding()
+    model = ResilientOpenAISDK(
+        path="stub", key="EMPTY", openai_api_base=server, max_seq_len=4096, retry=3, query_per_second=100,
+        tokenizer_path="gpt-4",
+    )  # fmt: skip
+    _Completions.asked.clear()
+    nothing, glitch = model.generate(["NOTHING past the window", "GLITCH"], max_out_len=24)
+    assert nothing == cut_prediction("", "length")
+    assert unanswered(glitch) is not None and unanswered(glitch).reason == "request_failed"
+    assert _Completions.asked == {"NOTHING past the window": 1, "GLITCH": 3}
 
 
 def _graded(task: str, preds: list[Any], options: ScoreOptions, model: str, **params: Any) -> list[GradedSample]:

@@ -57,7 +57,7 @@ def plan(key: str, attempt: int, never_every: int, faults_per_prompt: int, fail_
 
 def _completion(
     content: str,
-    finish: str = "stop",
+    finish: str | None = "stop",
     reasoning: str | None = None,
     tokens: int = 1,
     reasoning_tokens: int | None = None,
@@ -277,7 +277,7 @@ def make_handler(args: argparse.Namespace, state: dict[str, Any]) -> type[BaseHT
                 self.close_connection = True
                 self.connection.shutdown(2)
             elif fault == "empty_content":
-                self._send(200, _completion("", finish="length"))
+                self._send(200, _completion("", finish=None, tokens=0))  # a glitch; no text, "length": an answer
             else:  # slow_stream: the good answer, a few bytes at a time
                 data = _completion(answer)
                 self.send_response(200)

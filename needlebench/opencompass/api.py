@@ -187,7 +187,9 @@ class ResilientOpenAISDK(OpenAISDK):
                         raise
                     if not self.flow.throttled(slot, status, _retry_after(exc)):
                         raise
-            local.response = _Noted.of(response)
+            local.response = noted = _Noted.of(response)
+            if noted.spent_on_nothing:  # an answer, not a fault: stop OpenCompass's loop from asking again
+                raise _SpentOnNothing
             return response
 
         completions.create = noting_create
@@ -331,6 +333,8 @@ class ResilientOpenAISDK(OpenAISDK):
         self._check_key()  # a missing key is the run's problem, not this request's: it stops the task
         try:
             text = super()._generate(input, max_out_len, temperature, *args, **kwargs)
+        except _SpentOnNothing:
+            text = ""  # the model wrote its whole budget and none of it reads as text: its answer, cut
         except Exception as exc:  # noqa: BLE001 - any failure of one request must not cost the others
             error = scrub_text(f"{type(exc).__name__}: {exc}", sorted(self._sent_keys, key=len, reverse=True))
             self.logger.error(f"request failed after {self.retry} tries, recorded as request_failed: {error}")
@@ -380,9 +384,27 @@ class _Noted:
             int(reasoning) if isinstance(reasoning, int) else None,
         )
 
+    @property
+    def spent_on_nothing(self) -> bool:
+        """The server ended the answer at its budget and returned no text (the tokens decoded to nothing:
+        special tokens, or a model run past its positions). OpenCompass's ``OpenAISDK`` reads an empty answer
+        that did not stop as a failed request and asks again; at greedy decoding the same prompt writes the same
+        tokens, so asking again spends the prefill for nothing, and a failed request says the server never
+        answered. It is an answer: empty, and cut off (tests/test_reasoning_models.py)."""
+        return self.finish == "length" and not self.content and not self.reasoning
+
     def joined(self, think_tag: str) -> str:
         """What ``OpenAISDK._generate`` returns for this response (reasoning, tag, content; or the reasoning)."""
         return f"{self.reasoning}{think_tag}{self.content}" if self.content else self.reasoning
+
+
+class _SpentOnNothing(BaseException):  # noqa: N818 - a signal, not an error
+    """Raised by the noting client for an answer :attr:`_Noted.spent_on_nothing`, through ``OpenAISDK._generate``.
+
+    A ``BaseException`` because OpenCompass's retry loop catches every ``Exception`` and asks again; its
+    ``finally`` still releases the rate limit. :meth:`ResilientOpenAISDK._generate` catches it and returns the
+    empty answer with its finish reason, so it never leaves the model.
+    """
 
 
 class _KeyScrub(logging.Filter):
