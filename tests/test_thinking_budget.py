@@ -22,7 +22,7 @@ from conftest import ROOT, bin_path, free_port, start_flaky_server, stop_server
 
 from needlebench.errors import ConfigError
 from needlebench.grading.outputs import budget_verdict
-from needlebench.opencompass.models import api_model, hf_model, thinking_sweep
+from needlebench.opencompass.models import api_model, hf_model, thinking_sweep, vllm_model
 
 CONFIG = "tests/configs/e2e_thinking.py"
 MODELS = ("think@think-8", "think@think-30")
@@ -55,15 +55,19 @@ def test_the_budget_is_asked_as_each_server_spells_it_and_bad_ones_are_one_line(
         (lambda: thinking_sweep(_api(), [8, 8]), "none repeated"),
         (lambda: thinking_sweep(_api(), [8, -2]), "thinking_budget=-2"),
         (lambda: thinking_sweep(hf_model("h", "/m", max_seq_len=8192), [8]), "an api_model config"),
+        # in-process vLLM beside OpenCompass 0.5.4 (<= 0.14.0) has no thinking_token_budget: serve it instead
+        (lambda: vllm_model("v", "/m", max_seq_len=8192, thinking_budget=8), "api_model(..., thinking_budget=N)"),
+        (lambda: thinking_sweep(vllm_model("v", "/m", max_seq_len=8192), [8]), "no thinking_token_budget"),
     ):
-        with pytest.raises(ConfigError, match="'a|'h|model ") as err:
+        with pytest.raises(ConfigError, match="'a|'h|'v|model ") as err:
             call()
         assert named in str(err.value) and "\n" not in str(err.value), str(err.value)
 
 
 def test_a_budget_is_reached_within_a_tenth_and_one_token_and_ignored_beyond() -> None:
     assert budget_verdict(None, 100) == budget_verdict(500, None) == (False, False)
-    assert budget_verdict(99, 100) == (False, False)  # stopped by itself before the budget
+    assert budget_verdict(98, 100) == (False, False)  # stopped by itself before the budget
+    assert budget_verdict(99, 100) == (False, True)  # vLLM counts the template's newline after <think>
     assert budget_verdict(100, 100) == budget_verdict(111, 100) == (False, True)  # NIM's tenth, a forced token
     assert budget_verdict(112, 100) == (True, False)
     assert budget_verdict(1, 0) == (False, True) and budget_verdict(2, 0) == (True, False)
@@ -119,7 +123,7 @@ def test_an_honoured_budget_keeps_every_reasoning_within_it_and_counts_those_it_
         records = _records(run, model)
         assert len(records) == 6 and all(r["thinking_budget"] == budget for r in records)
         assert all(r["reasoning_tokens"] <= budget and not r["budget_ignored"] for r in records)
-        assert sum(r["budget_reached"] for r in records) == sum(r["reasoning_tokens"] == budget for r in records)
+        assert sum(r["budget_reached"] for r in records) == sum(r["reasoning_tokens"] >= budget - 1 for r in records)
     notes = _notes(run)
     assert notes["think@think-8"]["all"] == "6 of 6 reasoning stopped at the thinking budget"  # the server said 20+
     assert "not enforced" not in json.dumps(notes)

