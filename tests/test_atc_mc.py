@@ -361,7 +361,7 @@ def test_hostile_megabyte_grades_fast_as_format_failure(hostile: str) -> None:
 def test_first_option_is_linear_on_letters() -> None:
     """Inputs that reach deep into the pattern list stay linear (OpenCompass's regexes are quadratic on some)."""
     for make, n in ((lambda k: "答案x" * k + "A", 333_333), (lambda k: "The correct answer is A" * k, 43_000)):
-        assert first_option(make(n)) in "ABCD"
+        assert first_option(make(n)) == "A"  # the letter, not merely "" (no option found) or another one
         assert_linear(first_option, make(n // 8), make(n))
     assert first_option("x" * 1_000_000 + "B") == "B"
     assert_linear(first_option, "x" * 125_000 + "B", "x" * 1_000_000 + "B")

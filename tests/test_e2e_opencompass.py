@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import re
 import shutil
@@ -41,9 +42,12 @@ def test_readme_shows_what_the_main_job_writes(tiny_run: Path) -> None:
 
 
 def test_summary_csv_matches_per_sample_results(tiny_run: Path) -> None:
+    from needlebench.opencompass.evaluator import SUMMARY_HEADLINE
+
     (summary,) = list((tiny_run / "summary").glob("summary_*.csv"))
     rows = list(csv.DictReader(summary.open(encoding="utf-8")))
     model = "smollm2-135m-instruct"
+    words = dict(SUMMARY_HEADLINE)  # the default summary's rows, each under the words a reader needs no docs for
     scores = {(r["dataset"], r["metric"]): r[model] for r in rows}
     for abbr, n in SAMPLES.items():
         samples = [
@@ -52,7 +56,7 @@ def test_summary_csv_matches_per_sample_results(tiny_run: Path) -> None:
         assert len(samples) == n
         expected = sum(s["score"] for s in samples) / n
         assert float(scores[(abbr, "score")]) == pytest.approx(expected, abs=0.01)
-        assert float(scores[(abbr, "num_samples")]) == n
+        assert float(scores[(abbr, words["num_samples"])]) == n
         folder = tiny_run / "predictions" / model
         files = (
             [folder / f"{abbr}.json"] if (folder / f"{abbr}.json").exists() else sorted(folder.glob(f"{abbr}_*.json"))
@@ -62,6 +66,56 @@ def test_summary_csv_matches_per_sample_results(tiny_run: Path) -> None:
             assert s["prompt_tokens"] <= s["length"] and s["length"] in (1000, 2000)
     mrt = json.loads((tiny_run / "results" / model / "needlebench_mrt_en_4k.samples.jsonl").read_text().splitlines()[0])
     assert len(mrt["recalled"]) == 2
+
+
+def test_opencompass_summary_is_a_headline_of_readable_rows(tiny_run: Path) -> None:
+    """OpenCompass's own summary of the main job: per dataset its score and the numbers that qualify it (at most
+    6 rows), each under words a reader needs no docs for, with the result file's number ("-" where it has none,
+    OpenCompass's mark); the breakdowns stay in the result files (``all_metrics=True`` lists them:
+    tests/test_summary_headline.py)."""
+    from needlebench.opencompass.evaluator import SUMMARY_HEADLINE
+
+    model = "smollm2-135m-instruct"
+    (summary,) = list((tiny_run / "summary").glob("summary_*.csv"))
+    rows = list(csv.DictReader(summary.open(encoding="utf-8")))
+    shown = {abbr: [(r["metric"], r[model]) for r in rows if r["dataset"] == abbr] for abbr in SAMPLES}
+    assert [r["dataset"] for r in rows] == [abbr for abbr in SAMPLES for _ in SUMMARY_HEADLINE]  # 6 rows each
+    for abbr in SAMPLES:
+        result = json.loads((tiny_run / "results" / model / f"{abbr}.json").read_text(encoding="utf-8"))
+        assert shown[abbr] == [
+            (words, "-" if math.isnan(result[name]) else f"{result[name]:.2f}") for name, words in SUMMARY_HEADLINE
+        ]
+        assert len(result) > 2 * len(SUMMARY_HEADLINE)  # every number is still in the result file
+    assert [words for words, _ in shown["needlebench_srt_en_4k"]] == [
+        "score",
+        "samples planned",
+        "samples scored",
+        "answers cut off (truncated)",
+        "samples failed (no answer)",
+        "effective length (tokens)",
+    ]
+    for path in (tiny_run / "summary").glob("summary_*.*"):
+        assert not re.search(r"\bnan\b", path.read_text(encoding="utf-8"), re.I), path
+
+
+def test_no_none_or_nan_in_the_main_jobs_tables_and_pages(tiny_run: Path, tmp_path: Path) -> None:
+    """An absent value is an empty cell in every table and page we write: our CSVs, report.html and the
+    leaderboard's pages of the main job (images and the drill-down's compressed samples set aside)."""
+    from needlebench.report.board_pages import write_leaderboard
+    from needlebench.report.leaderboard import build_leaderboard
+
+    pages = write_leaderboard(build_leaderboard([tiny_run], published=False), tmp_path / "board")
+    ours = sorted((tiny_run / "summary").glob("needlebench_*.csv"))
+    assert [p.name for p in ours] == ["needlebench_effective_length.csv", "needlebench_summary.csv"]
+    files = [*ours, tiny_run / "summary" / "report.html", *pages.values()]
+    empty = 0
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        text = re.sub(r"base64,[A-Za-z0-9+/=]+|<script type='application/octet-stream'[^>]*>[^<]*</script>", "", text)
+        found = re.findall(r"\b(?:None|nan|NaN|NA)\b|&lt;NA&gt;|<NA>", text)
+        assert not found, (path.name, found)
+        empty += text.count(",,") + text.count("<td></td>")
+    assert empty > 0  # the run has absent values (S-RT ZH's effective length): they are there, as empty cells
 
 
 def test_split_dataset_was_sharded_and_merged(tiny_run: Path, tmp_path: Path) -> None:
@@ -463,14 +517,14 @@ def test_oracle_scores_100_and_garbage_0_in_every_table(scripted_run: Path, mode
 
 def test_opencompass_summary_has_a_column_per_model_though_their_rows_differ(scripted_run: Path) -> None:
     """OpenCompass's own summary_<time>.csv is written for the three models (the garbage model's datasets hold
-    fewer rows): every dataset reports the same numbers for each, NaN where nothing counted."""
+    fewer rows): every dataset reports the same numbers for each, "-" where nothing counted (``all_metrics=True``)."""
     (path,) = (scripted_run / "summary").glob("summary_*.csv")
     rows = list(csv.DictReader(path.open(encoding="utf-8")))
     assert {"oracle", "garbage", "thinker"} <= set(rows[0])
     scores = {(r["dataset"], r["metric"]): r for r in rows}
     srt = "needlebench_srt_zh_4k"  # the garbage model's 2000-token prompts skipped
     assert scores[(srt, "score")]["oracle"] == "100.00" and scores[(srt, "score")]["garbage"] == "0.00"
-    assert scores[(srt, "length_2000")]["garbage"] == "nan" and scores[(srt, "length_2000")]["oracle"] == "100.00"
+    assert scores[(srt, "length_2000")]["garbage"] == "-" and scores[(srt, "length_2000")]["oracle"] == "100.00"
     assert scores[(srt, "num_samples")]["garbage"] == "3.00" and scores[(srt, "num_samples")]["oracle"] == "6.00"
     for (_, metric), row in scores.items():
         if metric.startswith(("score", "accuracy", "length_", "needles_", "acc_")):

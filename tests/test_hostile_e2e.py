@@ -38,6 +38,7 @@ from conftest import (
 
 from needlebench.grading.evaluation import PREDICTION_CHARS
 from needlebench.jsonl import read_jsonl
+from needlebench.opencompass.evaluator import SUMMARY_HEADLINE
 from needlebench.record import ScoreOptions
 from needlebench.report.drilldown import ANSWER_CHARS
 from needlebench.tasks import get_task
@@ -146,12 +147,13 @@ def test_every_table_counts_every_planned_sample(hostile: HostileRun) -> None:
     planned = {(r["task"], r["lang"]): int(r[f"{MODEL} planned"]) for r in table if r["length"] == "all"}
     srt, mrt = {"EN": 6, "ZH": 6, "OVERALL": 12}, {"EN": 2, "ZH": 2, "OVERALL": 4}
     assert planned == {**{("S-RT", k): n for k, n in srt.items()}, **{("M-RT", k): n for k, n in mrt.items()}}
-    # OpenCompass's own summary and per-dataset results
+    # OpenCompass's own summary (its headline rows, under their words) and per-dataset results
     (oc_csv,) = (run / "summary").glob("summary_*.csv")
     oc = {(r["dataset"], r["metric"]): r[MODEL] for r in csv.DictReader(oc_csv.open(encoding="utf-8"))}
     for abbr, n in (("srt_en", 6), ("srt_zh", 6), ("mrt_en", 2), ("mrt_zh", 2)):
         dataset = f"needlebench_{abbr}_4k"
-        assert int(float(oc[(dataset, "num_samples")])) == n and int(float(oc[(dataset, "num_scored")])) == n
+        oc_planned, oc_scored = (oc[(dataset, dict(SUMMARY_HEADLINE)[k])] for k in ("num_samples", "num_scored"))
+        assert int(float(oc_planned)) == n and int(float(oc_scored)) == n
         result = json.loads((run / "results" / MODEL / f"{dataset}.json").read_text(encoding="utf-8"))
         assert int(result["num_samples"]) == n and int(result["num_scored"]) == n, result
     # the result bundle, and needlebench verify agreeing with it

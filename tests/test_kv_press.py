@@ -31,9 +31,33 @@ def _base() -> dict:
 
 
 def test_kvpress_runs_beside_opencompass_numpy() -> None:
-    """The install this project makes: kvpress without its numpy>=2 pin, on the numpy OpenCompass declares."""
+    """The install this project makes: kvpress without its numpy>=2 pin, on the numpy OpenCompass declares, runs a
+    press: SnapKV at ratio 0.5 on a prefill of 200 tokens keeps 100 entries per layer and KV head, each one of
+    the entries the same prefill caches without the press (a small random Llama: no weights to load)."""
+    import torch
+    from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM
+
+    from needlebench.methods.kv_press import build_press
+
     assert metadata.version("numpy").startswith("1."), "OpenCompass 0.5.4 declares numpy<2"
     assert {"SnapKVPress", "StreamingLLMPress", "KnormPress", "FinchPress"} <= set(press_names())
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512)  # fmt: skip
+    model = LlamaForCausalLM(config).eval()
+    ids = torch.randint(0, 256, (1, 200))
+    press = build_press(PressSpec("SnapKVPress", 0.5))
+    full, pressed = DynamicCache(), DynamicCache()
+    with torch.no_grad():
+        model(ids, past_key_values=full, use_cache=True)
+        with press(model):
+            model(ids, past_key_values=pressed, use_cache=True)
+    assert [tuple(layer.keys.shape) for layer in pressed.layers] == [(1, 2, expected_kept(200, 0.5), 16)] * 2
+    for whole, kept in zip(full.layers, pressed.layers, strict=True):
+        for head in range(2):
+            # each kept key is a row of the uncompressed cache (the same position's key, bit for bit), none twice
+            match = (kept.keys[0, head][:, None, :] == whole.keys[0, head][None, :, :]).all(-1)
+            assert match.any(1).all() and len({int(i) for i in match.int().argmax(1)}) == 100
 
 
 def test_bad_press_settings_are_one_line_before_any_model_loads(tmp_path: Path) -> None:
@@ -82,6 +106,47 @@ def test_a_sweep_is_the_baseline_and_one_model_per_press_ratio_and_mode() -> Non
     assert all(check_model(m) == [] for m in models)
     assert models[1]["kv_press"] == PressSpec("SnapKVPress", 0.25, "agnostic").to_dict()
     assert models[1]["model_kwargs"] == models[0]["model_kwargs"] and models[1]["batch_size"] == 1
+
+
+def test_a_head_wise_press_keeps_what_its_ratio_says() -> None:
+    """AdaKV and CriticalAdaKV mask entries per KV head inside the cache instead of dropping them: the cache stays
+    whole, and ``kept`` is what the masks leave. The rule, exact: every layer keeps kvpress's
+    ``max(1, int(tokens * (1 - ratio)))`` entries per KV head (it masks KV heads x the rest); the question is
+    prefilled on top, whole. A prompt after them, without a press, keeps everything (no mask left behind)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from needlebench.methods.compressed_generation import generate_compressed
+    from needlebench.methods.kv_press import build_press
+
+    folder = smollm2_folder()
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    context = tokenizer("The quick brown fox jumps over the lazy dog. " * 12, add_special_tokens=False)["input_ids"]
+    question = tokenizer(" What does the fox jump over?", add_special_tokens=False)["input_ids"]
+    assert (len(context), len(question)) == (121, 7)
+    layers, heads = model.config.num_hidden_layers, model.config.num_key_value_heads
+    assert (layers, heads) == (30, 3)
+    seen = []
+    for press in ("AdaKVPress", "CriticalAdaKVPress"):
+        for ratio, query in ((0.5, "agnostic"), (0.25, "aware")):
+            spec = PressSpec(press, ratio, query, {"press": "SnapKVPress"})
+            done = generate_compressed(model, context, question, build_press(spec), query, 2, set(), lambda _: False)
+            cache = done.cache
+            want = expected_kept(cache.compressed_tokens, ratio)
+            masked = {len(layer.self_attn.masked_key_indices[0]) for layer in model.model.layers}
+            assert masked == {heads * (cache.compressed_tokens - want)}, (press, query)  # masked, not dropped
+            assert cache.kept == (want,) * layers and cache.to_dict()["kept"] == want, (press, query, cache)
+            assert [a - k for a, k in zip(cache.after_question, cache.kept)] == [cache.question_tokens] * layers
+            seen.append((press, query, cache.compressed_tokens, want, cache.question_tokens))
+    assert seen == [
+        ("AdaKVPress", "agnostic", 121, 60, 7),
+        ("AdaKVPress", "aware", 128, 96, 0),
+        ("CriticalAdaKVPress", "agnostic", 121, 60, 7),
+        ("CriticalAdaKVPress", "aware", 128, 96, 0),
+    ]
+    plain = generate_compressed(model, context, question, None, "agnostic", 2, set(), lambda _: False).cache
+    assert (plain.kept, plain.after_question) == ((121,) * layers, (128,) * layers)
 
 
 def _run(config: str, work: Path) -> Path:

@@ -31,10 +31,9 @@ from needlebench.tasks.needlechain.task import (
     render,
 )
 
-PAPER = Path("/work/shared/papers/needlechain.txt")
-
-# The paper's Table 3 as it appears in the paper text (escapes and all); checked against the paper
-# when it is at hand, so the comparison below never silently skips.
+# The paper's Table 3 as it appears in the paper text (escapes and all), and Table 4's three chains; checked
+# against the paper's own text (test_tables_3_and_4_are_the_papers_words), so the comparisons below hold the
+# paper's words, not a transcription of them.
 TABLE3 = (
     "**## System Prompt** You are a financial assistant AI skilled in calculating wages and solving "
     "salary-related queries. I will give you context with the facts about salary of several people. You need "
@@ -43,6 +42,17 @@ TABLE3 = (
     "'## Answer: \\${your\\_answer}' **## Input Template** There are {num\\_names} workers in the office. "
     "Their names are as follows: {names} Salary for each worker is as follows: {chain} Now, respond to my "
     "question: {question} --- Table 3"
+)
+
+
+TABLE4_NAMES = ("Cairo", "Ramon", "Nala", "Kase", "Ryker")
+TABLE4_FORWARD = (
+    "Cairo received $1600 last week.\nRamon earns twice as much as Cairo.\nNala earns the same salary as Ramon.\n"
+    "Kase earns the same salary as Nala.\nRyker earns twice as much as Kase."
+)
+TABLE4_MIXED = (
+    "Ramon earns twice as much as Cairo.\nRyker earns twice as much as Kase.\nNala earns the same salary as Ramon.\n"
+    "Cairo received $1600 last week.\nKase earns the same salary as Nala."
 )
 
 
@@ -169,9 +179,16 @@ def test_unknown_protocol_or_option_names_the_choices(field: str, value: str) ->
 # --- the reference protocol: the paper's prompt and the released generator ---
 
 
+def test_tables_3_and_4_are_the_papers_words(paper_texts: Path) -> None:
+    """The prompt (Table 3) and the three chains (Table 4) the tests below hold are in the paper's text."""
+    paper = (paper_texts / "needlechain.txt").read_text(encoding="utf-8")
+    assert TABLE3 in squash(paper)
+    backward = "\n".join(TABLE4_FORWARD.split("\n")[::-1])
+    assert TABLE4_FORWARD in paper and backward in paper and TABLE4_MIXED in paper
+    assert f"Their names are as follows: {', '.join(TABLE4_NAMES)}" in paper
+
+
 def test_reference_prompt_matches_paper_table3() -> None:
-    if PAPER.exists():
-        assert TABLE3 in squash(PAPER.read_text(encoding="utf-8"))
     paper = TABLE3.replace("\\$", "$").replace("\\_", "_")
     system_t, user_t = (
         paper.removeprefix("**## System Prompt** ").removesuffix(" --- Table 3").split(" **## Input Template** ")
@@ -197,18 +214,10 @@ def test_reference_prompt_matches_paper_table3() -> None:
 
 
 def test_reference_rendering_reproduces_paper_table4() -> None:
-    names = ("Cairo", "Ramon", "Nala", "Kase", "Ryker")
     salaries = tuple(Fraction(v) for v in (1600, 3200, 3200, 3200, 6400))
-    dp = DataPoint(5, 0, names, ("twice", "same", "same", "twice"), 1600, salaries, (1, 4, 2, 0, 3), (0, 1, 2, 3, 4),
+    dp = DataPoint(5, 0, TABLE4_NAMES, ("twice", "same", "same", "twice"), 1600, salaries, (1, 4, 2, 0, 3), (0, 1, 2, 3, 4),
                    (0, 1, 2, 3, 4), salaries)  # fmt: skip
-    forward = (
-        "Cairo received $1600 last week.\nRamon earns twice as much as Cairo.\nNala earns the same salary as Ramon.\n"
-        "Kase earns the same salary as Nala.\nRyker earns twice as much as Kase."
-    )
-    chaotic = (
-        "Ramon earns twice as much as Cairo.\nRyker earns twice as much as Kase.\nNala earns the same salary as Ramon.\n"
-        "Cairo received $1600 last week.\nKase earns the same salary as Nala."
-    )
+    forward, chaotic = TABLE4_FORWARD, TABLE4_MIXED
     head = "There are 5 workers in the office.\nTheir names are as follows: Cairo, Ramon, Nala, Kase, Ryker\n\n"
     tail = "\n\nNow, respond to my question:\nHow much salary did Ryker get?"
     for variant, chain in (
@@ -219,10 +228,6 @@ def test_reference_rendering_reproduces_paper_table4() -> None:
         _, user, gold, asked = render(dp, variant, "single")
         assert user == f"{head}Salary for each worker is as follows:\n{chain}{tail}"
         assert (gold, asked) == (6400, "Ryker")
-    if PAPER.exists():
-        paper = PAPER.read_text(encoding="utf-8")
-        assert forward in paper and "\n".join(forward.split("\n")[::-1]) in paper and chaotic in paper
-        assert "Their names are as follows: Cairo, Ramon, Nala, Kase, Ryker" in paper
 
 
 def test_reference_values_follow_the_released_generator() -> None:

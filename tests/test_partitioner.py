@@ -40,8 +40,13 @@ def _dataset_of(chunk: dict) -> str:
 def test_sharding_core_balances_and_covers() -> None:
     costs = [1000] * 50 + [128000] * 10 + [4000] * 300
     ranges = shard_ranges(costs, 8)
-    assert ranges[0][0] == 0 and ranges[-1][1] == len(costs)
+    assert len(ranges) == 8 and ranges[0][0] == 0 and ranges[-1][1] == len(costs)
     assert all(a < b for a, b in ranges) and all(r[1] == s[0] for r, s in zip(ranges, ranges[1:]))
+    # balanced: each cut is the prefix position closest to its ideal total, so no shard is further from the mean
+    # than the largest item (a cut cannot fall inside an item)
+    mean = sum(costs) / 8
+    totals = [sum(costs[a:b]) for a, b in ranges]
+    assert all(abs(t - mean) <= max(costs) for t in totals), (totals, mean)
     assert shard_ranges([], 4) == [] and shard_ranges([5], 4) == [(0, 1)]
 
 
@@ -128,7 +133,10 @@ def test_overlength_prompts_are_shortened_or_skipped_and_reported(tmp_path: Path
                 assert needles and all(n in row["prompt"] for n in needles)
                 tail = row["prompt"].rsplit("</Document>", 1)[1]
                 assert any(marker in tail for marker in QUESTION_MARKER[protocol]), tail
-        assert sum(m["length"] == 1000 for m in metas) > 0
+        # every prompt that fits is kept whole: the 1,000-token rows are the unlimited dataset's
+        (whole,) = [d for d in datasets if d["abbr"] == eval_chunk["abbr"]]
+        unlimited = [json.loads(m) for m in load_rows(whole["task"], **config_params(whole))["meta"]]
+        assert [m for m in metas if m["length"] == 1000] == [m for m in unlimited if m["length"] == 1000]
     info = read_plan(tmp_path).model("m").overlength["needlebench_srt_en_4k"]  # type: ignore[union-attr]
     assert info["policy"] == policy and info["max_prompt_tokens"] == room
     assert (info["num_skipped"] if policy == "skip" else info["num_shortened"]) == 3

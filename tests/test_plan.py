@@ -63,7 +63,12 @@ def test_short_model_shows_the_cells_the_partitioner_records(plan: PlanReport, t
         assert cut[abbr].skipped == entry["skipped"]
         assert cut[abbr].max_prompt_tokens == entry["max_prompt_tokens"]
         assert all(c[0] == 2000 for c in entry["shortened"] + entry["skipped"])
-    assert "2000/" in format_plan(plan)
+    text, verbose = format_plan(plan), format_plan(plan, verbose=True)
+    assert "2000/" in verbose and "2000/" not in text  # by length on one line; per depth behind --verbose
+    assert (
+        "shortened to fit the room of 1,536 cl100k tokens (max_seq_len 1,700 - output 100 - reserve 64): length 2000 x"
+        in text
+    )
 
 
 def test_shards_sum_to_the_total_and_follow_the_config(plan: PlanReport) -> None:
@@ -243,9 +248,78 @@ def test_run_settings_are_declared_once_and_read_alike_by_runtime_partitioner_an
     assert _settings(ConfigDict(infer=infer), None) == want
     assert _settings(ConfigDict(infer=infer), 5).num_shards == 5
     assert "eval_tasks" not in RunSettings.planned()  # grouping eval tasks changes no prediction
-    with pytest.raises(ConfigError, match=r"unknown option\(s\) \['num_shard'\]"):
+    with pytest.raises(ConfigError, match=r"unknown option 'num_shard'; did you mean 'num_shards'\?"):
         NeedleBenchPartitioner(out_dir=str(tmp_path), num_shard=2)
     with pytest.raises(ConfigError, match="overlength"):
         runtime(overlength="drop")
     with pytest.raises(ConfigError, match="num_shards"):
         _settings(ConfigDict(infer=infer), 0)
+
+
+def _readme_config(folder: Path) -> Path:
+    """The README's own config (``my_eval.py``: one vLLM model, ``suite="32k"``, 8 shards), as the README shows it."""
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    (code,) = re.findall(r"A config of your own \(`my_eval.py`\).*?```python\n(.*?)```", readme, flags=re.S)
+    assert 'suite="32k"' in code and "num_shards=8" in code and "vllm_model(" in code
+    path = folder / "my_eval.py"
+    path.write_text(code, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def readme_plan(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, PlanReport]:
+    """``needlebench plan`` of the README's config on a machine showing no GPU (the longest devices line)."""
+    path = _readme_config(tmp_path_factory.mktemp("readme"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CUDA_VISIBLE_DEVICES", "")
+        return path, plan_config(str(path))
+
+
+def test_the_readme_configs_plan_fits_one_screen(
+    readme_plan: tuple[Path, PlanReport], capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Per model its datasets and total, what is shortened grouped by length with the room's reason, the window and
+    devices checks and one line per shard, in at most 30 lines; no dataset slice on them."""
+    path, report = readme_plan
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert main(["plan", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out == format_plan(report) + "\n"
+    lines = out.splitlines()
+    assert len(lines) == 28 <= 30, out
+    (model,) = report.models
+    assert (model.samples, model.num_shortened, model.num_skipped, len(model.shards)) == (10350, 575, 0, 8)
+    cut = [x for x in lines if x.startswith("  shortened")]
+    assert cut == [
+        "  shortened to fit the room of 31,680 cl100k tokens (max_seq_len 32,768 - output 1,024 - reserve 64): "
+        "length 32000 x575"
+    ]
+    assert [x.split(":")[0] for x in lines if x.startswith("  shard ")] == [f"  shard {i}" for i in range(8)]
+    assert sum(x.startswith("  devices: qwen2.5-7b-instruct asks for 1 GPU per task") for x in lines) == 1
+    assert "[0:" not in out and "32000/0" not in out
+
+
+def test_verbose_and_json_keep_every_slice(readme_plan: tuple[Path, PlanReport]) -> None:
+    """Every piece of every shard, as the partitioner cuts them, is on ``--verbose``'s shard lines and in ``--json``."""
+    _, report = readme_plan
+    (run,) = report.run.models
+    slices = [[f"{p.dataset}[{p.start}:{p.end}]" for p in shard.parts] for shard in run.shards]
+    verbose = format_plan(report, verbose=True).splitlines()
+    shown = [x.split(" output tokens: ", 1)[1].split(", ") for x in verbose if x.startswith("  shard ")]
+    assert shown == slices
+    data = json.loads(report.to_json())
+    assert [s["parts"] for s in data["models"][0]["shards"]] == slices
+    assert "32000/0 x10" in "\n".join(verbose)  # and the cut cells per depth
+
+
+def test_the_verbose_flag(capsys: pytest.CaptureFixture) -> None:
+    assert main(["plan", str(ROOT / CONFIG), "--verbose"]) == 0
+    out = capsys.readouterr().out
+    assert "shard 0: " in out and "needlebench_srt_en_4k[0:" in out and out.count("prompt_tokens: cl100k") == 1
+
+
+def test_models_asking_for_no_gpu_get_no_devices_line(plan: PlanReport) -> None:
+    assert [(m.num_gpus, m.devices, m.devices_stop) for m in plan.models] == [(0, "", False)] * 3
+    assert "devices" not in format_plan(plan)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
 from collections.abc import Iterator, Mapping
 from decimal import Decimal
@@ -375,7 +374,6 @@ def test_a_malformed_file_is_named_with_its_table_and_row() -> None:
 
 # ---------------------------------------------------------------- against the paper texts
 
-PAPER_TEXTS = Path(os.environ.get("NEEDLEBENCH_PAPERS", Path(__file__).resolve().parents[2] / "shared" / "papers"))
 NUMBER = re.compile(r"(?<![\w.\-])[-+]?\d+(?:\.\d+)?(?![\w.])")  # a number standing alone (not 7B, not Qwen2.5)
 
 
@@ -388,15 +386,12 @@ def _row_texts(table: PublishedTable, row: PublishedRow) -> tuple[str, ...]:
     return row.text or (f"{row.model} " + " ".join(row.printed(c.key) for c in table.columns),)
 
 
-@pytest.mark.skipif(
-    not PAPER_TEXTS.is_dir(), reason=f"the paper texts are not at {PAPER_TEXTS} (set NEEDLEBENCH_PAPERS)"
-)
-def test_every_row_caption_and_quote_is_in_the_paper_text() -> None:
+def test_every_row_caption_and_quote_is_in_the_paper_text(paper_texts: Path) -> None:
     """Second reading, by machine: each row as printed lies inside its table's stretch of the paper text, its numbers
     are the row's values, no other number of that stretch is left over (no row missed), and every caption and quoted
     protocol fact is the paper's wording."""
     for paper in PAPERS:
-        text = _norm((PAPER_TEXTS / f"{paper}.txt").read_text(encoding="utf-8"))
+        text = _norm((paper_texts / f"{paper}.txt").read_text(encoding="utf-8"))
         spans = {
             t["table"]: t["text_span"]
             for t in json.loads(

@@ -122,6 +122,75 @@ def test_a_resume_reads_the_stored_plan_and_a_changed_needle_stops_it_naming_the
     assert history[-1]["request"]["replan"] is True
 
 
+def test_a_resume_that_only_adds_rope_scaling_stops_naming_the_window(tmp_path: Path) -> None:
+    """The model's folder says its window (4,096, no scaling); a resume whose config adds a YaRN x2 block changes
+    no limit and no shard, yet the model answers otherwise: it stops on that one line, before any task, and a
+    re-plan goes on with the scaled window in the plan."""
+    folder = _tokenizer(tmp_path / "tok")
+    (folder / "config.json").write_text(json.dumps({"max_position_embeddings": 4096}), encoding="utf-8")
+    needles = ROOT / "needlebench/data/needles/needles_en.jsonl"
+    config = tmp_path / "config.py"
+    plain = CONFIG.format(needles=str(needles), tokenizer=str(folder))
+    config.write_text(plain)
+    run = tmp_path / "work" / "20260101_000000"
+    assert _infer(config, run)
+    stored = read_stored(run)
+    assert stored is not None and stored.plan.models[0].window["usable"] == 4096
+    scaled = "batch_size=2, model_kwargs=dict(rope_scaling=dict(rope_type='yarn', factor=2.0)))"
+    config.write_text(plain.replace("batch_size=2)", scaled, 1))
+    with pytest.raises(SystemExit) as stop:
+        _infer(config, run)
+    said = str(stop.value)
+    assert [line for line in said.splitlines() if line.startswith("  - ")] == [
+        "  - m: context window native window 4,096, no RoPE scaling -> scaled window 8,192: yarn x2 of 4,096, the run's"
+    ], said
+    answered = _answer_first_shard(run, config)
+    write_request(run, RunRequest(replan=True))
+    assert _infer(config, run)
+    stored = read_stored(run)
+    assert stored is not None and stored.plan.models[0].window["usable"] == 8192
+    assert [h["stage"] for h in stored.history] == ["fresh", "replan"]
+    # the unscaled model's answers are another model's: none is carried into the scaled model's run
+    assert answered == 1 and _pooled(run) == 0
+
+    # the control: a re-plan that only cuts the shards otherwise carries the same model's answers
+    run = tmp_path / "work" / "20260101_000001"
+    config.write_text(plain)
+    assert _infer(config, run)
+    answered = _answer_first_shard(run, config)
+    config.write_text(plain.replace("num_shards=2", "num_shards=1"))
+    write_request(run, RunRequest(replan=True))
+    assert _infer(config, run)
+    assert answered == 1 and _pooled(run) == answered
+
+
+def _answer_first_shard(run: Path, config: Path) -> int:
+    """Write the prediction file of the stored plan's first part, each row answered with its gold (as
+    OpenCompass's inferencer saves it); how many answers it holds."""
+    from needlebench.runfolder.predictions import PROMPT_KEY
+
+    stored = read_stored(run)
+    assert stored is not None
+    part = stored.plan.models[0].shards[0].parts[0]
+    rows = load_rows("srt", **_srt_params(config))
+    entries = {
+        str(i): {PROMPT_KEY: rows[part.start + i]["prompt"], "prediction": "x", "gold": rows[part.start + i]["answer"]}
+        for i in range(part.end - part.start)
+    }
+    folder = run / "predictions" / "m"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{part.abbr}.json").write_text(json.dumps(entries), encoding="utf-8")
+    return len(entries)
+
+
+def _pooled(run: Path) -> int:
+    """The answers a re-plan carried into the new plan (the model's reuse pool)."""
+    from needlebench.runfolder.carryover import POOL_FILE
+
+    pool = run / "predictions" / "m" / POOL_FILE
+    return len(pool.read_text(encoding="utf-8").splitlines()) if pool.exists() else 0
+
+
 def _srt_params(config: Path) -> dict:
     """The S-RT dataset's task parameters as the config gives them."""
     from mmengine.config import Config

@@ -63,16 +63,30 @@ def test_mrt_share_of_needles() -> None:
     assert not result.correct
 
 
-@pytest.mark.parametrize(
-    "garbage",
-    [None, "", b"\xff\xfe\x00bytes", "\x00\x01\x02" * 1000, "x" * 5_000_000, 12345, ["list"], "\ufffd" * 50],
+# Each garbage prediction, the error its keyword grade names ("empty" where nothing printable is left after
+# cleaning) and the characters of its cleaned text that line up with the needle's 55 (whitespace removed):
+# the 2024 metric's partial credit is 0.2 * 100 * kept / 55, never a keyword hit.
+GARBAGE = (
+    (None, "empty", 0),
+    ("", "empty", 0),
+    (b"\xff\xfe\x00bytes", "missed", 3),  # "bytes": t, e, s of "...the ... treasure ..."
+    ("\x00\x01\x02" * 1000, "empty", 0),  # control characters only
+    ("x" * 5_000_000, "missed", 0),  # cut to 200,000 x's; the needle has no x
+    (12345, "missed", 0),  # "12345": no digit in the needle
+    (["list"], "missed", 4),  # "list": l, i, s, t of "Tailkolde Island is the"
+    ("\ufffd" * 50, "empty", 0),  # replacement characters only
 )
-def test_garbage_predictions_score_zero_without_crashing(garbage: object) -> None:
-    for metric in ("keyword", "levenshtein"):
-        r = grade_srt(garbage, SRT_GOLD, ScoreOptions(metric=metric))
-        assert r.score < 20.0
-        assert not r.correct
-    assert len(clean_prediction("x" * 5_000_000)) <= 200_000
+
+
+@pytest.mark.parametrize(("garbage", "error", "kept"), GARBAGE)
+def test_garbage_predictions_score_zero_without_crashing(garbage: object, error: str, kept: int) -> None:
+    """Zero by keyword, with the error named; the 2024 metric's partial credit exactly as its formula gives."""
+    keyword = grade_srt(garbage, SRT_GOLD, ScoreOptions(metric="keyword"))
+    assert (keyword.score, keyword.correct, keyword.error) == (0.0, False, error)
+    partial = grade_srt(garbage, SRT_GOLD, ScoreOptions(metric="levenshtein"))
+    assert partial.score == pytest.approx(0.2 * 100 * kept / 55) and not partial.correct
+    assert partial.error == error
+    assert len(clean_prediction("x" * 5_000_000)) == 200_000
 
 
 def test_boxed_extraction_and_normalisation() -> None:

@@ -275,10 +275,12 @@ def test_slurm_run_with_two_gpus_per_job_matches_local(cluster: None, local: Pat
     from needlebench.commands.plan import plan_config
     from needlebench.runfolder.plan_file import read_plan
 
-    assert read_plan(run) == plan_config(str(ROOT / CONFIG)).run
+    planned = plan_config(str(ROOT / CONFIG))
+    assert read_plan(run) == planned.run
     # needlebench status from the shared work dir alone (as on a login node) shows what the local run's shows
     slurm_view, local_view = _status_view(work), _status_view(local)
-    assert slurm_view == local_view and slurm_view["state"] == "finished" and slurm_view["done"] > 0, slurm_view
+    assert slurm_view == local_view and slurm_view["state"] == "finished", slurm_view
+    assert slurm_view["done"] == slurm_view["planned"] == sum(m.samples for m in planned.models), slurm_view
 
     commands = _commands(log)
     infer = [c for c in commands if "OpenICLInfer[" in c]

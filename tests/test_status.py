@@ -27,7 +27,7 @@ from needlebench.planning.run import ModelRun, Part, RunPlan, Shard
 from needlebench.planning.settings import RunSettings
 from needlebench.runfolder.plan_file import StoredPlan, write_stored
 from needlebench.runfolder.progress_log import PROGRESS_FILE, Step, record_progress
-from needlebench.runfolder.status import QUIET, WINDOW, StatusReader
+from needlebench.runfolder.status import PID_SLACK, QUIET, WINDOW, StatusReader, elapsed_seconds
 
 CONFIG = "tests/configs/e2e_status.py"
 LATENCY = 0.3  # seconds per request: 60 prompts two at a time take about 9 s
@@ -109,6 +109,73 @@ def test_a_run_of_this_host_is_live_while_its_process_is(tmp_path: Path) -> None
         assert status.state == state, status.how
         assert f"process {pid}" in status.how
     assert status.commands == (f"needlebench run {run}/configs/20261205_000000_1.py -w {tmp_path} -r {run.name}",)
+
+
+def test_a_reused_process_id_is_not_the_run(tmp_path: Path) -> None:
+    """A live process whose id the plan names but that started after the stage did (more than PID_SLACK) holds
+    a reused id: the run is stopped, and said so. The same process named by a stage that began after it started
+    is the run."""
+    import socket
+
+    sleeper = subprocess.Popen(["sleep", "120"])
+    try:
+        for at, state in ((time.time() - 10 * PID_SLACK, "stopped"), (time.time() + 1, "running")):
+            run = tmp_path / str(round(at))
+            run.mkdir()
+            _plan_folder(run, socket.gethostname(), sleeper.pid, at)
+            status = StatusReader(run).read()
+            assert status.state == state, status.how
+            if state == "stopped":
+                assert status.how.startswith(f"process {sleeper.pid} on {socket.gethostname()} has ended: ")
+                assert status.how.endswith(" s after the stage (the pid was reused)"), status.how
+            else:
+                assert status.how == f"process {sleeper.pid} on {socket.gethostname()} is running it"
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_ps_elapsed_time_is_read_in_seconds() -> None:
+    """Where there is no /proc, a process's start is now less ``ps -o etime=``'s ``[[dd-]hh:]mm:ss``."""
+    assert [elapsed_seconds(t) for t in (" 01:02\n", "03:04:05", "1-02:03:04", "", "n/a")] == [
+        62,
+        11045,
+        93784,
+        None,
+        None,
+    ]
+
+
+def test_an_eval_stage_is_in_the_history_and_reads_running_while_its_process_lives(tmp_path: Path) -> None:
+    """``start_eval`` adds its stage to the plan's history (this process, this host, now): an eval started on
+    its own reads running while it lives; the infer stage it follows (its process ended) still dates the tasks."""
+    import logging
+    import socket
+
+    from needlebench.runfolder.lifecycle import start_eval
+    from needlebench.runfolder.plan_file import read_stored
+
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    _plan_folder(tmp_path, socket.gethostname(), ended.pid, 1_000_000.0)
+    assert StatusReader(tmp_path).read().state == "stopped"
+    before = time.time()
+    assert start_eval(tmp_path, [], RunSettings.of({}), logging.getLogger("test")) == []
+    stored = read_stored(tmp_path)
+    assert stored is not None and [h["stage"] for h in stored.history] == ["fresh", "eval"]
+    entry = stored.history[-1]
+    assert {k: entry[k] for k in ("request", "host", "pid")} == {
+        "request": {},
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+    }
+    assert before - 0.001 <= entry["at"] <= time.time()
+    status = StatusReader(tmp_path).read()
+    assert (
+        status.state == "running"
+        and status.how == f"process {os.getpid()} on {socket.gethostname()} is running its eval stage"
+    )
+    assert status.started == 1_000_000.0  # the infer stage's start, not the eval's
 
 
 def test_a_folder_that_is_not_a_run_is_one_line_and_exit_2(tmp_path: Path) -> None:

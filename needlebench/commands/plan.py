@@ -173,6 +173,9 @@ class ModelPlan:
         prefix_share: the share of prompt tokens an unbounded prefix cache can reuse, in request order.
         reasoning: the model is set up as a reasoning model (OpenCompass's think strip as its postprocessor).
         cost: with a prices file that prices it, the sum of its datasets' costs.
+        num_gpus: the GPUs each of its infer tasks asks for (its ``run_cfg.num_gpus``).
+        devices: what the devices check says (``preflight.devices``; empty where it asks for none).
+        devices_stop: the run would stop on it: this machine shows fewer GPUs than a task asks for.
     """
 
     abbr: str
@@ -191,6 +194,9 @@ class ModelPlan:
     prefix_share: float = 0.0
     reasoning: bool = False
     cost: Any = None
+    num_gpus: int = 0
+    devices: str = ""
+    devices_stop: bool = False
 
 
 @dataclass
@@ -325,6 +331,11 @@ def _thinking(dataset: dict, limit: Any) -> ThinkingRoom:
     return ThinkingRoom(cell, prompt, tokens, room, int(limit.out_len), fits, action)
 
 
+def _plain(item: Any) -> dict:
+    """A config section as a plain dict (mmengine's ``ConfigDict`` or a dict)."""
+    return item.to_dict() if hasattr(item, "to_dict") else dict(item)
+
+
 def _settings(cfg: Any, num_shards: int | None) -> Any:
     """The config's run settings as the run would use them (checked; nothing is written)."""
     from ..planning.settings import RunSettings
@@ -336,14 +347,16 @@ def _settings(cfg: Any, num_shards: int | None) -> Any:
 
 
 def _plan_model(
-    settings: Any, limits: Any, model: dict, datasets: list[Any], run: ModelRun, price: Any = None
+    limits: Any, model: dict, datasets: list[Any], run: ModelRun, runner: Any, price: Any = None
 ) -> ModelPlan:
-    """One model's plan report: the run plan's limits, cells and shards, with the rows, estimates and prefix share
-    (and with ``price``, a ``planning.costs.Price``, what its requests cost)."""
+    """One model's plan report: the run plan's limits, cells and shards, with the rows, estimates and prefix share,
+    what the devices check says of it under the infer stage's ``runner`` (and with ``price``, a
+    ``planning.costs.Price``, what its requests cost)."""
     from ..cache.rows import load_rows
     from ..opencompass.outputs import is_reasoning_model
-    from ..planning.costs import request_costs
+    from ..planning.costs import Cost, request_costs
     from ..planning.limits import limited_dataset, model_tokenizer
+    from ..preflight.devices import devices_note, task_gpus
     from ..tasks import config_params
 
     thinks = is_reasoning_model(model)
@@ -407,14 +420,17 @@ def _plan_model(
             f"estimate: cl100k tokens x the ratio on {sampled_prompts} sampled prompt slices "
             f"({sampled_ours:,} cl100k tokens)"
         )
+    slices = [[f"{p.dataset}[{p.start}:{p.end}]" for p in s.parts] for s in run.shards]
     shards = [
-        ShardPlan(
-            s.index, s.samples, s.prompt_tokens, s.output_tokens, [f"{p.dataset}[{p.start}:{p.end}]" for p in s.parts]
-        )
-        for s in run.shards
+        ShardPlan(s.index, s.samples, s.prompt_tokens, s.output_tokens, cut) for s, cut in zip(run.shards, slices)
     ]
     total_prompt = sum(p.prompt_tokens for p in plans)
     first = run.limits[datasets[0]["abbr"]]  # the model's context and reserve, as the plan decided them
+    cost = None if price is None else Cost()
+    for p in plans if cost is not None else ():
+        cost.add(p.cost)
+    gpus = task_gpus(model)
+    devices, stop = devices_note(run.abbr, gpus, runner)  # the run's devices check, said here
     return ModelPlan(
         abbr=model.get("abbr", "model"),
         max_seq_len=int(first.max_seq_len),
@@ -431,18 +447,11 @@ def _plan_model(
         num_skipped=sum(p.num_skipped for p in plans),
         prefix_share=sum(p.prefix_tokens for p in plans) / total_prompt if total_prompt else 0.0,
         reasoning=thinks,
-        cost=_total([p.cost for p in plans]) if price is not None else None,
+        cost=cost,
+        num_gpus=gpus,
+        devices=devices,
+        devices_stop=stop,
     )
-
-
-def _total(costs: list[Any]) -> Any:
-    """The sum of datasets' costs."""
-    from ..planning.costs import Cost
-
-    total = Cost()
-    for c in costs:
-        total.add(c)
-    return total
 
 
 def plan_config(config_path: str, num_shards: int | None = None, prices_path: str | None = None) -> PlanReport:
@@ -470,39 +479,42 @@ def plan_config(config_path: str, num_shards: int | None = None, prices_path: st
         raise ConfigError(f"--shards: {num_shards} must be at least 1")
     prices = load_prices(prices_path) if prices_path else None
     cfg, ours = load_config(config_path)
-    models = [m.to_dict() if hasattr(m, "to_dict") else dict(m) for m in cfg.get("models", [])]
+    models = [_plain(m) for m in cfg.get("models", [])]
     if not models:
         raise ConfigError(f"config: {config_path} defines no models")
     if prices is not None:
         check_priced_models(prices, [m.get("abbr", "model") for m in models], str(config_path))
     settings = _settings(cfg, num_shards)
     for model in models:  # what the run would refuse, refused here too
-        check_raw_messages(model, [d.to_dict() if hasattr(d, "to_dict") else dict(d) for d in ours])
+        check_raw_messages(model, [_plain(d) for d in ours])
     limits = Limits(settings)  # silent: a tokenizer that fails to load is reported in the plan itself
-    datasets = [d.to_dict() if hasattr(d, "to_dict") else dict(d) for d in ours]
+    datasets = [_plain(d) for d in ours]
     try:
         materialize_many([(d["task"], config_params(d)) for d in datasets])
     except OSError as exc:  # an unwritable cache: load_rows builds the rows in memory, slower
         log.warning("dataset cache not written (%s: %s); rows are built in memory", type(exc).__name__, exc)
-    everything = [d.to_dict() if hasattr(d, "to_dict") else dict(d) for d in cfg.get("datasets", [])]
+    everything = [_plain(d) for d in cfg.get("datasets", [])]
     run = plan_run(models, everything, settings, limits=limits)
+    runner = (cfg.get("infer") or {}).get("runner")
+    reports = [
+        _plan_model(limits, m, datasets, r, runner, prices.of(m.get("abbr", "model")) if prices else None)
+        for m, r in zip(models, run.models, strict=True)
+    ]
     return PlanReport(
         run=run,
         config=str(config_path),
         num_shards=settings.num_shards,
         overlength=settings.overlength,
         template_margin=settings.template_margin,
-        models=[
-            _plan_model(settings, limits, m, datasets, r, prices.of(m.get("abbr", "model")) if prices else None)
-            for m, r in zip(models, run.models, strict=True)
-        ],
+        models=reports,
         other_datasets=[str(d.get("abbr")) for d in cfg.get("datasets", []) if not is_needlebench(d)],
         notes=list(NOTES),
     )
 
 
-def _window_lines(run: RunPlan, abbr: str) -> list[str]:
-    """The model's context window (``planning.window``) and the cells past it, with what the run does."""
+def _window_lines(run: RunPlan, abbr: str, verbose: bool) -> list[str]:
+    """The model's context window (``planning.window``) and the cells past it, with what the run does: by the
+    cell's coarse coordinate over its datasets (with ``verbose`` also per dataset)."""
     model = run.model(abbr)
     if model is None:
         return []
@@ -510,17 +522,79 @@ def _window_lines(run: RunPlan, abbr: str) -> list[str]:
         return ["  context window: unknown (no config.json readable offline): not checked"]
     window = Window(**model.window)
     lines = [f"  context window: {window.describe()}, from {window.source}"]
-    if model.beyond_window:
-        act = (
-            "the run stops before any model call; runtime(beyond_window='mark') runs them, marked"
-            if run.settings.beyond_window == "stop"
-            else "run and marked 'beyond window' in the tables"
+    if not model.beyond_window:
+        return lines
+    act = (
+        "the run stops before any model call; runtime(beyond_window='mark') runs them, marked"
+        if run.settings.beyond_window == "stop"
+        else "run and marked 'beyond window' in the tables"
+    )
+    past: dict[Any, list[int]] = {}
+    for entry in model.beyond_window.values():
+        for coord, n, most in entry["cells"]:
+            seen = past.setdefault(coord, [0, 0])
+            seen[0], seen[1] = seen[0] + n, max(seen[1], most)
+    cells = ", ".join(
+        f"{c} ({n:,} prompts, up to {most:,} tokens)" for c, (n, most) in sorted(past.items(), key=_order)
+    )
+    lines.append(f"  past the window: {cells}: {act}")
+    for dataset, entry in model.beyond_window.items() if verbose else ():
+        lines.append(
+            f"    {dataset}: " + ", ".join(f"{c[0]} ({c[1]} prompts, up to {c[2]:,} tokens)" for c in entry["cells"])
         )
-        lines.append(f"  past the window: {act}:")
-        for dataset, entry in model.beyond_window.items():
-            cells = ", ".join(f"{c[0]} ({c[1]} prompts, up to {c[2]:,} tokens)" for c in entry["cells"])
-            lines.append(f"    {dataset}: {cells}")
     return lines
+
+
+def _order(item: tuple[Any, Any]) -> tuple[bool, Any]:
+    """Cells by their coordinate: numbers in numeric order, before any text."""
+    return isinstance(item[0], str), item[0]
+
+
+def _cut_lines(m: ModelPlan, verbose: bool) -> list[str]:
+    """Prompts shortened or skipped to fit the model's room: by the room's reason and the cell's first coordinate
+    (the length) over the datasets (with ``verbose`` also per dataset and cell, ``length/depth xN``)."""
+    from ..tasks import get_task
+
+    groups: dict[tuple[str, str, str], dict[Any, int]] = {}
+    detail = []
+    for d in m.datasets:
+        for action, cells in (("shortened", d.shortened), ("skipped", d.skipped)):
+            counts = groups.setdefault((action, _room(m, d), get_task(d.task).cell[0]), {}) if cells else {}
+            for cell in cells:
+                counts[cell[0]] = counts.get(cell[0], 0) + cell[-1]
+            if cells:
+                detail.append(f"    {d.abbr}, {action} (length/depth): {_cells_text(cells)}")
+    lines = [
+        f"  {action} to fit the room of {room}: {key} "
+        + ", ".join(f"{c} x{n:,}" for c, n in sorted(counts.items(), key=_order))
+        for (action, room, key), counts in groups.items()
+        if counts
+    ]
+    return lines + (detail if verbose else [])
+
+
+def _room(m: ModelPlan, d: DatasetPlan) -> str:
+    """A dataset's room and why it is that: ``31,680 cl100k tokens (max_seq_len - output - reserve) / ratio``."""
+    ratio = f" / tokenizer ratio {d.limit_ratio:.3f}" if d.limit_ratio != 1 else ""
+    return (
+        f"{d.max_prompt_tokens:,} cl100k tokens (max_seq_len {m.max_seq_len:,} - output {d.max_out_len:,} - "
+        f"reserve {m.reserve}){ratio}"
+    )
+
+
+def _table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    """Rows under a head, the first column left-aligned and the others right, a rule under the head and above the
+    last row (the total)."""
+    widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head))]
+    rule = "  " + "  ".join("-" * w for w in widths)
+    out = []
+    for k, row in enumerate((head, *rows)):
+        if k == len(rows):
+            out.append(rule)
+        out.append("  " + "  ".join([row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]))
+        if k == 0:
+            out.append(rule)
+    return out
 
 
 def _cost_lines(m: ModelPlan) -> list[str]:
@@ -528,28 +602,13 @@ def _cost_lines(m: ModelPlan) -> list[str]:
     if m.cost is None:
         return []
     head = ("dataset", "requests", "prompt", "cached", "output", "online $", "cache saves $", "batch $", "long")
-    rows = [head]
-    for name, c in [*((d.abbr, d.cost) for d in m.datasets), ("total", m.cost)]:
-        rows.append(
-            (
-                name,
-                f"{c.requests:,}",
-                _num(int(c.prompt_tokens)),
-                _num(int(c.cached_tokens)),
-                _num(int(c.output_tokens)),
-                f"{c.online:,.2f}",
-                f"{c.cache_savings:,.2f}",
-                f"{c.batch:,.2f}",
-                str(c.long_requests),
-            )
-        )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    out = ["  cost (output at its budget: an upper bound; cached = the prefix each request shares with the one before)"]
-    for k, row in enumerate(rows):
-        out.append("  " + "  ".join([row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]))
-        if k == 0 or k == len(rows) - 2:
-            out.append("  " + "  ".join("-" * w for w in widths))
-    return out
+    rows = [
+        (name, f"{c.requests:,}", *(_num(int(n)) for n in (c.prompt_tokens, c.cached_tokens, c.output_tokens)))
+        + (*(f"{x:,.2f}" for x in (c.online, c.cache_savings, c.batch)), str(c.long_requests))
+        for name, c in [*((d.abbr, d.cost) for d in m.datasets), ("total", m.cost)]
+    ]
+    cached = "cached = the prefix each request shares with the one before"
+    return [f"  cost (output at its budget: an upper bound; {cached})", *_table(head, rows)]
 
 
 def _num(n: int | None) -> str:
@@ -568,11 +627,39 @@ def _cells_text(cells: list[list[Any]]) -> str:
     return ", ".join(f"{c[0]}{'' if c[1] is None else f'/{c[1]}'} x{c[2]}" for c in cells)
 
 
-def format_plan(plan: PlanReport) -> str:
-    """The plan as terminal tables: per model its datasets and a total row, then cut cells and shards.
+def _thinking_lines(plan: PlanReport, m: ModelPlan) -> list[str]:
+    """A reasoning model's thinking room at each dataset's longest cell, against its budget."""
+    lines = []
+    for d in (d for d in m.datasets if d.thinking is not None):
+        t = d.thinking
+        verdict = (
+            f"fits the budget {t.budget:,}"
+            if t.fits
+            else f"less than the budget {t.budget:,}: the run {'skips' if t.action == 'skipped' else 'shortens'} "
+            f"such prompts (overlength={plan.overlength}; {d.num_shortened} shortened, {d.num_skipped} skipped)"
+        )
+        lines.append(
+            f"    {d.abbr}, {t.cell}: prompt {t.model_tokens:,} model tokens ({t.prompt_tokens:,} cl100k), "
+            f"room {t.room:,}: {verdict}"
+        )
+    head = f"  thinking room at each dataset's longest cell (max_seq_len {m.max_seq_len:,} - prompt - reserve "
+    return [f"{head}{m.reserve}), against the reasoning budget:", *lines] if lines else []
+
+
+LEGEND = (
+    "prompt cl100k: tokens sent, after the model's limit; prompt model: the same in its tokenizer (estimated);",
+    "room: the cl100k tokens a prompt may hold; prefix: the share of prompt tokens a prefix cache can reuse.",
+    "--verbose: each shard's dataset slices, the cells cut per depth, how each number is estimated; --json: all.",
+)
+
+
+def format_plan(plan: PlanReport, verbose: bool = False) -> str:
+    """The plan on one screen for a run of one model and one suite: per model its datasets and a total row,
+    the prompts cut to fit (by length, with the room's reason), the window and devices checks, one line per shard.
 
     Args:
         plan: from :func:`plan_config`.
+        verbose: also each shard's dataset slices, the cut cells per dataset and depth, and the estimates' notes.
     """
     lines = [f"plan of {plan.config}: {plan.num_shards} shard(s) per model, overlength={plan.overlength}"]
     head = ("dataset", "samples", "prompt cl100k", "prompt model", "output", "room", "shortened", "skipped", "prefix")
@@ -580,52 +667,18 @@ def format_plan(plan: PlanReport) -> str:
         t = m.tokenizer
         tok_line = f"tokenizer: {t.path} ({t.reason})" if t.available else f"tokenizer: n/a ({t.reason})"
         lines += ["", f"model {m.abbr}: max_seq_len {m.max_seq_len:,}; {tok_line}"]
-        table = [head]
-        for d in m.datasets:
-            table.append(
-                (
-                    d.abbr,
-                    f"{d.samples:,}",
-                    _num(d.prompt_tokens),
-                    _num(d.model_tokens),
-                    _num(d.output_tokens),
-                    _num(d.max_prompt_tokens),
-                    str(d.num_shortened),
-                    str(d.num_skipped),
-                    f"{d.prefix_share:.0%}",
-                )
-            )
-        table.append(
-            (
-                "total",
-                f"{m.samples:,}",
-                _num(m.prompt_tokens),
-                _num(m.model_tokens),
-                _num(m.output_tokens),
-                "",
-                str(m.num_shortened),
-                str(m.num_skipped),
-                f"{m.prefix_share:.0%}",
-            )
+        rows = [
+            (d.abbr, f"{d.samples:,}", _num(d.prompt_tokens), _num(d.model_tokens), _num(d.output_tokens))
+            + (_num(d.max_prompt_tokens), str(d.num_shortened), str(d.num_skipped), f"{d.prefix_share:.0%}")
+            for d in m.datasets
+        ]
+        rows.append(
+            ("total", f"{m.samples:,}", _num(m.prompt_tokens), _num(m.model_tokens), _num(m.output_tokens))
+            + ("", str(m.num_shortened), str(m.num_skipped), f"{m.prefix_share:.0%}")
         )
-        widths = [max(len(r[i]) for r in table) for i in range(len(head))]
-        for k, row in enumerate(table):
-            cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]
-            lines.append("  " + "  ".join(cells))
-            if k == 0 or k == len(table) - 2:
-                lines.append("  " + "  ".join("-" * w for w in widths))
-        for d in m.datasets:
-            if d.shortened or d.skipped:
-                lines.append(
-                    f"  {d.abbr}: room {d.max_prompt_tokens:,} cl100k tokens = (max_seq_len {m.max_seq_len:,} - "
-                    f"output {d.max_out_len:,} - reserve {m.reserve}) / tokenizer ratio "
-                    f"{d.limit_ratio:.3f}; prompts over it:"
-                )
-            if d.shortened:
-                lines.append(f"    shortened (length/depth): {_cells_text(d.shortened)}")
-            if d.skipped:
-                lines.append(f"    skipped (length/depth): {_cells_text(d.skipped)}")
-        lines += _window_lines(plan.run, m.abbr)
+        lines += _table(head, rows) + _cut_lines(m, verbose) + _window_lines(plan.run, m.abbr, verbose)
+        if m.devices:
+            lines.append(f"  {m.devices}")
         method = plan.run.model(m.abbr).method if plan.run.model(m.abbr) else None
         if method:  # a KV-cache press: the same prompts and prefill tokens as the plain model, one at a time
             lines.append(
@@ -633,31 +686,13 @@ def format_plan(plan: PlanReport) -> str:
                 + (f", {method['settings']}" if method["settings"] else "")
                 + " (KV-cache press: each prompt's tokens are prefilled as above, then compressed)"
             )
-        lines += _cost_lines(m)
-        thinking = [d for d in m.datasets if d.thinking is not None]
-        if thinking:
-            lines.append(
-                f"  thinking room at each dataset's longest cell (max_seq_len {m.max_seq_len:,} - prompt - reserve "
-                f"{m.reserve}), against the reasoning budget:"
-            )
-        for d in thinking:
-            t = d.thinking
-            verdict = (
-                f"fits the budget {t.budget:,}"
-                if t.fits
-                else f"less than the budget {t.budget:,}: the run {'skips' if t.action == 'skipped' else 'shortens'} "
-                f"such prompts (overlength={plan.overlength}; {d.num_shortened} shortened, {d.num_skipped} skipped)"
-            )
-            lines.append(
-                f"    {d.abbr}, {t.cell}: prompt {t.model_tokens:,} model tokens ({t.prompt_tokens:,} cl100k), "
-                f"room {t.room:,}: {verdict}"
-            )
+        lines += _cost_lines(m) + _thinking_lines(plan, m)
         for s in m.shards:
             lines.append(
                 f"  shard {s.index}: {s.samples:,} prompts, {_num(s.prompt_tokens)} prompt + "
-                f"{_num(s.output_tokens)} output tokens: {', '.join(s.parts)}"
+                f"{_num(s.output_tokens)} output tokens" + (f": {', '.join(s.parts)}" if verbose else "")
             )
     if plan.other_datasets:
         lines += ["", f"not needlebench (not planned): {', '.join(plan.other_datasets)}"]
-    lines += ["", *plan.notes]
+    lines += ["", *(plan.notes if verbose else LEGEND)]
     return "\n".join(lines)

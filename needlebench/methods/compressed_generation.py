@@ -9,6 +9,12 @@ prefills the whole prompt under the press. Greedy decoding stops at the model's 
 text, or at the output budget; with the press off (ratio 0) the tokens are the plain model's
 (``tests/test_kv_press.py`` compares them byte for byte).
 
+What the cache kept is counted per layer. A press that drops entries leaves fewer in the cache; a head-wise
+press (kvpress's ``AdaKVPress``, ``CriticalAdaKVPress``, ``DuoAttentionPress``, ...) keeps the cache whole
+and names the entries each head no longer attends to in the attention module's ``masked_key_indices``
+(kvpress's ``attention_patch`` replaces their keys while the question and the answer are computed). Those
+entries are not kept: a layer's count is its cache length less its masked entries over its KV heads.
+
 torch and transformers are imported by the functions that use them: this module sits below every layer
 that plans or reports, which must not import them.
 """
@@ -29,20 +35,21 @@ class KeptCache:
 
     Attributes:
         compressed_tokens: the prompt tokens prefilled under the press (the context, or the whole prompt).
-        kept: the cache entries each layer kept of them.
+        kept: the cache entries each layer kept of them, per KV head: the cache length less the entries a
+            head-wise press masked over the layer's KV heads (a mean with two decimals where heads differ).
         question_tokens: the tokens prefilled after compression, uncompressed (the question; 0 when aware).
-        after_question: each layer's cache entries once the question was prefilled.
+        after_question: each layer's cache entries once the question was prefilled, counted alike.
     """
 
     compressed_tokens: int
-    kept: tuple[int, ...]
+    kept: tuple[int | float, ...]
     question_tokens: int
-    after_question: tuple[int, ...]
+    after_question: tuple[int | float, ...]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON data: a per-layer list folded into one number where every layer kept the same."""
 
-        def fold(values: tuple[int, ...]) -> int | list[int]:
+        def fold(values: tuple[int | float, ...]) -> int | float | list[int | float]:
             return values[0] if values and len(set(values)) == 1 else list(values)
 
         return {
@@ -77,8 +84,41 @@ def delimiter_id(ids: Sequence[int], vocab_size: int) -> int:
     return next(i for i in range(vocab_size - 1, -1, -1) if i not in present)
 
 
-def _lengths(cache: Any) -> tuple[int, ...]:
-    return tuple(int(cache.get_seq_length(i)) for i in range(len(cache.layers)))
+def _clear_masks(model: Any) -> None:
+    """Forget the head-wise masks an earlier prompt left on the attention modules (kvpress clears them only
+    where its attention patch runs a prefill, which eager attention does not)."""
+    for layer in model.model.layers:
+        if getattr(layer.self_attn, "masked_key_indices", None) is not None:
+            layer.self_attn.masked_key_indices = None
+
+
+def _masked(model: Any) -> tuple[int, ...]:
+    """Per layer, the cache entries (KV head, position) a head-wise press masked: 0 where none."""
+    import torch
+
+    out = []
+    for layer in model.model.layers:
+        found = getattr(layer.self_attn, "masked_key_indices", None)
+        if found is None:
+            out.append(0)
+            continue
+        _, heads, positions = found
+        span = int(positions.max()) + 1 if positions.numel() else 1
+        out.append(int(torch.unique(heads.long() * span + positions.long()).numel()))  # each entry once
+    return tuple(out)
+
+
+def _lengths(cache: Any, masked: tuple[int, ...]) -> tuple[int | float, ...]:
+    """Per layer, the entries its cache holds per KV head, less those a head-wise press masked."""
+    out: list[int | float] = []
+    for i, layer in enumerate(cache.layers):
+        length = int(cache.get_seq_length(i))
+        if not masked[i]:
+            out.append(length)
+            continue
+        kept = length - masked[i] / int(layer.keys.shape[1])
+        out.append(int(kept) if kept.is_integer() else round(kept, 2))
+    return tuple(out)
 
 
 def generate_compressed(
@@ -112,6 +152,7 @@ def generate_compressed(
     finch = type(press).__name__ == "FinchPress"
     rerotated = (finch and getattr(press, "rerotate_keys", False)) or type(press).__name__ == "KeyRerotationPress"
     pressing = press(model) if press is not None else contextlib.nullcontext()
+    _clear_masks(model)
     with torch.no_grad():
         if query == "aware":
             ids = list(context_ids) + list(question_ids)
@@ -120,13 +161,15 @@ def generate_compressed(
                 ids = list(context_ids) + [press.delimiter_token_id] + list(question_ids)
             with pressing:
                 out = model(input_ids=torch.tensor([ids], device=device), past_key_values=cache, logits_to_keep=1)
-            kept = after = _lengths(cache)
+            masked = _masked(model)
+            kept = after = _lengths(cache, masked)
             compressed, asked = len(context_ids) + len(question_ids), 0
             position = cache.get_seq_length() if rerotated else compressed  # keys rotated to their new places
         else:
             with pressing:
                 model.model(input_ids=torch.tensor([list(context_ids)], device=device), past_key_values=cache)
-            kept = _lengths(cache)
+            masked = _masked(model)
+            kept = _lengths(cache, masked)
             compressed, asked = len(context_ids), len(question_ids)
             start = cache.get_seq_length() if rerotated else compressed
             positions = torch.arange(start, start + asked, device=device).unsqueeze(0)
@@ -136,7 +179,7 @@ def generate_compressed(
                 position_ids=positions,
                 logits_to_keep=1,
             )
-            after = _lengths(cache)
+            after = _lengths(cache, masked)
             position = start + asked
         generated = [int(out.logits[0, -1].argmax())]
         while len(generated) < max_new_tokens and generated[-1] not in end_ids and not stopped(generated):

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, unknown_option_error
 from ..planning.settings import RunSettings
 from ..protocol import ProtocolParams
 from ..record import ScoreOptions
@@ -203,7 +203,7 @@ def _per_task(value: Any, task: str, default: Any) -> Any:
     if isinstance(value, dict):
         unknown = sorted(set(value) - set(suite_tasks()))
         if unknown:
-            raise ConfigError(f"unknown task(s) {unknown} in a per-task setting; valid: {list(suite_tasks())}")
+            raise unknown_option_error("per-task setting", unknown, suite_tasks(), what="task")
         return value.get(task, default)
     return default if value is None else value
 
@@ -533,8 +533,12 @@ def runtime(
         beyond_window: cells whose prompts go past a model's context window (its ``config.json``'s
             ``max_position_embeddings``, RoPE scaling and sliding window, read offline): ``"stop"`` the run before
             any model call, naming them, or ``"mark"`` them "beyond window" in the tables and run them.
-        **runner_options: that runner's own settings (e.g. ``partition`` for Slurm), checked against its
-            signature so a typo fails when the config is read.
+        **runner_options: that runner's own settings (e.g. ``partition`` for Slurm), checked against the
+            parameters it names, so a typo fails when the config is read (``LocalRunner`` would ignore it).
+
+    Raises:
+        ConfigError: a bad setting, an unknown runner, or an option neither runtime nor the runner takes,
+            naming the nearest valid one.
     """
     settings = RunSettings(  # the run's settings, checked once; both stages' partitioners hold them
         num_shards=num_shards,
@@ -558,22 +562,24 @@ def runtime(
 
 
 def _check_runner_options(runner: str, options: dict[str, Any]) -> None:
-    """Unknown runner options are a ConfigError naming the valid ones (OpenCompass would ignore or crash)."""
+    """Refuse a runner option the runner does not read, naming the nearest of runtime's and the runner's.
+
+    A runner's ``**kwargs`` read nothing: OpenCompass 0.5.4's ``LocalRunner`` (the only runner that takes them)
+    logs each as "Ignored argument" and runs on, so ``runtime(num_shard=8)`` would run one shard.
+    """
     import inspect
 
-    import opencompass.runners as runners
+    from .signatures import class_names, class_params
 
-    cls = getattr(runners, runner.rsplit(".", 1)[-1], None)
-    if cls is None:
-        known = sorted(n for n in dir(runners) if n.endswith("Runner") and n != "BaseRunner")
+    params = class_params("opencompass.runners", runner.rsplit(".", 1)[-1])
+    if params is None:
+        known = [n for n in class_names("opencompass.runners", "Runner") if n != "BaseRunner"]
         raise ConfigError(f"runner: unknown runner {runner!r}; choose from {known}")
-    params = inspect.signature(cls.__init__).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return
-    valid = sorted(n for n in params if n not in ("self", "task", "max_num_workers"))
-    unknown = sorted(set(options) - set(valid))
-    if unknown:
-        raise ConfigError(f"runtime: unknown {runner} option(s) {unknown}; valid: {valid}")
+    # runtime sets task and max_num_workers itself (from max_workers and eval_workers)
+    valid = params.named - {"task", "max_num_workers"}
+    if not valid.issuperset(options):
+        own = inspect.signature(runtime).parameters
+        raise unknown_option_error("runtime", set(options) - valid, valid | (set(own) - {"runner_options"}))
 
 
 def load_config(config_path: str) -> tuple[Any, list[Any]]:

@@ -32,7 +32,20 @@ from ..tasks import get_task
 from ..taskspec import TaskSpec
 from .outputs import output_meter, reference_strip
 
-__all__ = ["NeedleBenchEvaluator", "grade_rows", "dataset_task"]
+__all__ = ["NeedleBenchEvaluator", "grade_rows", "dataset_task", "SUMMARY_HEADLINE"]
+
+# The numbers of a result file OpenCompass's summary shows by default, in this order, each under the words a
+# reader needs no docs for (``summarizer``'s ``all_metrics=True`` shows every number, under its name): the score
+# and what qualifies it. A dataset shows those it reports (the effective length: S-RT, M-RT, M-RS); the
+# breakdowns (per length, errors, interval ends) stay in the result files and our tables.
+SUMMARY_HEADLINE = (
+    ("score", "score"),
+    ("num_samples", "samples planned"),
+    ("num_scored", "samples scored"),
+    ("num_truncated", "answers cut off (truncated)"),
+    ("num_failed", "samples failed (no answer)"),
+    ("effective_length", "effective length (tokens)"),
+)
 
 
 class NeedleBenchEvaluator(BaseEvaluator):

@@ -21,12 +21,13 @@ from typing import Any
 
 from mmengine.config import Config
 
-from ..errors import ConfigError
+from ..errors import ConfigError, checked_keywords
 from ..files import cache_dir, file_lock
 from ..flow import FlowLimits
 from ..methods.kv_press import AWARE_ONLY, QUERY_MODES, PressSpec, check_press
 from ..planning.limits import DEFAULT_MAX_SEQ_LEN
 from ..tasks import type_name
+from .signatures import class_params
 
 __all__ = [
     "smollm2_gguf",
@@ -123,6 +124,7 @@ def smollm2_folder() -> str:
     return str(target)
 
 
+@checked_keywords()
 def smollm2_model(abbr: str = "smollm2", max_seq_len: int = 8192, max_out_len: int = 24) -> dict[str, Any]:
     """The bundled SmolLM2-135M-Instruct through OpenCompass's HuggingFace model on the CPU, greedy: the model
     the tests and benches sweep (context extension, KV-cache presses).
@@ -175,6 +177,7 @@ def _convert_gguf(folder: str, name: str, target: Path) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+@checked_keywords()
 def rope_scaling(kind: str, factor: float, original_max_position_embeddings: int | None = None) -> dict[str, Any]:
     """A RoPE scaling block for a model's config.
 
@@ -201,6 +204,7 @@ def rope_scaling(kind: str, factor: float, original_max_position_embeddings: int
     return out
 
 
+@checked_keywords(lambda: _takes(HF))
 def hf_model(
     abbr: str,
     path: str,
@@ -229,7 +233,6 @@ def hf_model(
     model_kwargs = dict(kwargs.pop("model_kwargs", {}) or {})
     if rope:
         model_kwargs["rope_scaling"] = rope
-    _check_extra(HF, kwargs)
     return dict(
         type=HF,
         abbr=abbr,
@@ -243,6 +246,7 @@ def hf_model(
     )
 
 
+@checked_keywords(lambda: _takes(HF))
 def kvpress_model(
     abbr: str,
     path: str,
@@ -290,6 +294,7 @@ def kvpress_model(
     return {**out, "type": KVPRESS, "kv_press": spec.to_dict()}
 
 
+@checked_keywords()
 def kvpress_sweep(
     model: dict[str, Any],
     presses: list[str] | tuple[str, ...],
@@ -356,6 +361,7 @@ def kvpress_sweep(
     return out
 
 
+@checked_keywords(lambda: _takes(VLLM))
 def vllm_model(
     abbr: str,
     path: str,
@@ -402,7 +408,6 @@ def vllm_model(
     if rope:
         model_kwargs["hf_overrides"] = {rope_key: rope}
     model_kwargs.update(kwargs.pop("model_kwargs", {}) or {})
-    _check_extra(VLLM, kwargs)
     return dict(
         type=VLLM,
         abbr=abbr,
@@ -417,6 +422,7 @@ def vllm_model(
     )
 
 
+@checked_keywords(lambda: _takes(LMDEPLOY))
 def lmdeploy_model(
     abbr: str,
     path: str,
@@ -454,7 +460,6 @@ def lmdeploy_model(
         )
     if rope_scaling_factor:
         engine["rope_scaling_factor"] = float(rope_scaling_factor)
-    _check_extra(LMDEPLOY, kwargs)
     return dict(
         type=LMDEPLOY,
         abbr=abbr,
@@ -469,6 +474,7 @@ def lmdeploy_model(
     )
 
 
+@checked_keywords(lambda: _takes(API))
 def api_model(
     abbr: str,
     model: str,
@@ -543,7 +549,6 @@ def api_model(
         ConfigError: an argument the model class does not take, both ``key`` and ``key_env``, or a thinking
             budget that is not a whole number of tokens (0 or more), or an unknown ``thinking_field``.
     """
-    _check_extra(API, kwargs)
     if thinking_budget is not None:
         kwargs.update(_thinking(abbr, thinking_budget, thinking_field, kwargs.get("extra_body")))
     if key_env is not None and key != "EMPTY":
@@ -594,6 +599,7 @@ def _thinking(abbr: str, budget: Any, field_name: str, extra_body: dict[str, Any
     return dict(extra_body=body, thinking_budget=budget, thinking_field=field_name)
 
 
+@checked_keywords()
 def thinking_sweep(model: dict[str, Any], budgets: list[int] | tuple[int, ...]) -> list[dict[str, Any]]:
     """One model per thinking budget, each named for it (``<abbr>@think-<N>``), for one run: the budget as an axis.
 
@@ -638,31 +644,21 @@ def _flow_settings(tokens: int | None, requests: int | None, patience: float) ->
 # Keys of an OpenCompass model config that belong to OpenCompass's framework, not to the model class.
 _FRAMEWORK_KEYS = frozenset(
     {"abbr", "type", "max_out_len", "min_out_len", "batch_size", "run_cfg", "pred_postprocessor", "batch_padding"}
+    | {"summarizer_abbr"}  # OpenCompass's build_model_from_cfg pops it too
 )
 
 
-def _check_extra(kind: str, extra: dict[str, Any]) -> None:
-    """Extra builder arguments must be the model class's own or OpenCompass's (a typo fails at config time).
-
-    The class signature is read without building the model, so no engine is imported.
-    """
-    if not extra:
-        return
-    import inspect
-
-    import opencompass.models as oc_models
-
-    # ResilientOpenAISDK takes OpenAISDK's arguments
-    cls = getattr(oc_models, kind.rsplit(".", 1)[-1], None) or oc_models.OpenAISDK
-    params = inspect.signature(cls.__init__).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return
-    valid = (set(params) - {"self"}) | _FRAMEWORK_KEYS
-    unknown = sorted(set(extra) - valid)
-    if unknown:
-        raise ConfigError(f"{kind.rsplit('.', 1)[-1]}: unknown option(s) {unknown}; valid: {sorted(valid)}")
+def _takes(kind: str) -> frozenset[str]:
+    """What a builder's ``**kwargs`` may hold: OpenCompass's model config keys and the named parameters of model
+    class ``kind``, read without building it (no engine imported). A class's ``**kwargs`` add nothing: OpenCompass's
+    HuggingFace model only logs them as unused (``huggingface_above_v4_33.py``); our KV-press model passes them on."""
+    # ResilientOpenAISDK (ours) takes OpenAISDK's
+    params = class_params("opencompass.models", kind.rsplit(".", 1)[-1]) or class_params("opencompass.models", "OpenAISDK")
+    assert params is not None, "opencompass.models defines no OpenAISDK"
+    return params.named | _FRAMEWORK_KEYS
 
 
+@checked_keywords()
 def reasoning(model: dict[str, Any], max_out_len: int = 32768) -> dict[str, Any]:
     """A copy of ``model`` set up as a reasoning model, as OpenCompass's own reasoning-model configs set one up.
 
@@ -687,6 +683,7 @@ def reasoning(model: dict[str, Any], max_out_len: int = 32768) -> dict[str, Any]
     return out
 
 
+@checked_keywords()
 def with_sampling(model: dict[str, Any], temperature: float, top_p: float) -> dict[str, Any]:
     """A copy of ``model`` that samples at (temperature, top_p) on its own backend.
 
@@ -725,6 +722,7 @@ def with_sampling(model: dict[str, Any], temperature: float, top_p: float) -> di
     return out
 
 
+@checked_keywords()
 def with_rope(model: dict[str, Any], rope: dict[str, Any] | None, rope_key: str = "rope_scaling") -> dict[str, Any]:
     """A copy of ``model`` whose engine applies ``rope`` (a :func:`rope_scaling` block), as that engine takes it.
 
@@ -777,6 +775,7 @@ def with_rope(model: dict[str, Any], rope: dict[str, Any] | None, rope_key: str 
     return out
 
 
+@checked_keywords()
 def rope_sweep(
     model: dict[str, Any],
     factors: list[float] | tuple[float, ...],

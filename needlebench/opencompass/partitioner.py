@@ -26,7 +26,8 @@ tasks build no model) replaces every key by ``<redacted>``, and both scrub the c
 ``<work_dir>/configs/`` that the ``opencompass`` command wrote before this code ran (``runfolder/keys.py``).
 
 Before handing out the shards of a model served over HTTP, it asks the server (``GET /v1/models``) whether it is up, serves that model name,
-and holds ``max_seq_len`` tokens (``preflight/api_server.py``).
+and holds ``max_seq_len`` tokens (``preflight/api_server.py``); where the local runner starts the tasks, every
+model's tasks are checked against the GPUs this machine shows, as that runner counts them (``preflight/devices.py``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from ..planning.limits import is_api_model
 from ..planning.run import ModelRun, part_config
 from ..planning.settings import RunSettings
 from ..preflight.api_server import check_api_server, check_thinking_budget
+from ..preflight.devices import check_devices, task_gpus
 from ..preflight.slurm import check_slurm, is_slurm_runner
 from ..runfolder.keys import clear_keys, hide_keys, redact, scrub_file
 from ..runfolder.lifecycle import start_eval, start_infer
@@ -113,6 +115,7 @@ class NeedleBenchPartitioner(BasePartitioner):
             raise ConfigError(f"partitioner stage: {stage!r}; choose from ('infer', 'eval')")
         self.settings = RunSettings.of(settings)
         self.stage = stage
+        self.runner: dict | None = None  # the stage's runner, from the config (__call__): the devices check reads it
 
     def __call__(self, cfg: ConfigDict) -> list[dict]:
         """Plan a stage's tasks; a Slurm stage first checks the cluster (one message, no job sent).
@@ -121,11 +124,15 @@ class NeedleBenchPartitioner(BasePartitioner):
         code 1, not a traceback through OpenCompass's code (later stages: ``runfolder/stopped.py``).
         """
         runner = (cfg.get(self.stage) or {}).get("runner")
+        self.runner = runner
         if is_slurm_runner(runner):
             check_slurm(runner.get("partition"))
         self._scrub_dumps(cfg)
         try:
             summarizer = cfg.get("summarizer") or {}
+            from .summarizer import check_summarizer  # imported by the summary stage of this process anyway
+
+            check_summarizer(summarizer)  # a typo in its options: one line now, not after the inference
             rule = summarizer.get("effective_length")
             self.effective = None if rule is None else dict(rule)
             EffectiveRule.of(self.effective)  # checked now, not after the run
@@ -185,6 +192,7 @@ class NeedleBenchPartitioner(BasePartitioner):
         start = start_infer(work_dir, out_dir, groups, self.settings, self.logger)
         batch = start.request.batch  # `needlebench batch`: its API models' tasks only, and no server to ask
         tasks: list[ConfigDict] = []
+        needs: list[tuple[str, int]] = []
         runs = iter(start.plan.models)
         for comb in model_dataset_combinations:
             for model in comb["models"]:
@@ -197,7 +205,11 @@ class NeedleBenchPartitioner(BasePartitioner):
                     # not a run of failed requests
                     check_api_server(model)
                     check_thinking_budget(model)  # a server that refuses the budget field: one line, now
+                if shards:
+                    needs.append((run.abbr, task_gpus(model)))
                 tasks.extend(shards)
+        # GPUs the local runner cannot give: one line before any task starts, not its assert in a worker thread
+        check_devices(needs, self.runner)
         return tasks
 
     def _render(

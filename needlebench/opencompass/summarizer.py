@@ -11,27 +11,40 @@ or a memory limit stopped ends the run here, before any table (``stopped.py``). 
 naming the file and the space (exit code 1, no traceback), and OpenCompass's
 own summary files of this run, which it writes in place, are removed when the
 disk filled under them, so no cut table is left behind.
+
+OpenCompass's summary is a headline: per needlebench dataset the numbers :data:`~.evaluator.SUMMARY_HEADLINE`
+names (score, samples planned and scored, answers cut off, samples failed, effective length), under words a
+reader needs no docs for; ``all_metrics=True`` lists every number of the result files under its own name, as
+OpenCompass does. A number that is absent reads ``-``, OpenCompass's mark for a missing one, never ``nan``.
+The summarizer's options are checked when the run's config is read (:func:`check_summarizer`, called by the
+partitioner before any model loads): a typo stops the run with the nearest valid option.
 """
 
 from __future__ import annotations
 
 import errno
+import inspect
+import math
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from opencompass.summarizers import DefaultSummarizer
-from opencompass.utils import get_logger, model_abbr_from_cfg
+from opencompass.utils import dataset_abbr_from_cfg, get_logger, model_abbr_from_cfg
 
 from ..aggregate.effective_length import EffectiveRule
-from ..errors import OutOfMemory, OutOfSpace
+from ..errors import ConfigError, OutOfMemory, OutOfSpace, unknown_option_error
 from ..report.html import build_report
 from ..runfolder.retries import failed_requests
 from ..runfolder.stopped import check_stages
+from ..tasks import is_needlebench
+from .evaluator import SUMMARY_HEADLINE
 
-__all__ = ["NeedleBenchSummarizer"]
+__all__ = ["NeedleBenchSummarizer", "check_summarizer", "summarizer_options"]
+
+MISSING = "-"  # OpenCompass's summary's mark for a number it has not got
 
 
 class NeedleBenchSummarizer:
@@ -42,10 +55,14 @@ class NeedleBenchSummarizer:
         effective_length: how the effective context length is read: ``dict(rule="relative", share=0.85)``
             (the default) or ``dict(rule="absolute", threshold=85.6)`` (``aggregate.effective_length``).
         claimed: model abbr -> the context length it claims, where not its ``max_seq_len`` (the default).
-        **kwargs: OpenCompass's ``DefaultSummarizer`` arguments.
+        all_metrics: OpenCompass's ``summary_<time>`` files list every number of each dataset's result file
+            under its own name (about 20 a dataset); False (the default): the headline (see the module).
+        **kwargs: OpenCompass's ``DefaultSummarizer`` arguments (``dataset_abbrs``, ``summary_groups``): rows
+            the config lists itself are shown as it lists them.
 
     Raises:
-        ConfigError: an unknown rule or key, or a share or threshold out of range.
+        ConfigError: an unknown option (named with the nearest valid one), an unknown rule or key, or a share
+            or threshold out of range.
     """
 
     def __init__(
@@ -53,12 +70,14 @@ class NeedleBenchSummarizer:
         config: Any,
         effective_length: Mapping[str, Any] | None = None,
         claimed: Mapping[str, int] | None = None,
+        all_metrics: bool = False,
         **kwargs: Any,
     ) -> None:
+        _check_options({**kwargs, "all_metrics": all_metrics})
         self.cfg = config
         self.rule = EffectiveRule.of(None if effective_length is None else dict(effective_length))
         self.claimed = None if claimed is None else dict(claimed)
-        self.default = DefaultSummarizer(config, **kwargs)
+        self.default = _OpenCompassSummary(config, all_metrics=all_metrics, **kwargs)
 
     def summarize(self, output_path: str | None = None, time_str: str | None = None) -> None:
         """Write OpenCompass's summary, then ours.
@@ -106,3 +125,114 @@ class NeedleBenchSummarizer:
                 f"{failed} requests failed and are left out of every score; ask them again, every answered "
                 f"sample kept: needlebench retry {run}"
             )
+
+
+class _OpenCompassSummary(DefaultSummarizer):
+    """OpenCompass's ``DefaultSummarizer`` with each needlebench dataset's headline rows, ``-`` for a missing number.
+
+    A config's own ``dataset_abbrs`` are shown as OpenCompass shows them; its ``summary_groups`` rows follow the
+    datasets' rows, as in OpenCompass.
+    """
+
+    def __init__(self, config: Any, all_metrics: bool, **kwargs: Any) -> None:
+        super().__init__(config, **kwargs)
+        self.headline = not all_metrics and self.dataset_abbrs is None  # the rows are ours to choose
+
+    def _format_table(
+        self,
+        parsed_results: dict,
+        dataset_metrics: dict[str, list[str]],
+        dataset_eval_mode: dict[str, str],
+        required_dataset_abbrs: list | None = None,
+        skip_all_slash: bool = False,
+    ) -> list[list[str]]:
+        """OpenCompass's table (header, then one row per dataset and metric), on our rows and with our marks."""
+        labels: Mapping[str, str] = {}
+        if self.headline and required_dataset_abbrs is None:
+            required_dataset_abbrs, labels = self._headline_rows(dataset_metrics), dict(SUMMARY_HEADLINE)
+        table = super()._format_table(
+            parsed_results, dataset_metrics, dataset_eval_mode, required_dataset_abbrs, skip_all_slash
+        )
+        head, *rows = table
+        # a row: dataset, version, metric, mode, then one value per model (OpenCompass writes NaN as "nan")
+        return [head, *([*r[:2], labels.get(r[2], r[2]), r[3], *(_cell(v) for v in r[4:])] for r in rows)]
+
+    def _headline_rows(self, dataset_metrics: Mapping[str, Sequence[str]]) -> list[Any]:
+        """``dataset_abbrs`` as OpenCompass reads them: each needlebench dataset's headline numbers it reports,
+        another dataset's every number, a dataset without results by its name alone (a row of ``-``), then the
+        summary groups' numbers."""
+        rows: list[Any] = []
+        for dataset in self.dataset_cfgs:
+            abbr = dataset_abbr_from_cfg(dataset)
+            names = dataset_metrics.get(abbr)
+            if names is None:
+                rows.append(abbr)
+            elif is_needlebench(dataset):
+                rows += [(abbr, name) for name, _ in SUMMARY_HEADLINE if name in names]
+            else:
+                rows += [(abbr, name) for name in names]
+        listed = {dataset_abbr_from_cfg(d) for d in self.dataset_cfgs}
+        rows += [(group, name) for group, names in dataset_metrics.items() if group not in listed for name in names]
+        return list(dict.fromkeys(rows))  # a group's numbers are listed once per model
+
+    def _format_raw_txt(self, raw_results: dict[str, dict[str, Any]]) -> str:
+        """The ``.txt`` file's raw section: each result as read, the headline's numbers only where the table
+        shows the headline, ``-`` for a missing number."""
+        ours = {dataset_abbr_from_cfg(d) for d in self.dataset_cfgs if is_needlebench(d)} if self.headline else set()
+        headline = {name for name, _ in SUMMARY_HEADLINE}
+
+        def shown(abbr: str, result: Any) -> Any:
+            if not isinstance(result, Mapping):
+                return result
+            kept = {k: v for k, v in result.items() if abbr not in ours or k in headline or not _is_number(v)}
+            return {k: MISSING if _is_number(v) and math.isnan(v) else v for k, v in kept.items()}
+
+        return super()._format_raw_txt(
+            {model: {abbr: shown(abbr, r) for abbr, r in results.items()} for model, results in raw_results.items()}
+        )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _cell(text: str) -> str:
+    """A value cell of OpenCompass's table: ``-`` where the number is missing (OpenCompass's mark for it)."""
+    return MISSING if text == "nan" else text
+
+
+def summarizer_options() -> frozenset[str]:
+    """The options ``summarizer=dict(type=SUMMARIZER, ...)`` takes: ours and OpenCompass's ``DefaultSummarizer``'s."""
+    ours = inspect.signature(NeedleBenchSummarizer.__init__).parameters.values()
+    theirs = inspect.signature(DefaultSummarizer.__init__).parameters.values()
+    named = (p.name for p in (*ours, *theirs) if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+    return frozenset(named) - {"self", "config"}
+
+
+def _check_options(options: Mapping[str, Any]) -> None:
+    """Every option one the summarizer takes, and ``all_metrics`` a boolean."""
+    unknown = set(options) - summarizer_options()
+    if unknown:
+        raise unknown_option_error("summarizer", unknown, summarizer_options())
+    if not isinstance(options.get("all_metrics", False), bool):
+        raise ConfigError(f"summarizer all_metrics: {options['all_metrics']!r}; choose from (True, False)")
+
+
+def check_summarizer(summarizer: Mapping[str, Any] | None) -> None:
+    """Refuse an option ``summarizer=dict(type=SUMMARIZER, ...)`` does not take, when the config is read.
+
+    The partitioner calls it before any model loads, so a typo (``efective_length``) stops the run in one line
+    naming the nearest valid option, not after the inference. Another summarizer type is not checked.
+
+    Args:
+        summarizer: the config's ``summarizer`` (None: none).
+
+    Raises:
+        ConfigError: an unknown option, or an ``all_metrics`` that is not a boolean.
+    """
+    if not summarizer:
+        return
+    kind = summarizer.get("type")
+    if kind is not NeedleBenchSummarizer and kind != f"{__name__}.{NeedleBenchSummarizer.__qualname__}":
+        return
+    _check_options({k: v for k, v in summarizer.items() if k != "type"})

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, unknown_option_error
 from ..tasks.sparse.retrieval import OVERLENGTH_POLICIES
 
 __all__ = ["BEYOND_WINDOW", "PROMPT_RECORDS", "RunSettings"]
@@ -85,7 +85,7 @@ class RunSettings:
         ours = {k: v for k, v in options.items() if k not in _OPENCOMPASS_KEYS}
         unknown = sorted(set(ours) - set(known))
         if unknown:
-            raise ConfigError(f"partitioner: unknown option(s) {unknown}; valid: {list(known)}")
+            raise unknown_option_error("partitioner", unknown, known)
         return cls(**ours)
 
     @classmethod

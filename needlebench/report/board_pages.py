@@ -139,13 +139,13 @@ def leaderboard_markdown(lb: Leaderboard) -> str:
             for k, _ in b.columns:
                 text = _shown(r, k)
                 cell = r.cells.get(k)
-                if r.kind != PUBLISHED and cell is not None:
-                    text = f"{text} {_interval(cell)}".strip() if text else "-"
+                if r.kind != PUBLISHED and cell is not None:  # an absent number: an empty cell, as everywhere
+                    text = f"{text} {_interval(cell)}".strip() if text else ""
                     text += "†" if not cell.complete or (k == r.rank_by and not r.complete) else ""
                     cut = r.cut_off.get(k)
                     if cut is not None:
-                        hides = cut.hides(cell.value)
-                        text = f"cut off ({text}) {MARK} {cut.share}" if hides else f"{text} {MARK} {cut.share}"
+                        said = f"cut off ({text})" if text else "cut off"
+                        text = f"{said if cut.hides(cell.value) else text} {MARK} {cut.share}".strip()
                 cells.append(text)
             if r.kind == PUBLISHED:
                 comparable = "published"
@@ -224,7 +224,7 @@ def _html_cell(r: Row, key: str) -> str:
         if cut is not None and cut.every:  # every answer cut off and left out: cut off, not a missing number
             mark = f"<span class='cutmark' title='{html.escape(cut.title, quote=True)}'>{MARK} {cut.share}</span>"
             return _td(f"<span class='cutall'>cut off</span><br>{mark}", "", title=cut.title)
-        return _td("-" if r.kind != PUBLISHED else "", "")
+        return _td("", "")  # an absent number: an empty cell
     text = html.escape(_shown(r, key))
     if cut is not None and cut.hides(cell.value):  # a score that says nothing about the answers: it reads so
         text = f"<span class='cutall'>cut off</span> <span class='ci'>({text})</span>"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import html
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -249,15 +248,19 @@ def _with_cells(grid: pd.DataFrame, cut: Mapping[tuple[float | None, int], CutOf
 
 
 def _fmt(value: Any) -> str:
+    """A table cell's text: two decimals for a number, yes/no for a flag, nothing where the value is absent."""
+    if _missing(value):
+        return ""
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
-    if isinstance(value, float):
-        return "-" if math.isnan(value) else f"{value:.2f}"
+    if isinstance(value, (float, np.floating)):
+        return f"{value:.2f}"
     return html.escape(str(value))
 
 
 def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
+    """An absent value as a table holds it: None, NaN, or pandas' NA (a whole-number column with holes)."""
+    return pd.api.types.is_scalar(value) and bool(pd.isna(value))
 
 
 def _is(value: Any, flag: bool) -> bool:

@@ -6,7 +6,8 @@ re-plan, the infer stage first gathers every answer the old plan's prediction fi
 and the ``tmp_`` files of tasks that died) into one file per model, :data:`POOL_FILE`, keyed by sample
 id, with the digest of the prompt it was asked with and its output budget. An answer whose budget
 differs from the new plan's, that a request never gave (``request_failed``), or whose gold does not
-match its row (the dataset changed under the same name) is dropped. It then removes the old prediction
+match its row (the dataset changed under the same name) is dropped, and so is every answer of a model whose
+window, RoPE scaling or KV-cache press changed (``plan_diff.model_changes``: the answers are another model's). It then removes the old prediction
 and result files of the re-planned models and stores the new plan. The inferencer (``inferencer.py``)
 takes an answer from the pool only where the prompt it renders now has the pooled digest, so an answer
 is reused exactly when its prompt id, prompt bytes, model and budget match; every other prompt is asked.
@@ -28,6 +29,7 @@ from ..planning.limits import Limit, limited_dataset
 from ..planning.run import ModelRun, Part
 from ..record import unanswered
 from ..tasks import config_params
+from .plan_diff import model_changes
 from .predictions import PredictionLog, entry_digest, iter_prediction_file
 from .retries import read_retries
 
@@ -164,6 +166,7 @@ def carry_over(
     by_abbr = {d["abbr"]: d for d in datasets}
     folder = Path(out_dir) / str(model.get("abbr", "model"))
     pool, dropped = _kept_pool(folder, new)
+    other_model = bool(model_changes(old, new))  # another window, scaling or press: no answer of the old is its
     files: list[Path] = []
     for shard in old.shards:
         for part in shard.parts:
@@ -171,8 +174,11 @@ def carry_over(
             if d is None or limit is None:
                 continue
             wanted = new.limits.get(part.dataset)
-            lost, read = _pool_part(model, d, limit, part, out_dir, wanted.out_len if wanted else None, pool)
+            budget = None if other_model or wanted is None else wanted.out_len
+            lost, read = _pool_part(model, d, limit, part, out_dir, budget, pool)
             dropped, files = dropped + lost, files + read
+    if other_model:
+        dropped, pool = dropped + len(pool), {}
     _write_pool(folder, pool, files, Path(results_dir) / str(model.get("abbr", "model")), by_abbr)
     return len(pool), dropped
 

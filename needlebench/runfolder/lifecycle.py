@@ -14,13 +14,13 @@ the run once, on all cores, and settles the plan:
   **re-plan**: then every answer still valid (same prompt, model and output budget) is carried into the new
   plan (``carryover.py``) and the rest are asked.
 
-It then stores the plan with the stage in its history, takes apart the prediction files whose requests
-still failed (of the models the request names, else every model's: ``carryover.requeue_failed``) and
-removes the request. What is left for the adapter is to render the plan's pieces that are not done
+It then stores the plan with the stage in its history (who runs it, since when), takes apart the prediction
+files whose requests still failed (of the models the request names, else every model's:
+``carryover.requeue_failed``) and removes the request. What is left for the adapter is to render the plan's pieces that are not done
 (``pieces.piece_done``) as OpenCompass tasks.
 
 :func:`start_eval` is the eval stage's: every dataset config as it is scored, with the limit the plan holds
-for its model and the numbers every model's result file of it names.
+for its model and the numbers every model's result file of it names; it adds itself to the plan's history.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from ..tasks import config_params, get_task, is_needlebench
 from .carryover import carry_over, requeue_failed
 from .pieces import repair_predictions
 from .plan_diff import plan_changes
-from .plan_file import PLAN_FILE, StoredPlan, read_plan, read_stored, write_stored
+from .plan_file import PLAN_FILE, StoredPlan, read_stored, write_stored
 from .request import RunRequest, clear_request, read_request
 
 __all__ = [
@@ -161,6 +161,18 @@ def _stopped(run: Path, changes: list[str]) -> PlanChanged:
     )
 
 
+def _stage_entry(stage: str, request: dict[str, Any]) -> dict[str, Any]:
+    """A stage's entry in the plan's history: what it is, what it was asked, and who runs it since when (this
+    process, this host, now): ``needlebench status`` tells a live run from a stopped one by them."""
+    return {
+        "stage": stage,
+        "request": request,
+        "at": round(time.time(), 3),
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+    }
+
+
 def _models(groups: Sequence[Group], plan: RunPlan) -> list[tuple[dict, list[dict], ModelRun]]:
     """Each model config with its needlebench datasets and its plan, in config order (as planned)."""
     runs = iter(plan.models)
@@ -220,9 +232,7 @@ def start_infer(
         elif plan is None:
             plan = dataclasses.replace(stored.plan, memory=_memory())
     check_windows(plan.models, settings.beyond_window)  # before any file of the stage and any model call
-    # who runs the stage and since when: ``needlebench status`` tells a live run from a stopped one by them
-    started = {"at": round(time.time(), 3), "host": socket.gethostname(), "pid": os.getpid()}
-    history = (*(stored.history if stored else ()), {"stage": stage, "request": request.to_dict(), **started})
+    history = (*(stored.history if stored else ()), _stage_entry(stage, request.to_dict()))
     write_stored(run, StoredPlan(plan, digest, prints, history))
     only = request.retry
     for model, ours, model_run in _models(groups, plan):
@@ -267,7 +277,7 @@ def _replan(
             kept, dropped = carry_over(model, ours, old, model_run, str(out_dir), str(run / "results"))
             log.warning(
                 f"{model_run.abbr}: {kept} answers kept for the new plan (asked again only if their prompt changed), "
-                f"{dropped} dropped (another output budget, a failed request, or a changed dataset)"
+                f"{dropped} dropped (another output budget, window, scaling or press, a failed request, or a changed dataset)"
             )
 
 
@@ -305,7 +315,8 @@ def start_eval(
     or a Slurm job). OpenCompass's eval task scores each dataset of its group in turn, skipping those scored.
 
     Where the run has no plan (an eval-only run of an older work dir) or the plan lacks a pair, the limit is
-    decided now, with a warning: it may differ from what inference used.
+    decided now, with a warning: it may differ from what inference used. Where it has one, the stage is added
+    to its history (``stage`` ``"eval"``, no request: the infer stage takes it).
 
     Args:
         run: the run folder.
@@ -315,7 +326,10 @@ def start_eval(
         effective: the summarizer's ``effective_length`` rule (None: the default), so each dataset's result file
             reads its effective length as the summary does.
     """
-    plan = read_plan(run)
+    stored = read_stored(run)
+    if stored is not None:  # the stage in the history, so an eval started on its own reads as running
+        write_stored(run, dataclasses.replace(stored, history=(*stored.history, _stage_entry("eval", {}))))
+    plan = stored.plan if stored is not None else None
     planned = {m.abbr: m for m in plan.models} if plan is not None else {}
     limits = Limits(settings, logger)
     names: dict[str, dict[str, Any]] = {}  # per dataset abbr, every model's

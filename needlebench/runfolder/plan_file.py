@@ -3,7 +3,8 @@
 The file is the plan's JSON (``planning.run.RunPlan``) with three keys of the run's beside it:
 ``config_digest`` (the digest of the settings, models and datasets the plan was made from),
 ``fingerprints`` (each needlebench dataset's rows, ``cache.store.RowsDigest``) and ``history`` (one entry
-per infer stage: what it did and what it was asked, ``request.RunRequest``). A resume reads it first and
+per stage: what it did, what it was asked (``request.RunRequest``; the eval stage is asked nothing), and who
+runs it since when). A resume reads it first and
 renders its tasks from it (``lifecycle.py``); the eval stage, the stage check, the reports and
 ``needlebench prompt`` read the plan from it.
 """
@@ -35,7 +36,8 @@ class StoredPlan:
         plan: the plan.
         config_digest: digest of the settings, models and datasets it was made from (``""``: not recorded).
         fingerprints: per needlebench dataset abbr, its rows' fingerprint when the plan was made.
-        history: per infer stage, in order: ``{"stage": "fresh"|"resume"|"replan", "request": {...}}``.
+        history: per stage, in order: ``{"stage": "fresh"|"resume"|"replan"|"eval", "request": {...}, "at": ...,
+            "host": ..., "pid": ...}`` (``lifecycle._stage_entry``).
     """
 
     plan: RunPlan

@@ -7,19 +7,23 @@ plan (``needlebench_plan.json``: every piece's rows and prompt tokens, and which
 when), the prediction files and their ``tmp_`` logs (what is done), the progress log (``progress_log.py``:
 when), and the result files (what is scored). Reading never writes, locks or moves anything.
 
-A run is *running* while the process its plan's history names is alive (same host), or, seen from another
-host, while it wrote a file in the last :data:`QUIET` seconds; else it is *finished* (every piece predicted
-and every dataset scored) or *stopped*. The rate is prompt tokens answered per second over the last
-:data:`WINDOW` seconds of the progress log (the first step in the window is where it starts counting); the
-ETA is the plan's prompt tokens not yet answered at that rate, to the end of the infer stage.
+A run is *running* while the process its plan's history names for its last stage (infer or eval) is alive
+on this host and started before that stage did (a process id the system gave to another process since is
+not the run: :data:`PID_SLACK`), or, seen from another host, while it wrote a file in the last :data:`QUIET`
+seconds; else it is *finished* (every piece predicted and every dataset scored) or *stopped*. The rate is
+prompt tokens answered per second over the last :data:`WINDOW` seconds of the progress log (the first step in
+the window is where it starts counting); the ETA is the plan's prompt tokens not yet answered at that rate, to
+the end of the infer stage.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shlex
 import socket
+import subprocess
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -33,6 +37,7 @@ from .plan_file import PLAN_FILE, StoredPlan, read_stored
 from .progress_log import Step, read_progress
 
 __all__ = [
+    "PID_SLACK",
     "QUIET",
     "WINDOW",
     "DatasetProgress",
@@ -40,6 +45,7 @@ __all__ = [
     "RunStatus",
     "StatusReader",
     "TaskProgress",
+    "elapsed_seconds",
     "find_run",
     "stored_config",
 ]
@@ -47,6 +53,10 @@ __all__ = [
 WINDOW = 300.0  # seconds of the progress log the rate is measured over ("the last minutes")
 QUIET = 600.0  # a run seen from another host that wrote nothing for this long is taken as stopped
 RECENT = 60.0  # a run whose process ended but that wrote a file this recently: a task may outlive it (said)
+# a stage's process starts before the stage records its time; one that started more than this after it holds a
+# reused process id. The slack covers how the start is read: the boot time in whole seconds (Linux), ``ps``'s
+# elapsed time in whole seconds (elsewhere)
+PID_SLACK = 5.0
 
 
 @dataclass(frozen=True)
@@ -237,6 +247,54 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _started(pid: int) -> float | None:
+    """When a process started (Unix seconds), or None where it cannot be read (the process is gone, or neither
+    ``/proc`` nor ``ps`` says).
+
+    Linux: ``/proc/<pid>/stat``'s field 22 (clock ticks since boot) after ``/proc/stat``'s ``btime``. Elsewhere
+    (macOS, the BSDs): ``ps -o etime=``, the time since it started.
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+        boot = Path("/proc/stat").read_text(encoding="ascii", errors="replace")
+    except FileNotFoundError:
+        if Path("/proc/self/stat").exists():  # Linux: the process is gone
+            return None
+        return _ps_started(pid)
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()  # the command name, in parentheses, may hold spaces
+    found = re.search(r"^btime (\d+)$", boot, re.MULTILINE)
+    if len(fields) < 20 or not fields[19].isdigit() or found is None:
+        return None
+    return int(found.group(1)) + int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22: the 20th after ")"
+
+
+def _ps_started(pid: int) -> float | None:
+    """When a process started, from ``ps``'s elapsed time (the platforms without ``/proc``)."""
+    try:
+        out = subprocess.run(
+            ["ps", "-o", "etime=", "-p", str(pid)], capture_output=True, text=True, timeout=10, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    elapsed = elapsed_seconds(out)
+    return time.time() - elapsed if elapsed is not None else None
+
+
+def elapsed_seconds(text: str) -> int | None:
+    """``ps``'s elapsed time, ``[[dd-]hh:]mm:ss``, in seconds; None for anything else.
+
+    Args:
+        text: what ``ps -o etime=`` printed.
+    """
+    found = re.fullmatch(r"\s*(?:(?:(\d+)-)?(\d+):)?(\d+):(\d+)\s*", text)
+    if found is None:
+        return None
+    days, hours, minutes, seconds = (int(g or 0) for g in found.groups())
+    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+
+
 def _count_lines(path: Path, known: tuple[int, int, int] | None) -> tuple[int, int, int]:
     """(inode, bytes read, lines) of a growing ``tmp_`` log, counting only what was appended since ``known``."""
     stat = path.stat()
@@ -328,8 +386,9 @@ class StatusReader:
             stored = self._plan()
         except FileNotFoundError:
             raise ConfigError(f"status: {self.run} has no {PLAN_FILE}") from None
-        last_stage = stored.history[-1] if stored.history else {}
-        started = float(last_stage.get("at") or (self.run / PLAN_FILE).stat().st_mtime)
+        last_stage = stored.history[-1] if stored.history else {}  # the live stage: infer or eval
+        infer = [h for h in stored.history if h.get("stage") != "eval"]
+        started = float((infer[-1] if infer else {}).get("at") or (self.run / PLAN_FILE).stat().st_mtime)
         writes: list[float] = []
         models, timed = [], []  # timed: (prompt tokens per row of the step's piece, step), every model's
         for model_run in stored.plan.models:
@@ -423,11 +482,18 @@ class StatusReader:
         )
 
     def _state(self, last_stage: dict[str, Any], last_write: float | None, now: float) -> tuple[str, str]:
-        host, pid = last_stage.get("host"), last_stage.get("pid")
+        host, pid, at = last_stage.get("host"), last_stage.get("pid"), last_stage.get("at")
         if host == self.host and isinstance(pid, int):
-            if _alive(pid):
-                return "running", f"process {pid} on {host} is running it"
-            return "stopped", f"process {pid} on {host} has ended"
+            stage = " its eval stage" if last_stage.get("stage") == "eval" else ""
+            if not _alive(pid):
+                return "stopped", f"process {pid} on {host} has ended"
+            began = _started(pid)
+            if began is not None and isinstance(at, int | float) and began > at + PID_SLACK:
+                return "stopped", (
+                    f"process {pid} on {host} has ended: that id is another process's now, started "
+                    f"{began - at:,.0f} s after the stage (the pid was reused)"
+                )
+            return "running", f"process {pid} on {host} is running{stage or ' it'}"
         where = f"run on {host}" if host else "no process recorded in its plan"
         if last_write is not None and now - last_write < QUIET:
             return "running", f"{where}; a file was written {now - last_write:,.0f} s ago"

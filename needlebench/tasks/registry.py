@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, unknown_option_error
 from ..taskspec import TaskSpec, load_ref
 
 __all__ = [
@@ -114,7 +114,7 @@ def make_params(task: str, **kwargs: Any) -> Any:
     fields = {f.name: f for f in dataclasses.fields(spec.params)}
     unknown = sorted(set(kwargs) - set(fields))
     if unknown:
-        raise ConfigError(f"task {task!r}: unknown parameter(s) {unknown}; valid: {sorted(fields)}")
+        raise unknown_option_error(f"task {task!r}", unknown, fields, what="parameter")
     clean = {}
     for key, value in kwargs.items():
         if isinstance(value, list):

@@ -32,7 +32,7 @@ from fractions import Fraction
 from random import Random
 
 from ...context.tokenizer import get_encoding
-from ...errors import ConfigError, check_at_least, check_choices
+from ...errors import ConfigError, check_at_least, check_choices, unknown_option_error
 from ...grading.matching import last_match, prepare
 from ...protocol import PROTOCOLS, Option, ProtocolParams
 from ...record import SampleScore, ScoreOptions
@@ -150,7 +150,7 @@ def chain_options(protocol: str = "reference", **overrides: str) -> ChainOptions
     """
     unknown = sorted(set(overrides) - set(CHAIN_OPTIONS))
     if unknown:
-        raise ConfigError(f"{unknown[0]}: not a NeedleChain option; choose from {tuple(CHAIN_OPTIONS)}")
+        raise unknown_option_error("NeedleChain", unknown, CHAIN_OPTIONS)
     return ChainParams(protocol=protocol, **overrides).chain_options()
 
 
