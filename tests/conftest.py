@@ -23,6 +23,11 @@ if str(ROOT) not in sys.path:  # the repository's bench package (hostile outputs
 # beside one busy core: its two infer tasks took 164 s and 121 s with torch's default threads, 65 s and
 # 62 s with one (350 s against 173 s of CPU for the whole run). Set before anything imports torch.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# Nothing asks the Hugging Face hub: offline, OpenCompass's API client fails over to the gpt-4 tokenizer at once
+# instead of retrying hub downloads of a tokenizer named after the served model (about 46 s per infer task). Set
+# before anything imports huggingface_hub, which reads it once at import: set in a fixture, as it was, an
+# in-process OpenAISDK still asked the hub and slept 46 s in its backoff (tests/test_model_input.py, measured).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 # Files whose tests start real runs (opencompass, servers, Slurm, pip), longest first (measured, serial, fresh
@@ -31,19 +36,25 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 LONG_FILES = (
     "test_e2e_opencompass.py",
     "test_reliability.py",
-    "test_keys.py",
-    "test_hostile_e2e.py",
-    "test_command_errors.py",
     "test_vllm_server.py",
     "test_slurm.py",
-    "test_limits.py",
+    "test_differential_prompts.py",
     "test_extras.py",
     "test_bench.py",
+    "test_kv_press.py",
+    "test_status.py",
+    "test_window.py",
+    "test_task_entry.py",
+    "test_keys.py",
     "test_side_by_side.py",
-    "test_configs.py",
-    "test_wheel.py",
-    "test_differential_prompts.py",
+    "test_limits.py",
     "test_cache.py",
+    "test_inferencer.py",
+    "test_thinking_budget.py",
+    "test_command_errors.py",
+    "test_effective_length.py",
+    "test_configs.py",
+    "test_hostile_e2e.py",
 )
 
 
@@ -87,10 +98,7 @@ def paper_texts() -> Path:
 
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Dataset caches of a test run never mix with the user's; nothing asks the Hugging Face hub.
-
-    Offline, OpenCompass's API client fails over to the gpt-4 tokenizer at once instead of retrying
-    hub downloads of a tokenizer named after the served model (about 46 s per infer task).
+    """Dataset caches of a test run never mix with the user's.
 
     The converted SmolLM2 (``models/``, ``smollm2_folder()``) is the one the user's cache holds, built once per
     user as the main job builds it (its folder is named by the GGUF and the transformers version): its
@@ -101,7 +109,6 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     models.mkdir(parents=True, exist_ok=True)
     (cache / "models").symlink_to(models, target_is_directory=True)
     os.environ["NEEDLEBENCH_CACHE"] = str(cache)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 @pytest.fixture(scope="session")

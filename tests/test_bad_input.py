@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from needlebench.context.corpora import load_corpus
+from needlebench.context.tokenizer import get_encoding
 from needlebench.errors import ConfigError
 from needlebench.opencompass.configs import needlebench_datasets
 from needlebench.tasks import get_task, make_params
@@ -53,7 +54,12 @@ def test_length_at_most_buffer_shrinks_the_buffer_and_records_it(protocol: str, 
     (s,) = list(generate_srt(p))
     assert s.meta["buffer_requested"] == 200
     assert s.meta["buffer"] == buffer and s.meta["buffer_shrunk"] is True
-    assert s.meta["haystack_tokens"] > 0 and s.gold["needle"] in s.prompt
+    assert s.gold["needle"] in s.prompt
+    if protocol == "reference":  # OpenCompass's origin.py: the length less the buffer less the needle with its newlines
+        needle = len(get_encoding().encode(f"\n{s.gold['needle']}\n"))
+        assert s.meta["haystack_tokens"] == 200 - buffer - needle == 78
+    else:  # clarified: the whole prompt within the length less the buffer, some haystack in it
+        assert s.meta["prompt_tokens"] <= 200 - buffer and s.meta["haystack_tokens"] > 0
 
 
 def test_missing_corpus_file_is_named(tmp_path: Path) -> None:

@@ -82,8 +82,11 @@ def test_opencompass_summary_is_a_headline_of_readable_rows(tiny_run: Path) -> N
     assert [r["dataset"] for r in rows] == [abbr for abbr in SAMPLES for _ in SUMMARY_HEADLINE]  # 6 rows each
     for abbr in SAMPLES:
         result = json.loads((tiny_run / "results" / model / f"{abbr}.json").read_text(encoding="utf-8"))
+        # the score as OpenCompass writes it; every other headline number is a count of samples or tokens
         assert shown[abbr] == [
-            (words, "-" if math.isnan(result[name]) else f"{result[name]:.2f}") for name, words in SUMMARY_HEADLINE
+            (words, "-" if math.isnan(v) else f"{v:.2f}" if name == "score" else str(int(v)))
+            for name, words in SUMMARY_HEADLINE
+            for v in [result[name]]
         ]
         assert len(result) > 2 * len(SUMMARY_HEADLINE)  # every number is still in the result file
     assert [words for words, _ in shown["needlebench_srt_en_4k"]] == [
@@ -108,14 +111,24 @@ def test_no_none_or_nan_in_the_main_jobs_tables_and_pages(tiny_run: Path, tmp_pa
     ours = sorted((tiny_run / "summary").glob("needlebench_*.csv"))
     assert [p.name for p in ours] == ["needlebench_effective_length.csv", "needlebench_summary.csv"]
     files = [*ours, tiny_run / "summary" / "report.html", *pages.values()]
-    empty = 0
     for path in files:
         text = path.read_text(encoding="utf-8")
         text = re.sub(r"base64,[A-Za-z0-9+/=]+|<script type='application/octet-stream'[^>]*>[^<]*</script>", "", text)
         found = re.findall(r"\b(?:None|nan|NaN|NA)\b|&lt;NA&gt;|<NA>", text)
         assert not found, (path.name, found)
-        empty += text.count(",,") + text.count("<td></td>")
-    assert empty > 0  # the run has absent values (S-RT ZH's effective length): they are there, as empty cells
+    # the absent values the run has are there, as empty cells: M-RT's cells hold one sample each, so no interval
+    # (README), and S-RT ZH, every answer cut off at 0 (README), has no effective length
+    model = "smollm2-135m-instruct"
+    summary = list(csv.DictReader(ours[1].open(encoding="utf-8")))
+    assert [
+        (r["task"], r["lang"], r["length"]) for r in summary if r[f"{model} ci_low"] == r[f"{model} ci_high"] == ""
+    ] == [
+        ("M-RT", "EN", "1000"),
+        ("M-RT", "EN", "all"),
+        ("M-RT", "OVERALL", "all"),
+    ]
+    effective = {(r["task"], r["lang"]): r["effective_length"] for r in csv.DictReader(ours[0].open(encoding="utf-8"))}
+    assert effective[("S-RT", "ZH")] == ""
 
 
 def test_split_dataset_was_sharded_and_merged(tiny_run: Path, tmp_path: Path) -> None:
@@ -190,7 +203,7 @@ def scored_run(tiny_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
 
     assert {r["output_tokenizer"] for r in records.values()} == {smollm2_folder()}
     assert all(r["truncated"] == (r["output_tokens"] >= 24) for r in records.values())
-    assert any(r["truncated"] for r in records.values())
+    assert sum(r["truncated"] for r in records.values()) == 6  # every Chinese answer (the README: 6 of 12 truncated)
     lines = [
         {"id": i, "prediction": r["prediction"], "finish_reason": "length" if r["truncated"] else "stop"}
         for i, r in records.items()
@@ -294,9 +307,19 @@ def test_real_report_and_board_mark_every_cut_off_cell(tiny_run: Path, tmp_path:
     assert len(shown) == marks and all(visible for *_, visible in shown), shown
     for (mark, title, _, _), (want_mark, want_title) in zip(sorted(shown), want, strict=True):
         assert mark == want_mark and want_title in title, (mark, title)
-    for mark, _, text, _ in shown:  # every answer behind a 0 cut off: it reads so
-        if mark.split("/")[0].removeprefix("✂ ") == mark.split("/")[1] and text != "cut off":
-            assert float(text) > 0, (mark, text)
+    # each marked cell reads its score, or "cut off" where every answer behind it was cut off and it scored 0:
+    # per S-RT cell (one sample) and per length (the grid's mean row), from the samples (M-RT's one is not cut)
+    expected = []
+    for lang in ("en", "zh"):
+        path = tiny_run / "results" / model / f"needlebench_srt_{lang}_4k.samples.jsonl"
+        rows = [json.loads(x) for x in path.read_text().splitlines()]
+        for mine in [[r] for r in rows] + [[r for r in rows if r["length"] == n] for n in {r["length"] for r in rows}]:
+            cut, mean = sum(r["truncated"] for r in mine), sum(r["score"] for r in mine) / len(mine)
+            if cut:
+                expected.append(
+                    (f"✂ {cut}/{len(mine)}", "cut off" if cut == len(mine) and mean == 0 else f"{mean:.0f}")
+                )
+    assert sorted((mark, text) for mark, _, text, _ in shown) == sorted(expected)
     zh, zh_title = board_cells["S-RT ZH"]
     cut_zh = sum(
         r["truncated"]
@@ -526,9 +549,15 @@ def test_opencompass_summary_has_a_column_per_model_though_their_rows_differ(scr
     assert scores[(srt, "score")]["oracle"] == "100.00" and scores[(srt, "score")]["garbage"] == "0.00"
     assert scores[(srt, "length_2000")]["garbage"] == "-" and scores[(srt, "length_2000")]["oracle"] == "100.00"
     assert scores[(srt, "num_samples")]["garbage"] == "3.00" and scores[(srt, "num_samples")]["oracle"] == "6.00"
-    for (_, metric), row in scores.items():
-        if metric.startswith(("score", "accuracy", "length_", "needles_", "acc_")):
-            assert row["oracle"] in ("100.00", "-"), (metric, row)
+    # the oracle (200k context: nothing skipped) scores 100 in every score row; the garbage model 0, and "-" only
+    # for the 2000-token cells its 6k context skipped whole (test_oracle_scores_100_and_garbage_0_in_every_table)
+    skipped = {
+        (f"needlebench_{t}_{lang}_4k", "length_2000")
+        for t, lang in (("srt", "zh"), ("mrt", "zh"), ("mrs", "en"), ("mrs", "zh"))
+    }
+    for key, row in scores.items():
+        if key[1].startswith(("score", "accuracy", "length_", "needles_", "acc_")):
+            assert (row["oracle"], row["garbage"]) == ("100.00", "-" if key in skipped else "0.00"), (key, row)
     for model in ("oracle", "garbage", "thinker"):
         names = [
             [k for k in json.loads(f.read_text()) if k != "details"]
@@ -573,12 +602,22 @@ def assert_counts_agree(rows: list[dict[str, Any]]) -> int:
 
 def test_no_table_shows_a_zero_count_beside_a_non_zero_share(scripted_run: Path) -> None:
     """Every table of a run with cut-off outputs (scored as written) shows the cut-off count beside its share."""
-    checked = 0
+    checked: dict[str, int] = {}
     for path in sorted((scripted_run / "summary").glob("*.csv")):
         if path.name.startswith("summary_"):
             continue
-        checked += assert_counts_agree(list(csv.DictReader(path.open(encoding="utf-8"))))
-    assert checked > 50
+        checked[path.name] = assert_counts_agree(list(csv.DictReader(path.open(encoding="utf-8"))))
+    # every cell with a share, for the three models: the summary's 3 tasks x (2 languages x (2 lengths + all) +
+    # overall) + the v2 overall = 22 rows less the garbage model's 4 skipped cells, NeedleChain's 4 variants x 2
+    # questions, one ATC and one ATC v1 row each, and the ATC error rows (N=2, N=4) of the two models with wrong
+    # answers (the oracle's have no share)
+    assert {name: n for name, n in checked.items() if n} == {
+        "needlebench_summary.csv": 22 * 3 - 4,
+        "needlechain_summary.csv": 8 * 3,
+        "needlebench_atc.csv": 3,
+        "needlebench_atc_errors.csv": 2 * 2,
+        "needlebench_atc_v1.csv": 3,
+    }
     (path,) = (scripted_run / "summary").glob("summary_*.csv")
     oc = {(r["dataset"], r["metric"]): r["thinker"] for r in csv.DictReader(path.open(encoding="utf-8"))}
     for (dataset, metric), value in oc.items():
@@ -615,13 +654,31 @@ def _thinker(run: Path) -> dict[str, list[tuple[dict, Any, dict]]]:
     return out
 
 
+def _styled_cut(run: Path) -> int:
+    """How many of the thinker's S-RT, M-RT and M-RS prompts its style (a hash of the prompt, read here from the
+    saved prompts) cuts off at the budget."""
+    from thinking_model import style_of
+
+    from needlebench.opencompass.scripted import last_human_message
+    from needlebench.tasks import get_task
+
+    return sum(
+        style_of(last_human_message(entry["origin_prompt"])) == "cut"
+        for rows in _thinker(run).values()
+        for entry, _, record in rows
+        if get_task(record["task"]).short in ("S-RT", "M-RT", "M-RS")
+    )
+
+
 def test_reasoning_model_flags_every_cut_off_and_unclosed_output(scripted_run: Path) -> None:
     """Each record says what the scripted model did with its prompt: cut off at the budget (finish_reason
     "length", saved as such), a think block left open; the rest neither."""
     from thinking_model import STYLES, style_of
 
+    from needlebench.context.tokenizer import get_encoding
     from needlebench.opencompass.scripted import last_human_message
 
+    encoding = get_encoding("cl100k_base")
     seen = set()
     for abbr, rows in _thinker(scripted_run).items():
         for entry, saved, record in rows:
@@ -629,9 +686,11 @@ def test_reasoning_model_flags_every_cut_off_and_unclosed_output(scripted_run: P
             seen.add(style)
             assert record["truncated"] == (style == "cut") == isinstance(saved, dict), (abbr, style)
             assert record["think_unclosed"] == (style in ("cut", "unclosed")), (abbr, style)
-            assert record["output_tokenizer"] == "tiktoken:cl100k_base" and record["output_tokens"] > 0
-            if style == "cut":
-                assert record["output_tokens"] <= 48 and record["unscored"] is None  # reference: scored as written
+            text = saved["prediction"] if isinstance(saved, dict) else saved
+            assert record["output_tokenizer"] == "tiktoken:cl100k_base"
+            assert record["output_tokens"] == len(encoding.encode_ordinary(text)), (abbr, style)
+            if style == "cut":  # cut at the 48-token budget; reference: scored as written
+                assert record["output_tokens"] == 48 and record["unscored"] is None, (abbr, record)
     assert seen == set(STYLES)
 
 
@@ -668,7 +727,9 @@ def test_every_table_counts_the_reasoning_models_cut_off_outputs_cell_by_cell(sc
         assert row["thinker complete"] == "True" and int(row["thinker truncated_excluded"]) == 0
         assert int(row["thinker truncated"]) == sum(r["truncated"] for r in mine)
         checked += 1
-    assert checked >= 12 and any(float(r["thinker truncated%"]) > 0 for r in summary)
+    assert checked == 3 * 2 * 3  # S-RT, M-RT, M-RS x EN, ZH x 1000, 2000, all
+    cells = [r for r in summary if r["length"] != "all"]  # each prompt counted once
+    assert sum(int(r["thinker truncated"]) for r in cells) == _styled_cut(scripted_run) == 7
     atc = [r for r in records if r["task"] == "atc"]
     (row,) = [r for r in _table(scripted_run, "needlebench_atc") if r["model"] == "thinker"]
     assert float(row["truncated%"]) == pytest.approx(_share(atc), abs=0.01)
@@ -749,15 +810,23 @@ def test_left_out_as_truncated_the_cut_off_outputs_move_no_score(scripted_run: P
             old[(row["task"], row["lang"], row["length"])]["thinker truncated%"]
         )
         moved += cut
-    assert moved > 0
+    assert moved == _styled_cut(scripted_run) == 7
     # left out as truncated, every table still counts the cut-off outputs beside their share
     from needlebench.tasks.atc.open_answer_results import atc_error_table, atc_table
     from needlebench.tasks.needlechain.results import chain_table
 
     records = graded(after)
-    tables = [new, *(t(records, ["thinker"]).to_dict(orient="records") for t in (atc_table, atc_error_table))]
-    tables.append(chain_table(records, ["thinker"]).to_dict(orient="records"))
-    assert sum(assert_counts_agree(t) for t in tables) > 20
+    tables = {"summary": new}
+    for name, table in (("atc", atc_table), ("atc errors", atc_error_table), ("chain", chain_table)):
+        tables[name] = table(records, ["thinker"]).to_dict(orient="records")
+    # the thinker's cells: the summary's 22 rows (as in test_no_table_shows_a_zero_count_beside_a_non_zero_share),
+    # its ATC row, its ATC error rows N=2 and N=4 (wrong answers in each), NeedleChain's 4 variants x 2 questions
+    assert {k: assert_counts_agree(t) for k, t in tables.items()} == {
+        "summary": 22,
+        "atc": 1,
+        "atc errors": 2,
+        "chain": 8,
+    }
 
 
 def test_leaderboard_of_real_runs_beside_the_published_rows(

@@ -22,10 +22,16 @@ from needlebench.aggregate.effective_length import METRICS as EFFECTIVE_METRICS
 from needlebench.aggregate.metrics import COMMON_METRICS
 from needlebench.errors import ConfigError
 from needlebench.grading.evaluation import metric_names
-from needlebench.opencompass.configs import SUMMARIZER, atc_datasets, needlebench_datasets
+from needlebench.opencompass.configs import (
+    SUMMARIZER,
+    atc_datasets,
+    check_summarizer,
+    needlebench_datasets,
+    summarizer_options,
+)
 from needlebench.opencompass.evaluator import SUMMARY_HEADLINE
 from needlebench.opencompass.partitioner import NeedleBenchPartitioner
-from needlebench.opencompass.summarizer import NeedleBenchSummarizer, check_summarizer, summarizer_options
+from needlebench.opencompass.summarizer import NeedleBenchSummarizer
 from needlebench.tasks import get_task
 
 TIME = "20260101_000000"
@@ -95,11 +101,11 @@ def test_the_default_summary_is_each_datasets_headline_with_dashes_for_missing(t
     srt = {r["metric"]: (r["a"], r["b"]) for r in rows if r["dataset"] == "needlebench_srt_en_4k"}
     assert srt == {
         "score": ("50.00", "50.00"),
-        "samples planned": ("4.00", "4.00"),
-        "samples scored": ("2.00", "2.00"),
-        "answers cut off (truncated)": ("0.00", "0.00"),
-        "samples failed (no answer)": ("0.00", "0.00"),
-        "effective length (tokens)": ("1000.00", "1000.00"),
+        "samples planned": ("4", "4"),
+        "samples scored": ("2", "2"),
+        "answers cut off (truncated)": ("0", "0"),
+        "samples failed (no answer)": ("0", "0"),
+        "effective length (tokens)": ("1000", "1000"),
     }
     # model b has no result for M-RT: OpenCompass's "-" in its column
     assert {r["b"] for r in rows if r["dataset"] == "needlebench_mrt_en_4k"} == {"-"}

@@ -470,7 +470,7 @@ def plan_config(config_path: str, num_shards: int | None = None, prices_path: st
             config does not have included).
     """
     from ..cache.arrow_rows import materialize_many
-    from ..opencompass.configs import check_raw_messages, load_config
+    from ..opencompass.configs import check_raw_messages, check_summarizer, load_config
     from ..planning.costs import check_priced_models, load_prices
     from ..planning.limits import Limits
     from ..tasks import config_params, is_needlebench
@@ -479,6 +479,7 @@ def plan_config(config_path: str, num_shards: int | None = None, prices_path: st
         raise ConfigError(f"--shards: {num_shards} must be at least 1")
     prices = load_prices(prices_path) if prices_path else None
     cfg, ours = load_config(config_path)
+    check_summarizer(cfg.get("summarizer"))  # what the run would refuse, refused here too
     models = [_plain(m) for m in cfg.get("models", [])]
     if not models:
         raise ConfigError(f"config: {config_path} defines no models")

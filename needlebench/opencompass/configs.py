@@ -582,6 +582,45 @@ def _check_runner_options(runner: str, options: dict[str, Any]) -> None:
         raise unknown_option_error("runtime", set(options) - valid, valid | (set(own) - {"runner_options"}))
 
 
+def summarizer_options() -> frozenset[str]:
+    """The options ``summarizer=dict(type=SUMMARIZER, ...)`` takes: ours and OpenCompass's ``DefaultSummarizer``'s
+    (read from their source: checking a config imports neither)."""
+    from .signatures import class_params
+
+    ours = class_params("needlebench.opencompass", SUMMARIZER.rsplit(".", 1)[-1])
+    theirs = class_params("opencompass.summarizers", "DefaultSummarizer")
+    assert ours is not None and theirs is not None, "a summarizer class is not where it was"
+    return (ours.named | theirs.named) - {"config"}
+
+
+def check_summarizer(summarizer: Mapping[str, Any] | None) -> None:
+    """Refuse an option ``summarizer=dict(type=SUMMARIZER, ...)`` does not take, when the config is read.
+
+    The partitioner and ``needlebench plan`` call it before any model loads, so a typo (``efective_length``)
+    stops the run in one line naming the nearest valid option, not after the inference. Another summarizer type
+    is not checked.
+
+    Args:
+        summarizer: the config's ``summarizer`` (None: none).
+
+    Raises:
+        ConfigError: an unknown option, or an ``all_metrics`` that is not a boolean.
+    """
+    if not summarizer:
+        return
+    kind = summarizer.get("type")
+    if isinstance(kind, type):
+        kind = f"{kind.__module__}.{kind.__qualname__}"
+    if kind != SUMMARIZER:
+        return
+    options = {k: v for k, v in summarizer.items() if k != "type"}
+    valid = summarizer_options()
+    if not valid.issuperset(options):
+        raise unknown_option_error("summarizer", set(options) - valid, valid)
+    if not isinstance(options.get("all_metrics", False), bool):
+        raise ConfigError(f"summarizer all_metrics: {options['all_metrics']!r}; choose from (True, False)")
+
+
 def load_config(config_path: str) -> tuple[Any, list[Any]]:
     """An OpenCompass config read as ``opencompass`` reads it, and its needlebench datasets.
 

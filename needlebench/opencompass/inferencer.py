@@ -339,7 +339,7 @@ class BatchGenInferencer(GenInferencer):
         if "min_out_len" in parameters:
             extra["min_out_len"] = self.min_out_len
         # a model that splits a prompt where its question starts (a KV-cache press): told by each row
-        metas = reader.dataset["test"].select_columns(["meta"]) if "question_chars" in parameters else None
+        metas = reader.dataset["test"].select_columns(["meta", "prompt"]) if "questions" in parameters else None
         returns = getattr(self.model, "generation_kwargs", {}).get("num_return_sequences", 1)
         batch = batch or self.batch_size or 1
         logger = get_logger()
@@ -369,7 +369,7 @@ class BatchGenInferencer(GenInferencer):
                 else:
                     templates = [entry[i] for i in asked]
                     if metas is not None:
-                        extra["question_chars"] = [_question_chars(metas[chunk[i]]["meta"]) for i in asked]
+                        extra["questions"] = [_question(metas[chunk[i]]) for i in asked]
                     generated = self.model.generate_from_template(templates, max_out_len=self.max_out_len, **extra)
             answers = dict(zip(asked, batched(generated, returns), strict=False))
             carried_total += len(carried)
@@ -394,10 +394,14 @@ class BatchGenInferencer(GenInferencer):
             logger.info(f"{carried_total} answers carried over from the run's earlier plan, not asked again")
 
 
-def _question_chars(meta: str) -> int | None:
-    """A row's question length in characters at the prompt's end (``meta["question_chars"]``), if its task says."""
-    value = json.loads(meta).get("question_chars") if meta else None
-    return None if value is None else int(value)
+def _question(row: Mapping[str, Any]) -> str | None:
+    """A row's question: its prompt's last ``meta["question_chars"]`` characters, if its task says where it starts.
+
+    The text itself, not its length: the turn a model is given holds the prompt and what the template adds after
+    it (a newline under OpenCompass's v2 template), so a count from the turn's end would start it late.
+    """
+    value = json.loads(row["meta"]).get("question_chars") if row["meta"] else None
+    return None if value is None else row["prompt"][len(row["prompt"]) - int(value) :]
 
 
 def _carried(parsed: list[Any], ids: list[str], pool: Mapping[str, CarriedAnswer]) -> dict[int, Any]:

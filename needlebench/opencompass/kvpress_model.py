@@ -2,9 +2,9 @@
 
 The model loads and renders prompts as ``HuggingFacewithChatTemplate`` does (same chat template, same
 tokens, same stop words and decoding of the answer), then answers each prompt through
-``methods.compressed_generation``: the prompt's tokens are split where its question starts, which the
-inferencer passes from each dataset row (``meta["question_chars"]``: the prompt's last characters after the
-document), never found by searching the prompt. Each answer is a structured prediction carrying the text,
+``methods.compressed_generation``: the prompt's tokens are split where its question starts. The inferencer passes
+each row's question (the prompt's last ``meta["question_chars"]`` characters, after the document), never guessed
+from the prompt's words; its last place in the turn is the cut (the template may add text after the row's prompt). Each answer is a structured prediction carrying the text,
 how it ended and what the cache kept (``record.kv_cache_kept``), which every record keeps.
 """
 
@@ -49,7 +49,7 @@ class KVPressModel(HuggingFacewithChatTemplate):
         max_out_len: int,
         min_out_len: int | None = None,
         stopping_criteria: Sequence[str] = (),
-        question_chars: Sequence[int | None] | None = None,
+        questions: Sequence[str | None] | None = None,
         **kwargs: Any,
     ) -> list[dict[str, Any]]:
         """Answer each prompt under the press, one at a time (kvpress compresses one sequence).
@@ -59,8 +59,8 @@ class KVPressModel(HuggingFacewithChatTemplate):
             max_out_len: the output budget in tokens.
             min_out_len: not taken (OpenCompass's HuggingFace model passes it on to ``generate``).
             stopping_criteria: stop texts besides the model's own.
-            question_chars: per prompt, its last characters that are the question (from the dataset row);
-                None where a row does not say.
+            questions: per prompt, its question (the dataset row's prompt's last ``meta["question_chars"]``
+                characters); None where a row does not say.
             kwargs: further generation settings, which a greedy press run does not take.
 
         Raises:
@@ -77,10 +77,10 @@ class KVPressModel(HuggingFacewithChatTemplate):
             tail = self.tokenizer.decode(ids[-width:])
             return any(s in tail for s in stops)
 
-        marks = list(question_chars) if question_chars is not None else [None] * len(inputs)
+        marks = list(questions) if questions is not None else [None] * len(inputs)
         answers = []
-        for messages, chars in zip(_convert_chat_messages(inputs), marks, strict=True):
-            context, question = self._split(messages, chars)
+        for messages, asked in zip(_convert_chat_messages(inputs), marks, strict=True):
+            context, question = self._split(messages, asked)
             done = generate_compressed(
                 self.model, context, question, self.press, self.spec.query, max_out_len, end_ids, stopped
             )
@@ -91,17 +91,18 @@ class KVPressModel(HuggingFacewithChatTemplate):
             answers.append(server_prediction(text, finish=done.finish, kv_cache=kept))
         return answers
 
-    def _split(self, messages: list[dict[str, str]], chars: int | None) -> tuple[list[int], list[int]]:
+    def _split(self, messages: list[dict[str, str]], question: str | None) -> tuple[list[int], list[int]]:
         """The prompt's tokens as the plain model gets them, cut where its question starts.
 
-        The chat text is rendered twice, once as the plain model renders it and once with a mark before the
-        question's characters in the last user turn; the mark's place is the cut, and the tokens are the
-        plain text's, the cut falling before the first token that reaches past it.
+        The question is found last in the last user turn (the template may add text after it). The chat text is
+        rendered twice, once as the plain model renders it and once with a mark before the question; the mark's
+        place is the cut, and the tokens are the plain text's, the cut falling before the first token that
+        reaches past it.
         """
         plain = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-        encoded = self.tokenizer(plain, add_special_tokens=False, return_offsets_mapping=chars is not None)
+        encoded = self.tokenizer(plain, add_special_tokens=False, return_offsets_mapping=question is not None)
         ids = list(encoded["input_ids"])
-        if chars is None:
+        if question is None:
             if self.spec.query == "agnostic" or self.spec.press in AWARE_ONLY:  # Finch's window is the question
                 raise ConfigError(
                     f"{self.spec.press} query={self.spec.query!r}: this dataset's rows do not say where their "
@@ -111,10 +112,11 @@ class KVPressModel(HuggingFacewithChatTemplate):
             return ids, []
         last = max(i for i, m in enumerate(messages) if m["role"] == "user")
         content = messages[last]["content"]
-        if not 0 < chars <= len(content):
-            raise ConfigError(f"question_chars {chars} does not fit the last user turn ({len(content)} characters)")
+        start = content.rfind(question) if question else -1
+        if start < 0:
+            raise ConfigError(f"the row's question ({len(question)} characters) is not in the last user turn")
         marked = [dict(m) for m in messages]
-        marked[last]["content"] = content[: len(content) - chars] + _MARK + content[len(content) - chars :]
+        marked[last]["content"] = content[:start] + _MARK + content[start:]
         text = self.tokenizer.apply_chat_template(marked, add_generation_prompt=True, tokenize=False)
         before, found, after = text.partition(_MARK)
         if not found or _MARK in after or before + after != plain:

@@ -653,7 +653,9 @@ def _takes(kind: str) -> frozenset[str]:
     class ``kind``, read without building it (no engine imported). A class's ``**kwargs`` add nothing: OpenCompass's
     HuggingFace model only logs them as unused (``huggingface_above_v4_33.py``); our KV-press model passes them on."""
     # ResilientOpenAISDK (ours) takes OpenAISDK's
-    params = class_params("opencompass.models", kind.rsplit(".", 1)[-1]) or class_params("opencompass.models", "OpenAISDK")
+    params = class_params("opencompass.models", kind.rsplit(".", 1)[-1]) or class_params(
+        "opencompass.models", "OpenAISDK"
+    )
     assert params is not None, "opencompass.models defines no OpenAISDK"
     return params.named | _FRAMEWORK_KEYS
 

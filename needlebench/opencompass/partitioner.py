@@ -53,7 +53,7 @@ from ..runfolder.lifecycle import start_eval, start_infer
 from ..runfolder.pieces import piece_done
 from ..runfolder.request import BatchMode
 from ..tasks import is_needlebench
-from .configs import GEN_INFERENCER, check_raw_messages
+from .configs import GEN_INFERENCER, check_raw_messages, check_summarizer
 
 __all__ = ["NeedleBenchPartitioner"]
 
@@ -130,8 +130,6 @@ class NeedleBenchPartitioner(BasePartitioner):
         self._scrub_dumps(cfg)
         try:
             summarizer = cfg.get("summarizer") or {}
-            from .summarizer import check_summarizer  # imported by the summary stage of this process anyway
-
             check_summarizer(summarizer)  # a typo in its options: one line now, not after the inference
             rule = summarizer.get("effective_length")
             self.effective = None if rule is None else dict(rule)

@@ -16,14 +16,13 @@ OpenCompass's summary is a headline: per needlebench dataset the numbers :data:`
 names (score, samples planned and scored, answers cut off, samples failed, effective length), under words a
 reader needs no docs for; ``all_metrics=True`` lists every number of the result files under its own name, as
 OpenCompass does. A number that is absent reads ``-``, OpenCompass's mark for a missing one, never ``nan``.
-The summarizer's options are checked when the run's config is read (:func:`check_summarizer`, called by the
-partitioner before any model loads): a typo stops the run with the nearest valid option.
+The summarizer's options are checked when the run's config is read (``configs.check_summarizer``, called by
+the partitioner and ``needlebench plan`` before any model loads): a typo stops the run with the nearest valid option.
 """
 
 from __future__ import annotations
 
 import errno
-import inspect
 import math
 import traceback
 from collections.abc import Mapping, Sequence
@@ -35,14 +34,15 @@ from opencompass.summarizers import DefaultSummarizer
 from opencompass.utils import dataset_abbr_from_cfg, get_logger, model_abbr_from_cfg
 
 from ..aggregate.effective_length import EffectiveRule
-from ..errors import ConfigError, OutOfMemory, OutOfSpace, unknown_option_error
+from ..errors import OutOfMemory, OutOfSpace
 from ..report.html import build_report
 from ..runfolder.retries import failed_requests
 from ..runfolder.stopped import check_stages
 from ..tasks import is_needlebench
+from .configs import SUMMARIZER, check_summarizer
 from .evaluator import SUMMARY_HEADLINE
 
-__all__ = ["NeedleBenchSummarizer", "check_summarizer", "summarizer_options"]
+__all__ = ["NeedleBenchSummarizer"]
 
 MISSING = "-"  # OpenCompass's summary's mark for a number it has not got
 
@@ -73,7 +73,7 @@ class NeedleBenchSummarizer:
         all_metrics: bool = False,
         **kwargs: Any,
     ) -> None:
-        _check_options({**kwargs, "all_metrics": all_metrics})
+        check_summarizer({"type": SUMMARIZER, **kwargs, "all_metrics": all_metrics})
         self.cfg = config
         self.rule = EffectiveRule.of(None if effective_length is None else dict(effective_length))
         self.claimed = None if claimed is None else dict(claimed)
@@ -154,8 +154,15 @@ class _OpenCompassSummary(DefaultSummarizer):
             parsed_results, dataset_metrics, dataset_eval_mode, required_dataset_abbrs, skip_all_slash
         )
         head, *rows = table
-        # a row: dataset, version, metric, mode, then one value per model (OpenCompass writes NaN as "nan")
-        return [head, *([*r[:2], labels.get(r[2], r[2]), r[3], *(_cell(v) for v in r[4:])] for r in rows)]
+        # a row: dataset, version, metric, mode, then one value per model (OpenCompass writes NaN as "nan", and a
+        # count as "6.00": a headline count reads as the whole number it is)
+        return [
+            head,
+            *(
+                [*r[:2], labels.get(r[2], r[2]), r[3], *(_cell(v, r[2] in labels and r[2] != "score") for v in r[4:])]
+                for r in rows
+            ),
+        ]
 
     def _headline_rows(self, dataset_metrics: Mapping[str, Sequence[str]]) -> list[Any]:
         """``dataset_abbrs`` as OpenCompass reads them: each needlebench dataset's headline numbers it reports,
@@ -196,43 +203,9 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _cell(text: str) -> str:
-    """A value cell of OpenCompass's table: ``-`` where the number is missing (OpenCompass's mark for it)."""
-    return MISSING if text == "nan" else text
-
-
-def summarizer_options() -> frozenset[str]:
-    """The options ``summarizer=dict(type=SUMMARIZER, ...)`` takes: ours and OpenCompass's ``DefaultSummarizer``'s."""
-    ours = inspect.signature(NeedleBenchSummarizer.__init__).parameters.values()
-    theirs = inspect.signature(DefaultSummarizer.__init__).parameters.values()
-    named = (p.name for p in (*ours, *theirs) if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
-    return frozenset(named) - {"self", "config"}
-
-
-def _check_options(options: Mapping[str, Any]) -> None:
-    """Every option one the summarizer takes, and ``all_metrics`` a boolean."""
-    unknown = set(options) - summarizer_options()
-    if unknown:
-        raise unknown_option_error("summarizer", unknown, summarizer_options())
-    if not isinstance(options.get("all_metrics", False), bool):
-        raise ConfigError(f"summarizer all_metrics: {options['all_metrics']!r}; choose from (True, False)")
-
-
-def check_summarizer(summarizer: Mapping[str, Any] | None) -> None:
-    """Refuse an option ``summarizer=dict(type=SUMMARIZER, ...)`` does not take, when the config is read.
-
-    The partitioner calls it before any model loads, so a typo (``efective_length``) stops the run in one line
-    naming the nearest valid option, not after the inference. Another summarizer type is not checked.
-
-    Args:
-        summarizer: the config's ``summarizer`` (None: none).
-
-    Raises:
-        ConfigError: an unknown option, or an ``all_metrics`` that is not a boolean.
-    """
-    if not summarizer:
-        return
-    kind = summarizer.get("type")
-    if kind is not NeedleBenchSummarizer and kind != f"{__name__}.{NeedleBenchSummarizer.__qualname__}":
-        return
-    _check_options({k: v for k, v in summarizer.items() if k != "type"})
+def _cell(text: str, count: bool = False) -> str:
+    """A value cell of OpenCompass's table: ``-`` where the number is missing (OpenCompass's mark for it), a
+    headline count (``count``) without OpenCompass's two decimals where it is a whole number."""
+    if text == "nan":
+        return MISSING
+    return text.removesuffix(".00") if count else text
