@@ -13,19 +13,19 @@ from conftest import bin_path
 pytestmark = pytest.mark.e2e
 
 
-# The tiny bench's generation suite as a config `needlebench plan` reads (bench/run.py's own config, one shard)
+# The tiny bench's generation (the 4k suite's S-RT) as a config `needlebench plan` reads (one shard)
 PLAN_CONFIG = """
 _base_ = []
 from needlebench.opencompass.configs import needlebench_datasets
 models = [dict(type="needlebench.opencompass.instant.InstantModel", abbr="instant", path="instant",
                max_seq_len=2000000, max_out_len=16, batch_size=64)]
-datasets = needlebench_datasets(suite="4k")
+datasets = needlebench_datasets(suite="4k", tasks=["srt"])
 """
 
 
 def test_bench_tiny_mode_runs_end_to_end(root: Path, tmp_path: Path) -> None:
-    """The tiny bench generates the 4k suite on both sides (as many samples as ``needlebench plan`` counts for
-    it), runs both pipelines, and measures the S-RT prefix share the plan estimates."""
+    """The tiny bench generates the 4k suite's S-RT on both sides (as many samples as ``needlebench plan`` counts
+    for it), runs both pipelines, and measures the S-RT prefix share the plan estimates."""
     out = tmp_path / "bench.json"
     r = subprocess.run(
         [sys.executable, "-m", "bench.run", "--tiny", "--out", str(out)],
@@ -50,9 +50,9 @@ def test_bench_tiny_mode_runs_end_to_end(root: Path, tmp_path: Path) -> None:
     srt = [d for d in model["datasets"] if d["task"] == "srt"]
     assert result["mode"] == "tiny"
     (gen,) = result["generation"]
-    assert gen["suite"] == "4k" and gen["runs"] == 1
-    # the same suite on both sides, every sample of it
-    assert gen["builtin"]["samples"] == gen["ours"]["samples"] == model["samples"] == 4600
+    assert (gen["suite"], gen["task"], gen["runs"]) == ("4k", "srt", 1)
+    # the same S-RT on both sides, every sample of it, as many as the plan counts
+    assert gen["builtin"]["samples"] == gen["ours"]["samples"] == model["samples"] == 880
     assert gen["speedup"] > 0 and gen["ours"]["peak_rss_gb"] > 0  # speed and memory: reported, never asserted
     assert result["pipeline"]["builtin"]["seconds"] > 0 and result["pipeline"]["ours"]["seconds"] > 0
     prefix = result["prefix"]
@@ -64,4 +64,4 @@ def test_bench_tiny_mode_runs_end_to_end(root: Path, tmp_path: Path) -> None:
     # The plan's estimate stays within one point of the count.
     planned_share = sum(d["prefix_tokens"] for d in srt) / sum(d["prompt_tokens"] for d in srt)
     assert prefix["share"] == pytest.approx(planned_share, abs=0.01), (prefix, planned_share)
-    assert "| generate 4k suite" in r.stdout and f"| {100 * prefix['share']:.1f}% |" in r.stdout
+    assert "| generate 4k suite, srt" in r.stdout and f"| {100 * prefix['share']:.1f}% |" in r.stdout

@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import site
 import subprocess
 import sys
 import sysconfig
@@ -52,9 +51,10 @@ def fresh(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Path:
             check=True,
         ).stdout.strip()
     )
-    # the dependencies: .venv's site-packages as a plain path entry (its .pth files, among them the
-    # editable install's finder that points at the repository, are not run from there)
-    deps = [p for p in site.getsitepackages() if p.endswith("site-packages")] or [sysconfig.get_paths()["purelib"]]
+    # the dependencies: the site-packages folders this interpreter reads (.venv's, and the per-user dependency
+    # folder scripts/setup.sh adds to it), as plain path entries (their .pth files, among them the editable
+    # install's finder that points at the repository, are not run from there)
+    deps = [p for p in sys.path if p.endswith("site-packages")] or [sysconfig.get_paths()["purelib"]]
     (purelib / "needlebench-deps.pth").write_text("\n".join(deps) + "\n")
     # a pure-Python wheel installs by unpacking into site-packages (package, data, dist-info); pip is
     # not used for it: `pip install --prefix` from .venv would first uninstall .venv's editable copy
