@@ -101,11 +101,13 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Dataset caches of a test run never mix with the user's.
 
     The converted SmolLM2 (``models/``, ``smollm2_folder()``) is the one the user's cache holds, built once per
-    user as the main job builds it (its folder is named by the GGUF and the transformers version): its
-    conversion took 26 s of CPU in every test run.
+    user as the main job builds it (its folder is named by the GGUF, the transformers version and the
+    converter): its conversion took 26 s of CPU in every test run.
     """
+    from needlebench.files import cache_dir
+
+    models = cache_dir() / "models"  # the user's, read before the test run's cache takes its place
     cache = tmp_path_factory.mktemp("nbcache")
-    models = Path.home() / ".cache" / "needlebench" / "models"  # files.cache_dir()'s default
     models.mkdir(parents=True, exist_ok=True)
     (cache / "models").symlink_to(models, target_is_directory=True)
     os.environ["NEEDLEBENCH_CACHE"] = str(cache)

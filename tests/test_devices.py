@@ -76,7 +76,8 @@ def test_what_the_check_leaves_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     check_devices([("cpu", 0), ("api", 0)], LOCAL, NONE_VISIBLE)
     check_devices([("gpu", 2)], LOCAL, Visible(2, "CUDA_VISIBLE_DEVICES='0,1'"))
     check_devices([("gpu", 8)], {"type": "SlurmRunner", "partition": "gpu"}, NONE_VISIBLE)
-    check_devices([("gpu", 8)], None, NONE_VISIBLE)
+    with pytest.raises(ConfigError, match="^devices: gpu asks for 8 GPUs"):  # no runner section: the local one
+        check_devices([("gpu", 8)], None, NONE_VISIBLE)
     assert device_line([("a", 1), ("b", 0), ("c", 4)], Visible(2, "torch.cuda.device_count()")) == (
         "devices: c asks for 4 GPUs per task and this machine shows 2 (torch.cuda.device_count()): the run stops "
         "before any task starts. Ways on: a node with 4 GPUs; a cluster, runtime(runner='SlurmRunner', "
@@ -137,6 +138,7 @@ def test_the_partitioner_stops_a_local_run_before_its_tasks_and_leaves_cpu_model
         "(NEEDLEBENCH_MODELS=models/smollm2_135m_cpu.py where the config calls load_models)"
     )
     assert not list((tmp_path / "gpu" / "run").glob("predictions/*/*"))
+    assert not (tmp_path / "gpu" / "run" / "needlebench_plan.json").exists()  # a fresh run: stopped before planning
 
 
 @pytest.fixture(scope="module")

@@ -330,3 +330,18 @@ def test_three_presses_at_three_ratios_in_both_languages(tmp_path: Path) -> None
     assert board.returncode == 0, board.stdout + board.stderr
     text = "\n".join(p.read_text(encoding="utf-8") for p in (tmp_path / "board").glob("*.csv"))
     assert all(m in text for m in SWEEP) and "StreamingLLMPress" in text and "aware" in text
+
+
+def test_a_rows_question_is_its_prompts_own_text_and_a_count_past_the_prompt_is_one_message() -> None:
+    """The inferencer hands a press model each row's question as text (the prompt's last ``question_chars``
+    characters), which the model finds where it stands in the turn (the template may add a newline after it);
+    a count the prompt cannot hold stops with one message instead of cutting elsewhere."""
+    from needlebench.errors import ConfigError
+    from needlebench.opencompass.inferencer import _question
+
+    assert _question({"prompt": "the document\nthe question?\n", "meta": json.dumps({"question_chars": 14})}) == (
+        "the question?\n"
+    )
+    assert _question({"prompt": "no split", "meta": json.dumps({})}) is None
+    with pytest.raises(ConfigError, match=r"^question_chars 12 does not fit the row's prompt \(5 characters\)$"):
+        _question({"prompt": "short", "meta": json.dumps({"question_chars": 12})})

@@ -199,7 +199,10 @@ def test_the_names_read_from_opencompass_source_are_its_classes_signatures() -> 
     runners = class_names("opencompass.runners", "Runner")
     assert {"LocalRunner", "SlurmRunner", "SlurmSequentialRunner", "DLCRunner", "VOLCRunner"} <= set(runners)
     models = ("HuggingFacewithChatTemplate", "VLLMwithChatTemplate", "TurboMindModelwithChatTemplate", "OpenAISDK")
-    for package, module, names in (("opencompass.runners", oc_runners, runners), ("opencompass.models", oc_models, models)):
+    for package, module, names in (
+        ("opencompass.runners", oc_runners, runners),
+        ("opencompass.models", oc_models, models),
+    ):
         for name in names:
             params = inspect.signature(getattr(module, name).__init__).parameters.values()
             named = frozenset(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)) - {"self"}

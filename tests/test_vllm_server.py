@@ -413,7 +413,9 @@ def test_a_batch_file_through_vllm_run_batch_gives_the_online_predictions_and_sc
     )
     assert ev.returncode == 0, ev.stdout[-3000:] + ev.stderr[-3000:]
     # each record's cut-off flag and output tokens are what run_batch's answer to its own request said
-    _truncated_as_the_server_said(run, [{"request": x["body"], "response": results[x["custom_id"]]["body"]} for x in lines])
+    _truncated_as_the_server_said(
+        run, [{"request": x["body"], "response": results[x["custom_id"]]["body"]} for x in lines]
+    )
     compared, same_text = 0, []
     for path in sorted((run_online / "results" / MODEL).glob("*.samples.jsonl")):
         theirs = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
@@ -423,7 +425,11 @@ def test_a_batch_file_through_vllm_run_batch_gives_the_online_predictions_and_sc
             answer = results[b["id"]]["body"]["choices"][0]["message"]["content"]
             assert b["prediction"] == answer, (b["id"], b["prediction"], answer)  # its own answer, by sample id
             if a["prediction"] == b["prediction"]:
-                assert (a["score"], a["truncated"], a["output_tokens"]) == (b["score"], b["truncated"], b["output_tokens"])
+                assert (a["score"], a["truncated"], a["output_tokens"]) == (
+                    b["score"],
+                    b["truncated"],
+                    b["output_tokens"],
+                )
                 same_text.append(a["id"])
             compared += 1
     assert compared == 7

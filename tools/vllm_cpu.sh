@@ -69,12 +69,14 @@ store_key() {
     done | sha256sum | cut -c1-16
 }
 
-# Link .cache/NAME to the store's FOLDER (a stale link, or a folder an older script built there, replaced).
+# Link .cache/NAME to the store's FOLDER: a stale link replaced in one rename (two test workers may link at once),
+# a folder an older script built there removed first.
 link_in() {
     local folder=$1 link=$2
     [ "$(readlink "$link" 2>/dev/null)" = "$folder" ] && return 0
-    rm -rf "$link"
-    ln -s "$folder" "$link"
+    if [ -d "$link" ] && [ ! -L "$link" ]; then rm -rf "$link"; fi
+    ln -sfn "$folder" "$link.$$"
+    mv -T "$link.$$" "$link"
 }
 
 # build_once FOLDER STAMP FUNCTION: run FUNCTION (which builds into $BUILD) unless FOLDER holds STAMP; under a
@@ -98,7 +100,7 @@ build_once() {
 }
 
 build_venv() {
-    local py t0=$SECONDS ilog="$CACHE/vllm-venv-install.log"
+    local t0=$SECONDS ilog="$CACHE/vllm-venv-install.log"
     log "building $BUILD with $PY (pins: $REQ)"
     if ! "$PY" -m venv "$BUILD" >"$ilog" 2>&1 ||
         ! "$BUILD/bin/python" -m pip install --quiet -r "$REQ" >>"$ilog" 2>&1; then

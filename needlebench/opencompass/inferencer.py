@@ -401,7 +401,12 @@ def _question(row: Mapping[str, Any]) -> str | None:
     it (a newline under OpenCompass's v2 template), so a count from the turn's end would start it late.
     """
     value = json.loads(row["meta"]).get("question_chars") if row["meta"] else None
-    return None if value is None else row["prompt"][len(row["prompt"]) - int(value) :]
+    if value is None:
+        return None
+    prompt = row["prompt"]
+    if not 0 < int(value) <= len(prompt):
+        raise ConfigError(f"question_chars {value} does not fit the row's prompt ({len(prompt)} characters)")
+    return prompt[-int(value) :]
 
 
 def _carried(parsed: list[Any], ids: list[str], pool: Mapping[str, CarriedAnswer]) -> dict[int, Any]:

@@ -9,6 +9,8 @@ can be checked on machines that cannot install them.
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import json
 import os
 import shutil
@@ -115,7 +117,11 @@ def smollm2_folder() -> str:
     gguf = Path(folder) / name
     import transformers
 
-    target = cache_dir() / "models" / f"smollm2-135m-instruct-f32-{gguf.stat().st_size}-{transformers.__version__}"
+    # named by what it is built from: the GGUF, the transformers that reads it and the converter below
+    made = hashlib.sha256(inspect.getsource(_convert_gguf).encode()).hexdigest()[:8]
+    target = (
+        cache_dir() / "models" / f"smollm2-135m-instruct-f32-{gguf.stat().st_size}-{transformers.__version__}-{made}"
+    )
     if target.is_dir():
         return str(target)
     with file_lock(target):

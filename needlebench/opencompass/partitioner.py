@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import os
 import os.path as osp
+from pathlib import Path
 from typing import Any
 
 from mmengine.config import Config, ConfigDict
@@ -51,6 +52,7 @@ from ..preflight.slurm import check_slurm, is_slurm_runner
 from ..runfolder.keys import clear_keys, hide_keys, redact, scrub_file
 from ..runfolder.lifecycle import start_eval, start_infer
 from ..runfolder.pieces import piece_done
+from ..runfolder.plan_file import read_stored
 from ..runfolder.request import BatchMode
 from ..tasks import is_needlebench
 from .configs import GEN_INFERENCER, check_raw_messages, check_summarizer
@@ -186,6 +188,8 @@ class NeedleBenchPartitioner(BasePartitioner):
         for comb in model_dataset_combinations:
             for model in comb["models"]:  # raw messages reach API models only (as in OpenCompass)
                 check_raw_messages(model, comb["datasets"])
+        if read_stored(Path(work_dir)) is None:  # a fresh run starts every model's tasks: checked before planning
+            check_devices([(model_abbr_from_cfg(m), task_gpus(m)) for m in models], self.runner)
         groups = [(comb["models"], comb["datasets"]) for comb in model_dataset_combinations]
         start = start_infer(work_dir, out_dir, groups, self.settings, self.logger)
         batch = start.request.batch  # `needlebench batch`: its API models' tasks only, and no server to ask
@@ -206,7 +210,8 @@ class NeedleBenchPartitioner(BasePartitioner):
                 if shards:
                     needs.append((run.abbr, task_gpus(model)))
                 tasks.extend(shards)
-        # GPUs the local runner cannot give: one line before any task starts, not its assert in a worker thread
+        # GPUs the local runner cannot give: one line before any task starts, not its assert in a worker thread (a
+        # resume: only models with tasks left, so a run whose inference is done finishes on a machine without GPUs)
         check_devices(needs, self.runner)
         return tasks
 

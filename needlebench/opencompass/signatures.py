@@ -9,7 +9,9 @@ OpenCompass ships (3-8 s of CPU), and every config load checks its runner's and 
 from __future__ import annotations
 
 import ast
+import importlib
 import importlib.util
+import inspect
 import re
 from functools import cache
 from pathlib import Path
@@ -54,7 +56,8 @@ def _find(package: str, name: str) -> ast.ClassDef | None:
 def class_params(package: str, name: str) -> ClassParams | None:
     """The keyword parameters of class ``name``'s ``__init__``, defined somewhere in ``package``.
 
-    A class without its own ``__init__`` takes its first base's (looked up in the same package).
+    A class without its own ``__init__`` takes its first base's, looked up in the same package; where the source
+    does not say (a base from elsewhere), the class is imported and its signature read.
 
     Args:
         package: an installed package (``"opencompass.runners"``).
@@ -69,10 +72,19 @@ def class_params(package: str, name: str) -> ClassParams | None:
     init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
     if init is None:
         bases = [b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in cls.bases]
-        return class_params(package, bases[0]) if bases and bases[0] != "object" else ClassParams(frozenset(), False)
+        if not bases or bases == ["object"]:
+            return ClassParams(frozenset(), False)
+        return class_params(package, bases[0]) or _imported(package, name)
     args = init.args
     names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
     return ClassParams(frozenset(names) - {"self"}, args.kwarg is not None)
+
+
+def _imported(package: str, name: str) -> ClassParams:
+    """The keyword parameters of ``package``'s class ``name``, from its imported ``__init__``."""
+    params = inspect.signature(getattr(importlib.import_module(package), name).__init__).parameters.values()
+    named = frozenset(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)) - {"self"}
+    return ClassParams(named, any(p.kind is p.VAR_KEYWORD for p in params))
 
 
 def class_names(package: str, suffix: str) -> list[str]:

@@ -79,9 +79,10 @@ def is_local_runner(runner: Mapping[str, Any] | None) -> bool:
     """Whether a stage's runner starts its tasks on this machine (OpenCompass's ``LocalRunner``).
 
     Args:
-        runner: a stage's ``runner`` section (``type`` as a name, a dotted path or a class).
+        runner: a stage's ``runner`` section (``type`` as a name, a dotted path or a class); None where the
+            config has none, and OpenCompass uses its local runner.
     """
-    return _runner_name(runner) == "LocalRunner"
+    return runner is None or _runner_name(runner) == "LocalRunner"
 
 
 def task_gpus(model: Mapping[str, Any]) -> int:
@@ -156,7 +157,7 @@ def devices_note(abbr: str, gpus: int, runner: Mapping[str, Any] | None) -> tupl
     """
     if gpus <= 0:
         return "", False
-    if runner is not None and not is_local_runner(runner):
+    if not is_local_runner(runner):
         return f"devices: {_plural(gpus)} per task, placed by {_runner_name(runner)}", False
     visible = visible_gpus()
     line = device_line([(abbr, gpus)], visible)

@@ -85,8 +85,7 @@ def _pool_part(
     Returns:
         (answers dropped, the piece's files read).
     """
-    path = str(Path(out_dir) / str(model.get("abbr", "model")) / f"{part.abbr}.json")
-    files = [Path(path), PredictionLog.of(path).path]
+    path, files = _part_files(model, part, out_dir)
     rows = load_rows(d["task"], **config_params(limited_dataset(d, limit)))
     dropped = 0
     for key, entry in _saved(path):
@@ -114,6 +113,12 @@ def _pool_part(
         else:
             dropped += 1
     return dropped, files
+
+
+def _part_files(model: Mapping[str, Any], part: Part, out_dir: str) -> tuple[str, list[Path]]:
+    """A piece's prediction file, and the files its answers may be in (that file, its task's ``tmp_`` log)."""
+    path = str(Path(out_dir) / str(model.get("abbr", "model")) / f"{part.abbr}.json")
+    return path, [Path(path), PredictionLog.of(path).path]
 
 
 def _write_pool(folder: Path, pool: Mapping[str, dict[str, Any]], files: Sequence[Path], results: Path, abbrs) -> None:
@@ -166,19 +171,21 @@ def carry_over(
     by_abbr = {d["abbr"]: d for d in datasets}
     folder = Path(out_dir) / str(model.get("abbr", "model"))
     pool, dropped = _kept_pool(folder, new)
-    other_model = bool(model_changes(old, new))  # another window, scaling or press: no answer of the old is its
     files: list[Path] = []
-    for shard in old.shards:
-        for part in shard.parts:
+    parts = [part for shard in old.shards for part in shard.parts]
+    if model_changes(old, new):  # another window, scaling or press: no answer of the old model is the new one's
+        for part in parts:
+            path, read = _part_files(model, part, out_dir)
+            dropped, files = dropped + sum(1 for _ in _saved(path)), files + read
+        dropped, pool = dropped + len(pool), {}
+    else:
+        for part in parts:
             d, limit = by_abbr.get(part.dataset), old.limits.get(part.dataset)
             if d is None or limit is None:
                 continue
             wanted = new.limits.get(part.dataset)
-            budget = None if other_model or wanted is None else wanted.out_len
-            lost, read = _pool_part(model, d, limit, part, out_dir, budget, pool)
+            lost, read = _pool_part(model, d, limit, part, out_dir, wanted.out_len if wanted else None, pool)
             dropped, files = dropped + lost, files + read
-    if other_model:
-        dropped, pool = dropped + len(pool), {}
     _write_pool(folder, pool, files, Path(results_dir) / str(model.get("abbr", "model")), by_abbr)
     return len(pool), dropped
 
