@@ -10,10 +10,14 @@ from typing import Any
 
 import pytest
 
+from needlebench.files import cache_dir
 from needlebench.opencompass.driver import command as driver_command
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
+# the user's needlebench cache, read before a test run's own takes its place (_isolated_cache): what is built once
+# per user (the converted SmolLM2, the day's resolutions of tests/test_extras.py) lives there
+USER_CACHE = cache_dir()
 if str(ROOT) not in sys.path:  # the repository's bench package (hostile outputs), however pytest was started
     sys.path.insert(0, str(ROOT))
 
@@ -104,9 +108,7 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     user as the main job builds it (its folder is named by the GGUF, the transformers version and the
     converter): its conversion took 26 s of CPU in every test run.
     """
-    from needlebench.files import cache_dir
-
-    models = cache_dir() / "models"  # the user's, read before the test run's cache takes its place
+    models = USER_CACHE / "models"
     cache = tmp_path_factory.mktemp("nbcache")
     models.mkdir(parents=True, exist_ok=True)
     (cache / "models").symlink_to(models, target_is_directory=True)

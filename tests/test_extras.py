@@ -10,22 +10,33 @@ opencompass's numpy < 2, which a ``--no-deps`` look at the engine's own metadata
 They need the package registry and take about 30-60 s each (marker ``resolver``; deselect with
 ``-m "not resolver"``). Each pip call has its own timeout, ``NEEDLEBENCH_RESOLVER_TIMEOUT`` seconds
 (default 300), so a stalled registry fails the test instead of the suite.
+
+pip's answer is kept per user for the rest of the UTC day (``resolutions/`` in the user's needlebench cache),
+keyed by everything it is an answer to: the requirements (our wheel by its metadata), the environment it
+resolves into (by its packages' metadata), pip, this Python, the index and the day. A machine that ran the
+suite today reads its own answers (three resolutions cost ~190 s of a 2-core test run); a new day, another
+``pyproject.toml``, another pip, or ``NEEDLEBENCH_RESOLVER_FRESH=1`` asks the registry again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import subprocess
 import sys
+import time
+import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, USER_CACHE
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
+
+from needlebench.files import atomic_write
 
 try:
     import tomllib
@@ -47,14 +58,51 @@ EXPECTED = {
 USER_ENV = ["opencompass==0.5.4", "vllm==0.13.0", "torch==2.9.0", "transformers<5", "numpy<2"]
 
 
+# the metadata fields pip's resolver reads (the rest, the README among them, changes no resolution)
+RESOLVED_FIELDS = ("Name:", "Version:", "Requires-Python:", "Requires-Dist:", "Provides-Extra:")
+
+
+def _resolved_metadata(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith(RESOLVED_FIELDS)]
+
+
+def _wheel_named(arg: str) -> str:
+    """``arg`` with a wheel's path (``/x/needlebench-0.1-py3-none-any.whl``, ``name[extra] @ file:///x/....whl``)
+    replaced by the digest of the metadata pip resolves it by: the same package built elsewhere asks the same."""
+    head, at, where = arg.rpartition(" @ ")
+    path = Path(where.removeprefix("file://"))
+    if path.suffix != ".whl":
+        return arg
+    with zipfile.ZipFile(path) as whl:
+        (meta,) = [n for n in whl.namelist() if n.endswith(".dist-info/METADATA")]
+        fields = _resolved_metadata(whl.read(meta).decode("utf-8"))
+    return f"{head}{at}wheel:{hashlib.sha256(json.dumps(fields).encode()).hexdigest()}"
+
+
+def _question(args: list[str], python: Path | None) -> str:
+    """What a resolution answers, as a key: ``args`` (wheels by their metadata), the environment resolved into (its
+    packages' metadata), pip, this Python, the index pip asks and the UTC day (the registry moves)."""
+    import pip
+
+    metas = python.parent.parent.glob("lib/*/site-packages/*.dist-info/METADATA") if python else []
+    installed = sorted(json.dumps(_resolved_metadata(m.read_text(encoding="utf-8"))) for m in metas)
+    index = [os.environ.get(k, "") for k in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL")]
+    day = time.strftime("%Y-%m-%d", time.gmtime())
+    parts = [[_wheel_named(a) for a in args], installed, pip.__version__, sys.version, index, day]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:24]
+
+
 def _pip(args: list[str], python: Path | None = None) -> dict:
-    """``pip install --dry-run --report -`` with ``args``; the parsed report (pip's own JSON).
+    """``pip install --dry-run --report -`` with ``args``; the parsed report (pip's own JSON), today's if asked today.
 
     Args:
         args: requirements and extra pip options.
         python: resolve for this interpreter's environment (pip's ``--python``) instead of a fresh one
             (``--ignore-installed``).
     """
+    kept = USER_CACHE / "resolutions" / f"{_question(args, python)}.json"
+    if kept.is_file() and os.environ.get("NEEDLEBENCH_RESOLVER_FRESH") != "1":
+        return json.loads(kept.read_text(encoding="utf-8"))
     target = ["--python", str(python)] if python else []
     where = [] if python else ["--ignore-installed"]
     # without PYTHONPATH: a source checkout on it (with the egg-info a wheel build leaves) would count as an
@@ -68,7 +116,11 @@ def _pip(args: list[str], python: Path | None = None) -> dict:
         env=env,
     )
     assert r.returncode == 0, r.stderr[-4000:]
-    return json.loads(r.stdout)
+    report = json.loads(r.stdout)
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_write(kept) as tmp:
+        tmp.write_text(r.stdout, encoding="utf-8")
+    return report
 
 
 def _versions(report: dict) -> dict[str, str]:
