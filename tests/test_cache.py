@@ -174,7 +174,7 @@ def test_atomic_write_keeps_the_old_file_and_no_temp_on_error(tmp_path: Path) ->
     assert target.read_text() == "new" and [p.name for p in tmp_path.iterdir()] == ["out.jsonl"]
 
 
-# -- bug 5: eight processes, one build ----------------------------------------------------------------
+# -- bug 5: processes started together, one build ----------------------------------------------------------------
 
 _CHILD = """
 import json, os, sys, time
@@ -196,7 +196,10 @@ print(json.dumps(rows, sort_keys=True))
 """
 
 
-def test_eight_processes_build_one_dataset_once(tmp_path: Path) -> None:
+def test_four_processes_started_together_build_one_dataset_once(tmp_path: Path) -> None:
+    """Four processes asking for one dataset at the same instant (each imported and waiting on one start file):
+    one builds it, three wait and read it. (Eight, as OpenCompass's workers may be, proved nothing more on two
+    cores and took 64 s of CPU against 32.)"""
     env = {**os.environ, "NEEDLEBENCH_CACHE": str(tmp_path / "cache")}
     start, log = tmp_path / "go", tmp_path / "builds.log"
     procs = [
@@ -208,7 +211,7 @@ def test_eight_processes_build_one_dataset_once(tmp_path: Path) -> None:
             stderr=subprocess.PIPE,
             text=True,
         )
-        for _ in range(8)
+        for _ in range(4)
     ]
     deadline = time.monotonic() + 300
     while len(list(tmp_path.glob("ready-*"))) < len(procs):  # every child imported, none started yet
@@ -221,7 +224,7 @@ def test_eight_processes_build_one_dataset_once(tmp_path: Path) -> None:
         assert p.returncode == 0, err[-2000:]
         outputs.append(out.strip().splitlines()[-1])
     assert len(set(outputs)) == 1 and json.loads(outputs[0])
-    assert len(log.read_text().split()) == 1  # one process built, seven waited and read
+    assert len(log.read_text().split()) == 1  # one process built, three waited and read
     folder = tmp_path / "cache" / "datasets"
     assert len(list(folder.glob("*.arrow"))) == 1 and len(list(folder.glob("*.arrow.sum"))) == 1
     assert not [p for p in folder.iterdir() if p.name.startswith(".")]  # no temp files left
