@@ -9,8 +9,8 @@ as 0. The reasons:
   still graded, for reading; this reason wins over the others, as the tables count it);
 - ``request_failed``: the inference server never answered (OpenCompass's run);
 - ``no_prediction``: ``needlebench score`` got no usable prediction for the id;
-- ``skipped``: over length and never sent (the partitioner counts these in
-  ``needlebench_overlength.json``; a record may say so too);
+- ``skipped``: over length and never sent (the run's plan counts these in each model's ``overlength``,
+  ``needlebench_plan.json``; a record may say so too);
 - ``truncated``: the output was cut off at its budget and the sample is scored with
   ``truncated="unscored"`` (clarified): it tells nothing about what the model would have answered.
 - ``unreadable``: the sample's line in ``samples.jsonl`` could not be read back (not JSON, not a record, or

@@ -92,7 +92,7 @@ def _vllm_variants() -> list[dict[str, Any]]:
 
 
 def _lmdeploy_variants() -> list[dict[str, Any]]:
-    long = lmdeploy_model("l-1m", "/m", 1010000, tp=4, rope_scaling_factor=4.0)
+    long = lmdeploy_model("l-1m", "/m", 1010000, tp=4, rope=rope_scaling("dynamic", 4.0))
     return [
         *_shipped("lmdeploy"),
         long,
@@ -183,6 +183,6 @@ def test_lmdeploy_check_catches_what_opencompass_would_drop() -> None:
     ]
     # the PyTorch engine has no RoPE factor: the builder refuses instead of letting OpenCompass drop it
     with pytest.raises(ConfigError, match="TurboMind backend only"):
-        lmdeploy_model("p", "/m", 1010000, backend="pytorch", rope_scaling_factor=4.0)
-    forced = lmdeploy_model("p", "/m", 1010000, rope_scaling_factor=4.0) | {"backend": "pytorch"}
+        lmdeploy_model("p", "/m", 1010000, backend="pytorch", rope=rope_scaling("dynamic", 4.0))
+    forced = lmdeploy_model("p", "/m", 1010000, rope=rope_scaling("dynamic", 4.0)) | {"backend": "pytorch"}
     assert lmdeploy_problems(forced, names) == ["engine_config.rope_scaling_factor: not a PytorchEngineConfig field"]

@@ -31,6 +31,7 @@ LAYERS: dict[str, int] = {
     "grading": 4,
     "tasks": 5,
     "cache": 6,
+    "placement": 6,
     "planning": 7,
     "runfolder": 8,
     "report": 9,

@@ -17,9 +17,9 @@ from mmengine.config import Config
 from needlebench.opencompass.task_entry import typed_by_path
 
 
-def _fresh(code: str) -> dict:
-    """Run ``code`` in a fresh interpreter; the JSON its last line prints."""
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+def _fresh(code: str, *args: str) -> dict:
+    """Run ``code`` in a fresh interpreter (``sys.argv[1:]`` = ``args``); the JSON its last line prints."""
+    done = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -149,6 +149,28 @@ def test_the_lean_driver_imports_only_what_a_run_uses_and_finds_registry_names()
     # the miss loaded the packages whole, as OpenCompass imports them
     assert found["found"] == "opencompass.datasets.mmlu.MMLUDataset", found
     assert found["custom"] is True
+
+
+def test_the_driver_imports_no_model_class_unless_the_command_line_reads_one() -> None:
+    """``opencompass.utils.run`` takes eight model classes as it imports; the lean driver stands in for them (no
+    transformers: 1 s of CPU a run), after which ``opencompass.models`` gives the real classes; with
+    ``--accelerator`` or ``--hf-path``, the options that read them, the module holds the real classes."""
+    code = (
+        "import sys, json\nfrom needlebench.opencompass import driver\n"
+        "assert driver.start_lean(driver.DRIVER_LAZY_PACKAGES, driver.stand_ins_for(sys.argv[1:])) is None\n"
+        "import opencompass.cli.main, opencompass.utils.run as run\n"
+        "loaded = 'transformers' in sys.modules\n"
+        "import importlib\n"
+        "real = importlib.import_module('opencompass.models').HuggingFacewithChatTemplate\n"
+        "print(json.dumps({'transformers': loaded, 'real': f'{real.__module__}.{real.__name__}',"
+        " 'in_run': run.HuggingFacewithChatTemplate is real}))\n"
+    )
+    lean = _fresh(code, "cfg.py", "-w", "out")
+    assert lean == {"transformers": False, "real": "opencompass.models.huggingface_above_v4_33.HuggingFacewithChatTemplate",
+                    "in_run": False}, lean  # fmt: skip
+    for option in (["--accelerator", "vllm"], ["-a", "lmdeploy"], ["--hf-path", "m"], ["--accelerator=vllm"]):
+        full = _fresh(code, "cfg.py", *option)
+        assert full == {**lean, "transformers": True, "in_run": True}, (option, full)
 
 
 def _files(run: Path) -> dict[str, bytes]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -40,7 +41,7 @@ def test_the_window_is_read_from_the_config_as_each_engine_scales_it(tmp_path: P
         assert (w.native, w.usable, w.sliding) == (32768, 131072, None)
         assert w.scaling == {"kind": "yarn", "factor": 4.0, "original": 32768, "by": "run"}
         assert w.describe() == "scaled window 131,072: yarn x4 of 32,768, the run's"
-    w = read_window(lmdeploy_model("m", plain, max_seq_len=131072, rope_scaling_factor=2.0))
+    w = read_window(lmdeploy_model("m", plain, max_seq_len=131072, rope=rope_scaling("dynamic", 2.0)))
     assert (w.native, w.usable, w.scaling["kind"]) == (32768, 65536, "dynamic")
     w = read_window(hf_model("m", plain, max_seq_len=131072))
     assert (w.native, w.usable, w.limit, w.scaling) == (32768, 32768, 32768, None)
@@ -211,6 +212,13 @@ def test_a_rope_sweep_is_one_model_per_factor_as_each_engine_takes_it(tmp_path: 
     for call, named in (
         (lambda: rope_sweep(api, (1, 2)), "server applies it"),
         (lambda: rope_sweep(lmdeploy_model("m", folder, max_seq_len=65536), (2,)), "dynamic scaling only"),
+        # LMDeploy's PyTorch engine has no factor field: it would run unscaled while the plan counts the scaling
+        (
+            lambda: rope_sweep(
+                lmdeploy_model("m", folder, max_seq_len=65536, backend="pytorch"), (1, 2), kind="dynamic"
+            ),
+            "TurboMind backend only",
+        ),
         (lambda: rope_sweep(hf, ()), "at least one factor"),
         (lambda: rope_sweep(hf, (1, 0.5)), "at least 1"),
         (lambda: rope_sweep(hf, (2, 2)), "different"),
@@ -277,3 +285,16 @@ def test_review_cases_gemma_layers_llama_scaling_and_paths_that_are_no_hub_names
     assert read_window(hf_model("g", gemma3, max_seq_len=131072)).usable == 131072
     assert read_window({"abbr": "rel", "path": "ckpt/llama/step1000"}) is None
     assert read_window({"abbr": "home", "path": "~/models/qwen"}) is None
+
+
+def test_engine_fields_are_written_and_read_in_the_placement_module_only() -> None:
+    """Where an engine takes RoPE scaling is known in one module (``needlebench/placement.py``): no other module of
+    the package names vLLM's ``hf_overrides`` or TurboMind's factor field, but the API server preflight, which
+    reads what a server reports under that name."""
+    package = ROOT / "needlebench"
+    naming = sorted(
+        p.relative_to(package).as_posix()
+        for p in package.rglob("*.py")
+        if re.search(r"hf_overrides|rope_scaling_factor", p.read_text(encoding="utf-8"))
+    )
+    assert naming == ["placement.py", "preflight/api_server.py"], naming

@@ -1,7 +1,7 @@
 # Qwen2.5-7B-Instruct on LMDeploy TurboMind, 128k session with dynamic RoPE scaling factor 4.
 _base_ = []  # keeps mmengine in plain-Python mode: without it, calls below fail with a bare RuntimeError()
 
-from needlebench.opencompass.models import lmdeploy_model
+from needlebench.opencompass.models import lmdeploy_model, rope_scaling
 
 models = [
     lmdeploy_model(
@@ -10,6 +10,6 @@ models = [
         max_seq_len=131072,
         tp=2,
         max_out_len=1024,
-        rope_scaling_factor=4.0,
+        rope=rope_scaling("dynamic", 4.0),
     )
 ]

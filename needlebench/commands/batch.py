@@ -22,6 +22,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..jsonl import read_jsonl
 from ..opencompass import driver
+from ..runfolder.plan_file import resume_command
 from ..runfolder.provider_batch import read_batch_results, replay_table, write_table
 from ..runfolder.request import BatchMode, RunRequest, write_request
 from .retry import check_run
@@ -124,7 +125,7 @@ def collect_batch(run: Path, results: Sequence[Path], model: str | None = None) 
         return code
     print(
         f"{chosen}: {counts['answered']} answered, {counts['failed']} failed, {counts['missing']} without a result "
-        f"(recorded as request_failed); evaluate with: opencompass {config} -w {run.parent} -r {run.name}"
+        f"(recorded as request_failed); evaluate with: {resume_command(run, config)}"
     )
     return 1 if counts["failed"] or counts["missing"] else 0
 

@@ -34,6 +34,7 @@ registry lookup that finds nothing imports the lazy packages whole and looks aga
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import os
@@ -54,12 +55,15 @@ from .task_entry import (
 __all__ = [
     "DRIVER_LAZY_PACKAGES",
     "DRIVER_STAND_INS",
+    "MODEL_OPTIONS",
+    "RUN_MODEL_CLASSES",
     "command",
     "hide_keys_on_load",
     "keep_format_flag",
     "main",
     "note_work_dirs",
     "own_run",
+    "stand_ins_for",
     "work_dir_option",
 ]
 
@@ -72,6 +76,35 @@ DRIVER_STAND_INS = {
         packages={"opencompass.datasets.custom": {"make_custom_dataset_config": LAZY}},
     ),
 }
+# The model classes ``opencompass.utils.run`` takes from ``opencompass.models`` as it imports: read only to build a
+# model from the command line (``--hf-path``) or to move a model to another engine (``--accelerator``); each one
+# read imports its module, and the HuggingFace ones transformers (1 s of CPU on every run). Stood in for unless
+# the command line asks for either (:func:`stand_ins_for`).
+RUN_MODEL_CLASSES = (
+    "VLLM",
+    "HuggingFace",
+    "HuggingFaceBaseModel",
+    "HuggingFaceCausalLM",
+    "HuggingFaceChatGLM3",
+    "HuggingFacewithChatTemplate",
+    "TurboMindModelwithChatTemplate",
+    "VLLMwithChatTemplate",
+)
+MODEL_OPTIONS = ("--hf-path", "-a", "--accelerator")  # the options of OpenCompass's command that read them
+
+
+def stand_ins_for(args: list[str]) -> dict[str, StandIns]:
+    """The driver's stand-ins for a command line: with the model classes of ``opencompass.utils.run`` stood in for,
+    unless an option of :data:`MODEL_OPTIONS` reads them.
+
+    Args:
+        args: OpenCompass's arguments (the config and its options).
+    """
+    if any(a in MODEL_OPTIONS or a.startswith(tuple(f"{o}=" for o in MODEL_OPTIONS)) for a in args):
+        return DRIVER_STAND_INS
+    run = DRIVER_STAND_INS["opencompass.utils.run"]
+    classes = {"opencompass.models": dict.fromkeys(RUN_MODEL_CLASSES, LAZY)}
+    return {**DRIVER_STAND_INS, "opencompass.utils.run": dataclasses.replace(run, packages={**run.packages, **classes})}
 
 
 def command(python: str = sys.executable) -> list[str]:
@@ -137,7 +170,7 @@ def main(argv: list[str] | None = None) -> None:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     started = time.time()
-    why = start_lean(DRIVER_LAZY_PACKAGES, DRIVER_STAND_INS)  # on another OpenCompass: its imports as they are
+    why = start_lean(DRIVER_LAZY_PACKAGES, stand_ins_for(args))  # on another OpenCompass: its imports as they are
     if why is not None:
         print(f"needlebench: the lean start is off ({why}); OpenCompass is imported in full", file=sys.stderr)
     load_whole_on_registry_miss()

@@ -33,6 +33,7 @@ from opencompass.utils import batched, get_logger
 from ..cache.pages import dataset_mappings, release_mapped
 from ..errors import ConfigError
 from ..files import atomic_write
+from ..placement import engine_rope
 from ..planning.settings import PROMPT_RECORDS
 from ..record import unanswered
 from ..runfolder.carryover import CarriedAnswer, read_pool
@@ -74,18 +75,7 @@ def loaded_rope(model: Any) -> dict[str, Any] | None:
     served = getattr(model, "served_window", None)
     if callable(served):  # an API model: its server's start flags decide, so the server is asked
         return served()
-    inner = getattr(model, "model", None)
-    config, where = getattr(inner, "config", None), "transformers model config"
-    if config is None or not hasattr(config, "max_position_embeddings"):
-        engine_config = getattr(getattr(inner, "llm_engine", None), "model_config", None)
-        config, where = getattr(engine_config, "hf_config", None), "vLLM model config"
-    if config is None or not hasattr(config, "max_position_embeddings"):
-        return None
-    block = getattr(config, "rope_scaling", None) or None
-    if isinstance(block, dict) and block.get("rope_type", block.get("type")) == "default":
-        block = None  # transformers 5 names the plain rotation too
-    plain = json.loads(json.dumps(dict(block), default=str)) if isinstance(block, dict) else None
-    return {"scaling": plain, "max_position_embeddings": int(config.max_position_embeddings), "read_from": where}
+    return engine_rope(getattr(model, "model", None))
 
 
 class _Window:

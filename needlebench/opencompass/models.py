@@ -27,6 +27,19 @@ from ..errors import ConfigError, checked_keywords
 from ..files import cache_dir, file_lock
 from ..flow import FlowLimits
 from ..methods.kv_press import AWARE_ONLY, QUERY_MODES, PressSpec, check_press
+from ..placement import (
+    API,
+    BACKENDS,
+    HF,
+    KVPRESS,
+    LMDEPLOY,
+    THINKING_FIELDS,
+    VLLM,
+    engine_of,
+    place_rope,
+    place_sampling,
+    place_thinking_budget,
+)
 from ..planning.limits import DEFAULT_MAX_SEQ_LEN
 from ..tasks import type_name
 from .signatures import class_params
@@ -53,22 +66,15 @@ __all__ = [
     "kvpress_sweep",
 ]
 
-HF = "opencompass.models.HuggingFacewithChatTemplate"
-VLLM = "opencompass.models.VLLMwithChatTemplate"
-LMDEPLOY = "opencompass.models.TurboMindModelwithChatTemplate"
-API = "needlebench.opencompass.api.ResilientOpenAISDK"
-KVPRESS = "needlebench.opencompass.kvpress_model.KVPressModel"
 KEEP_UNANSWERED = "needlebench.opencompass.api.keep_unanswered"  # by dotted name, as OpenCompass looks it up
 # OpenCompass's think strip, which its reasoning-model configs attach (a plain config cannot dump a function)
 EXTRACT_NON_REASONING = "opencompass.utils.text_postprocessors.extract_non_reasoning_content"
-OC_API = "opencompass.models.OpenAISDK"
 # The meta template API models get: a dataset's turns as chat messages, generation starting at the BOT turn,
 # instead of every turn joined into one text as for a base model (where an answer turn adds "\n\n"). A system
 # turn falls back to HUMAN and joins the prompt with a newline, as the one text did: the bytes stay as before.
 CHAT_META_TEMPLATE = dict(
     round=[dict(role="HUMAN", api_role="HUMAN"), dict(role="BOT", api_role="BOT", generate=True)],
 )
-BACKENDS = {"hf": HF, "vllm": VLLM, "lmdeploy": LMDEPLOY, "api": API, "kvpress": KVPRESS}
 # Why vllm_model takes no thinking budget: what the user does instead
 NO_INPROC_BUDGET = (
     "in-process vLLM cannot enforce a thinking budget beside OpenCompass 0.5.4: the newest vLLM that installs with it "
@@ -76,16 +82,6 @@ NO_INPROC_BUDGET = (
     "environment); serve the model (python -m vllm.entrypoints.openai.api_server --reasoning-parser NAME) and use "
     "api_model(..., thinking_budget=N)"
 )
-
-# How a server takes a thinking budget in a chat request's body (``api_model(thinking_budget=N, thinking_field=...)``):
-# vLLM's own field (its OpenAI server, 0.32 here; the server needs --reasoning-parser or --reasoning-config, or it
-# refuses the request), the model's chat template variable (SGLang and vLLM pass chat_template_kwargs on; only a
-# template that reads it, Qwen3's, acts on it, and nothing enforces it), NVIDIA NIM's budget control.
-THINKING_FIELDS = {
-    "vllm": ("thinking_token_budget",),
-    "chat_template": ("chat_template_kwargs", "thinking_budget"),
-    "nim": ("nvext", "max_thinking_tokens"),
-}
 
 
 def smollm2_gguf() -> tuple[str, str]:
@@ -230,16 +226,14 @@ def hf_model(
         max_out_len: the output budget in tokens.
         batch_size: prompts per batch.
         num_gpus: GPUs the model is spread over.
-        rope: a :func:`rope_scaling` block, set as ``model_kwargs["rope_scaling"]``.
+        rope: a :func:`rope_scaling` block, placed where the engine reads it (:mod:`needlebench.placement`).
         kwargs: further arguments of the model class or OpenCompass's model config (checked).
 
     Raises:
         ConfigError: an argument the model class does not take.
     """
     model_kwargs = dict(kwargs.pop("model_kwargs", {}) or {})
-    if rope:
-        model_kwargs["rope_scaling"] = rope
-    return dict(
+    cfg = dict(
         type=HF,
         abbr=abbr,
         path=path,
@@ -250,6 +244,7 @@ def hf_model(
         run_cfg=dict(num_gpus=num_gpus),
         **kwargs,
     )
+    return place_rope(cfg, rope) if rope else cfg
 
 
 @checked_keywords(lambda: _takes(HF))
@@ -283,7 +278,7 @@ def kvpress_model(
             ``press="SnapKVPress"``).
         max_out_len: the output budget in tokens.
         num_gpus: GPUs the model is spread over.
-        rope: a :func:`rope_scaling` block, set as ``model_kwargs["rope_scaling"]``.
+        rope: a :func:`rope_scaling` block (as :func:`hf_model` takes it).
         kwargs: further arguments of OpenCompass's HuggingFace model (``model_kwargs``, ``stop_words``...).
 
     Raises:
@@ -329,7 +324,7 @@ def kvpress_sweep(
         ConfigError: not a HuggingFace model, no press or ratio, a repeated one, or a check of
             :func:`kvpress_model` failing.
     """
-    if _backend(type_name(model.get("type"))) != HF:
+    if engine_of(model) != HF:
         raise ConfigError(f"kvpress_sweep: {model.get('abbr')!r} is not a HuggingFace model (hf_model)")
     if not presses or not ratios or not queries:
         raise ConfigError("kvpress_sweep: give at least one press, one ratio and one query mode")
@@ -391,8 +386,8 @@ def vllm_model(
         tp: tensor-parallel size (and GPUs requested).
         max_out_len: the output budget in tokens.
         batch_size: prompts per batch.
-        rope: a :func:`rope_scaling` block, passed through ``hf_overrides``.
-        rope_key: the ``hf_overrides`` key for ``rope``; ``"rope_parameters"`` with vLLM builds on transformers 5.
+        rope: a :func:`rope_scaling` block, placed where vLLM reads it (:mod:`needlebench.placement`).
+        rope_key: the name vLLM reads ``rope`` under; ``"rope_parameters"`` with vLLM builds on transformers 5.
         gpu_memory_utilization: the share of GPU memory vLLM may take.
         generation_kwargs: sampling settings (default greedy, ``temperature=0``).
         thinking_budget: refused with its reason (:data:`NO_INPROC_BUDGET`): serve the model and use
@@ -411,10 +406,8 @@ def vllm_model(
         gpu_memory_utilization=gpu_memory_utilization,
         enable_prefix_caching=True,
     )
-    if rope:
-        model_kwargs["hf_overrides"] = {rope_key: rope}
     model_kwargs.update(kwargs.pop("model_kwargs", {}) or {})
-    return dict(
+    cfg = dict(
         type=VLLM,
         abbr=abbr,
         path=path,
@@ -426,6 +419,7 @@ def vllm_model(
         run_cfg=dict(num_gpus=tp),
         **kwargs,
     )
+    return place_rope(cfg, rope, rope_key) if rope else cfg
 
 
 @checked_keywords(lambda: _takes(LMDEPLOY))
@@ -436,7 +430,7 @@ def lmdeploy_model(
     tp: int = 1,
     max_out_len: int = 1024,
     batch_size: int = 16,
-    rope_scaling_factor: float | None = None,
+    rope: dict | None = None,
     gen_config: dict | None = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
@@ -449,24 +443,17 @@ def lmdeploy_model(
         tp: tensor-parallel size (and GPUs requested).
         max_out_len: the output budget in tokens.
         batch_size: prompts per batch (also the engine's ``max_batch_size``).
-        rope_scaling_factor: the engine's RoPE scaling factor, if any.
+        rope: a dynamic :func:`rope_scaling` block (TurboMind scales dynamically only), placed where the engine
+            reads it (:mod:`needlebench.placement`).
         gen_config: sampling settings (default greedy: ``top_k=1``, ``max_new_tokens=max_out_len``).
         kwargs: further arguments of the model class or OpenCompass's model config (checked).
 
     Raises:
-        ConfigError: an argument the model class does not take, or ``rope_scaling_factor`` with
-            ``backend="pytorch"``: LMDeploy's ``PytorchEngineConfig`` has no such field (0.18) and
-            OpenCompass drops unknown engine keys silently, so the model would run unscaled.
+        ConfigError: an argument the model class does not take, a non-dynamic ``rope``, or ``rope`` with
+            ``backend="pytorch"`` (:func:`needlebench.placement.place_rope`: that engine would run unscaled).
     """
     engine: dict[str, Any] = dict(session_len=max_seq_len, max_batch_size=batch_size, tp=tp, enable_prefix_caching=True)
-    if rope_scaling_factor and kwargs.get("backend", "turbomind") != "turbomind":
-        raise ConfigError(
-            f"lmdeploy_model({abbr!r}): rope_scaling_factor works with the TurboMind backend only; LMDeploy's "
-            "PyTorch engine takes RoPE scaling from the model's config.json (or hf_overrides in engine_config)"
-        )
-    if rope_scaling_factor:
-        engine["rope_scaling_factor"] = float(rope_scaling_factor)
-    return dict(
+    cfg = dict(
         type=LMDEPLOY,
         abbr=abbr,
         path=path,
@@ -478,6 +465,7 @@ def lmdeploy_model(
         run_cfg=dict(num_gpus=tp),
         **kwargs,
     )
+    return place_rope(cfg, rope) if rope else cfg
 
 
 @checked_keywords(lambda: _takes(API))
@@ -556,7 +544,7 @@ def api_model(
             budget that is not a whole number of tokens (0 or more), or an unknown ``thinking_field``.
     """
     if thinking_budget is not None:
-        kwargs.update(_thinking(abbr, thinking_budget, thinking_field, kwargs.get("extra_body")))
+        kwargs.update(place_thinking_budget(abbr, thinking_budget, thinking_field, kwargs.get("extra_body")))
     if key_env is not None and key != "EMPTY":
         raise ConfigError(f"api_model({abbr!r}): give key or key_env, not both (key_env names the key's variable)")
     if kwargs.get("pred_postprocessor"):  # it must let a failed request's prediction object through
@@ -588,23 +576,6 @@ def api_model(
     return cfg
 
 
-def _thinking(abbr: str, budget: Any, field_name: str, extra_body: dict[str, Any] | None) -> dict[str, Any]:
-    """The model config keys that ask a server for a thinking budget: the body field and the record of it."""
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
-        raise ConfigError(
-            f"model {abbr!r}: thinking_budget={budget!r}; give a whole number of tokens, 0 or more (0: no thinking)"
-        )
-    if field_name not in THINKING_FIELDS:
-        raise ConfigError(f"model {abbr!r}: thinking_field={field_name!r}; choose from {sorted(THINKING_FIELDS)}")
-    body = json.loads(json.dumps(extra_body or {}))
-    *outer, last = THINKING_FIELDS[field_name]
-    node = body
-    for name in outer:
-        node = node.setdefault(name, {})
-    node[last] = budget
-    return dict(extra_body=body, thinking_budget=budget, thinking_field=field_name)
-
-
 @checked_keywords()
 def thinking_sweep(model: dict[str, Any], budgets: list[int] | tuple[int, ...]) -> list[dict[str, Any]]:
     """One model per thinking budget, each named for it (``<abbr>@think-<N>``), for one run: the budget as an axis.
@@ -620,7 +591,7 @@ def thinking_sweep(model: dict[str, Any], budgets: list[int] | tuple[int, ...]) 
         ConfigError: a model that is not an API model, no budgets, a repeated one, or a bad one (named).
     """
     abbr = model.get("abbr", "model")
-    kind = _backend(type_name(model.get("type")))
+    kind = engine_of(model)
     if kind == VLLM:
         raise ConfigError(f"thinking_sweep({abbr!r}): {NO_INPROC_BUDGET}")
     if kind != API:
@@ -630,7 +601,10 @@ def thinking_sweep(model: dict[str, Any], budgets: list[int] | tuple[int, ...]) 
     field_name = str(model.get("thinking_field") or "vllm")
     out = []
     for budget in budgets:  # _thinking sets each budget where the model's own one stood, if it had one
-        swept = {**model, **_thinking(f"{abbr}@think-{budget}", budget, field_name, model.get("extra_body"))}
+        swept = {
+            **model,
+            **place_thinking_budget(f"{abbr}@think-{budget}", budget, field_name, model.get("extra_body")),
+        }
         swept["abbr"] = f"{abbr}@think-{budget}"
         out.append(swept)
     return out
@@ -707,80 +681,24 @@ def with_sampling(model: dict[str, Any], temperature: float, top_p: float) -> di
     Raises:
         ConfigError: the model's type is not one of the supported backends.
     """
-    out = dict(model)
-    kind = _backend(type_name(out.get("type")))
-    if kind is None:
-        raise ConfigError(f"with_sampling: unknown model type {type_name(out.get('type'))!r}")
-    if kind == KVPRESS:
-        raise ConfigError(f"with_sampling({out.get('abbr')!r}): a KV-cache press model decodes greedily")
-    if kind in (VLLM, HF):
-        extra = dict(do_sample=True) if kind == HF else {}
-        out["generation_kwargs"] = {
-            **(out.get("generation_kwargs") or {}),
-            **extra,
-            "temperature": temperature,
-            "top_p": top_p,
-        }
-    elif kind == LMDEPLOY:
-        gen = {k: v for k, v in (out.get("gen_config") or {}).items() if k != "top_k"}
-        out["gen_config"] = {**gen, "temperature": temperature, "top_p": top_p}
-    else:
-        out["temperature"] = temperature
-        out["openai_extra_kwargs"] = {**(out.get("openai_extra_kwargs") or {}), "top_p": top_p}
-    return out
+    return place_sampling(model, temperature, top_p)
 
 
 @checked_keywords()
 def with_rope(model: dict[str, Any], rope: dict[str, Any] | None, rope_key: str = "rope_scaling") -> dict[str, Any]:
-    """A copy of ``model`` whose engine applies ``rope`` (a :func:`rope_scaling` block), as that engine takes it.
-
-    HuggingFace: ``model_kwargs.rope_scaling`` (``from_pretrained`` sets it on the model's config); vLLM:
-    ``model_kwargs.hf_overrides[rope_key]`` (``"rope_parameters"`` with vLLM builds on transformers 5);
-    LMDeploy's TurboMind: ``engine_config.rope_scaling_factor`` (dynamic scaling only: another kind is
-    refused rather than run as dynamic). ``None`` takes any run scaling off (the model's own config stands).
+    """A copy of ``model`` whose engine applies ``rope`` (a :func:`rope_scaling` block), in the field that engine
+    reads (:func:`needlebench.placement.place_rope`); ``None`` takes any run scaling off.
 
     Args:
         model: a model config from one of this module's builders or an OpenCompass model file.
         rope: the scaling block, or None.
-        rope_key: vLLM's ``hf_overrides`` key.
+        rope_key: the name vLLM reads the block under.
 
     Raises:
-        ConfigError: an API model (its server decides the scaling: start it with the scaling instead), an
-            unknown model type, or a non-dynamic kind for LMDeploy.
+        ConfigError: an API model (its server decides the scaling), an unknown model type, LMDeploy's PyTorch
+            engine, or a non-dynamic kind for LMDeploy's TurboMind.
     """
-    out = dict(model)
-    kind = _backend(type_name(out.get("type")))
-    if kind not in (HF, KVPRESS, VLLM, LMDEPLOY):
-        raise ConfigError(
-            f"with_rope({out.get('abbr')!r}): a {type_name(out.get('type'))!r} model takes no RoPE scaling from its "
-            "config; an API model's server applies it (vLLM: --hf-overrides '{\"rope_scaling\": ...}')"
-        )
-    if kind == LMDEPLOY:
-        engine = {k: v for k, v in (out.get("engine_config") or {}).items() if k != "rope_scaling_factor"}
-        if rope is not None:
-            if rope.get("rope_type") != "dynamic":
-                raise ConfigError(
-                    f"with_rope({out.get('abbr')!r}): LMDeploy's TurboMind takes dynamic scaling only "
-                    f"(rope_scaling_factor), not {rope.get('rope_type')!r}"
-                )
-            engine["rope_scaling_factor"] = float(rope["factor"])
-        out["engine_config"] = engine
-        return out
-    kwargs = dict(out.get("model_kwargs") or {})
-    if kind in (HF, KVPRESS):
-        kwargs.pop("rope_scaling", None)
-        if rope is not None:
-            kwargs["rope_scaling"] = dict(rope)
-    else:
-        rope_keys = ("rope_scaling", "rope_parameters")  # either spelling a vLLM build reads: none left behind
-        overrides = {k: v for k, v in (kwargs.get("hf_overrides") or {}).items() if k not in rope_keys}
-        if rope is not None:
-            overrides[rope_key] = dict(rope)
-        kwargs["hf_overrides"] = overrides
-        if not overrides:
-            kwargs.pop("hf_overrides")
-    out["model_kwargs"] = kwargs
-    return out
+    return place_rope(model, rope, rope_key)
 
 
 @checked_keywords()
@@ -803,7 +721,7 @@ def rope_sweep(
         factors: the factors, e.g. ``(1, 2, 4)``; each at least 1 (a sweep extends).
         kind: ``yarn`` or ``dynamic`` (:func:`rope_scaling`).
         original_max_position_embeddings: the model's trained window, where the scaling needs it.
-        rope_key: vLLM's ``hf_overrides`` key (:func:`with_rope`).
+        rope_key: the name vLLM reads the block under (:func:`with_rope`).
 
     Raises:
         ConfigError: no factors, one repeated or below 1, or an engine that cannot take the scaling.
@@ -826,13 +744,6 @@ def rope_sweep(
     return out
 
 
-def _backend(name: str) -> str | None:
-    """The backend a dotted or short type name stands for (OpenCompass's own OpenAISDK counts as the API)."""
-    short = {v.rsplit(".", 1)[1]: v for v in (*BACKENDS.values(), OC_API)}
-    key = name if name in (*BACKENDS.values(), OC_API) else short.get(name.rsplit(".", 1)[-1])
-    return API if key == OC_API else key
-
-
 _REQUIRED = {
     HF: ("path", "max_out_len", "batch_size"),
     VLLM: ("path", "max_out_len", "batch_size", "model_kwargs"),
@@ -846,7 +757,7 @@ def check_model(cfg: dict[str, Any]) -> list[str]:
     """Problems with a model config, without importing its engine (empty list = fine)."""
     problems: list[str] = []
     name = type_name(cfg.get("type"))
-    key = _backend(name)
+    key = engine_of(cfg)
     if key is None:
         return [f"unknown model type {name!r}; choose from {sorted(v.rsplit('.', 1)[1] for v in _REQUIRED)}"]
     for field in _REQUIRED[key]:

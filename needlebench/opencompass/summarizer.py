@@ -36,6 +36,7 @@ from opencompass.utils import dataset_abbr_from_cfg, get_logger, model_abbr_from
 from ..aggregate.effective_length import EffectiveRule
 from ..errors import OutOfMemory, OutOfSpace
 from ..report.html import build_report
+from ..runfolder.plan_file import retry_command
 from ..runfolder.retries import failed_requests
 from ..runfolder.stopped import check_stages
 from ..tasks import is_needlebench
@@ -123,7 +124,7 @@ class NeedleBenchSummarizer:
         if failed:
             logger.warning(
                 f"{failed} requests failed and are left out of every score; ask them again, every answered "
-                f"sample kept: needlebench retry {run}"
+                f"sample kept: {retry_command(run)}"
             )
 
 

@@ -287,19 +287,39 @@ def import_with_stand_ins(stand_ins: Mapping[str, StandIns] = STAND_INS) -> None
             continue
         for name in spec.first:
             importlib.import_module(name)
-        if any(package in sys.modules for package in spec.packages):
+        shells = {p: n for p, n in spec.packages.items() if isinstance(sys.modules.get(p), _LazyPackage)}
+        if any(package in sys.modules and package not in shells for package in spec.packages):
             continue
         stand_in: dict[str, types.ModuleType] = {}
         for package, names in spec.packages.items():
-            stand_in.update(_stand_in_package(package, names))
+            if package not in shells:
+                stand_in.update(_stand_in_package(package, names))
         sys.modules.update(stand_in)
         try:
-            with _answering(spec.functions):
+            with _answering(spec.functions), _names_on_shells(shells):
                 importlib.import_module(module)
         finally:
             for name, value in stand_in.items():
                 if sys.modules.get(name) is value:
                     del sys.modules[name]
+
+
+@contextlib.contextmanager
+def _names_on_shells(shells: Mapping[str, Mapping[str, Any]]) -> Iterator[None]:
+    """Each lazy package's listed names stood in on the package itself inside the block (a name read from a lazy
+    shell imports its submodule, and whatever that imports); after it, a name read resolves as usual."""
+    placed: list[tuple[types.ModuleType, str]] = []
+    for package, names in shells.items():
+        shell = sys.modules[package]
+        for name, value in names.items():
+            if name not in shell.__dict__:
+                setattr(shell, name, _LazyName(package, name) if value is LAZY else value)
+                placed.append((shell, name))
+    try:
+        yield
+    finally:
+        for shell, name in placed:
+            shell.__dict__.pop(name, None)
 
 
 class _LazyPackage(types.ModuleType):

@@ -355,7 +355,8 @@ def planned_cells(dataset: dict) -> dict | None:
 
 
 def overlength_cells(original: dict, limited: dict, ratio: float = 1.0) -> dict | None:
-    """Which cells of a dataset a model's limit shortens or skips (the ``needlebench_overlength.json`` entry).
+    """Which cells of a dataset a model's limit shortens or skips (a model's ``overlength`` entry in the run's plan,
+    ``needlebench_plan.json``).
 
     Args:
         original: the dataset config as written.

@@ -5,9 +5,8 @@ with a 32k native window and no RoPE scaling, run at 128k, returns a grid of nea
 result, after the GPU hours are spent. The window is in the model's own ``config.json``: its
 ``max_position_embeddings``; under a ``rope_scaling`` block, the ``original_max_position_embeddings`` it was
 trained with and the factor that stretches it; a ``sliding_window`` where every layer slides. The run's own
-scaling (the :func:`~needlebench.opencompass.models.rope_scaling` block an engine builder passes: HF
-``model_kwargs.rope_scaling``, vLLM ``hf_overrides``, LMDeploy ``engine_config.rope_scaling_factor``) replaces
-the model's.
+scaling (the :func:`~needlebench.opencompass.models.rope_scaling` block a builder places where its engine reads
+it, read back by :func:`needlebench.placement.asked_rope`) replaces the model's.
 
 The file is read from a local model folder, or from the local Hugging Face cache for a hub name (nothing is
 downloaded); where neither holds it (an API model, a scripted model), the window is unknown and nothing is
@@ -27,9 +26,10 @@ from typing import Any
 
 from ..cache.rows import load_rows
 from ..errors import ConfigError
+from ..placement import asked_rope, scaling_of
 from ..tasks import config_params, get_task
 
-__all__ = ["Window", "beyond_cells", "check_windows", "read_window", "run_scaling"]
+__all__ = ["Window", "beyond_cells", "check_windows", "read_window"]
 
 
 @dataclass(frozen=True)
@@ -91,34 +91,6 @@ def _config_file(path: str) -> Path | None:
     return Path(cached) if isinstance(cached, str) else None
 
 
-def _scaling_block(block: Any) -> dict[str, Any] | None:
-    """A RoPE scaling block as ``{"kind", "factor", "original"}``; None for none or the default rotation."""
-    if not isinstance(block, Mapping):
-        return None
-    kind = block.get("rope_type") or block.get("type")
-    factor = block.get("factor")
-    if not kind or kind == "default" or factor is None:
-        return None
-    return {"kind": str(kind), "factor": float(factor), "original": block.get("original_max_position_embeddings")}
-
-
-def run_scaling(model: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The RoPE scaling a model config asks its engine for, read where each builder writes it.
-
-    Args:
-        model: the model config (HF ``model_kwargs.rope_scaling``; vLLM ``model_kwargs.hf_overrides``
-            ``rope_scaling`` or ``rope_parameters``; LMDeploy ``engine_config.rope_scaling_factor``, dynamic).
-    """
-    kwargs = model.get("model_kwargs") or {}
-    overrides = kwargs.get("hf_overrides") or {}
-    for block in (kwargs.get("rope_scaling"), overrides.get("rope_scaling"), overrides.get("rope_parameters")):
-        found = _scaling_block(block)
-        if found:
-            return found
-    factor = (model.get("engine_config") or {}).get("rope_scaling_factor")
-    return {"kind": "dynamic", "factor": float(factor), "original": None} if factor else None
-
-
 def read_window(model: Mapping[str, Any]) -> Window | None:
     """The window of a model config, or None where its ``config.json`` cannot be read offline.
 
@@ -142,8 +114,8 @@ def read_window(model: Mapping[str, Any]) -> Window | None:
     positions = config.get("max_position_embeddings")
     if not isinstance(positions, int) or positions <= 0:
         return None
-    own = _scaling_block(config.get("rope_scaling") or config.get("rope_parameters"))
-    ask = run_scaling(model)
+    own = scaling_of(config.get("rope_scaling") or config.get("rope_parameters"))
+    ask = asked_rope(model)
     sliding = config.get("sliding_window")
     layer_types = config.get("layer_types") or ()
     mixed = (  # some layers attend to everything (Gemma 2 and 3, Cohere 2 say it one of these ways)

@@ -403,7 +403,7 @@ def summary_table(
     that cell's score and of every aggregate above it (language, task, suite),
     counted in ``shortened``, and the cell is marked incomplete with a note
     such as "3 of 110 shortened (excluded)". Samples skipped as over length
-    (from ``needlebench_overlength.json``) are counted in ``skipped``. ``planned`` is the run's plan's
+    (each model's ``overlength`` in the run's plan) are counted in ``skipped``. ``planned`` is the run's plan's
     count (``RunResults.planned()``), never what could be read: it is scored + shortened + skipped + failed
     + unreadable + truncated_excluded, and anything short of it is missing (the cell incomplete, "no
     results for ..."); a record that could not be read back is counted in ``unreadable``. ``truncated%`` is the

@@ -51,7 +51,7 @@ from ..tasks import config_params, get_task, is_needlebench
 from .carryover import carry_over, requeue_failed
 from .pieces import repair_predictions
 from .plan_diff import plan_changes
-from .plan_file import PLAN_FILE, StoredPlan, read_stored, write_stored
+from .plan_file import PLAN_FILE, StoredPlan, read_stored, resume_command, write_stored
 from .request import RunRequest, clear_request, read_request
 
 __all__ = [
@@ -156,8 +156,7 @@ def _stopped(run: Path, changes: list[str]) -> PlanChanged:
     return PlanChanged(
         f"this run's stored plan ({run / PLAN_FILE}) is not what the config gives now; nothing was asked of any "
         f"model.\n{lines}\nEither run into a new work dir (leave out -r), or re-plan this one, keeping every answer "
-        f"still valid (same prompt, model and output budget) and asking the rest: needlebench run CONFIG "
-        f"-w {run.parent} -r {run.name} --replan"
+        f"still valid (same prompt, model and output budget) and asking the rest: {resume_command(run, replan=True)}"
     )
 
 

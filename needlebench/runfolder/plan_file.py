@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 from ..files import atomic_write
 from ..planning.run import RunPlan
 
-__all__ = ["PLAN_FILE", "StoredPlan", "read_plan", "read_stored", "write_stored"]
+__all__ = ["PLAN_FILE", "StoredPlan", "read_plan", "read_stored", "resume_command", "retry_command", "write_stored"]
 
 log = logging.getLogger(__name__)
 
@@ -104,3 +105,35 @@ def read_plan(run: Path | str) -> RunPlan | None:
     """
     stored = read_stored(run)
     return stored.plan if stored is not None else None
+
+
+def resume_command(run: Path | str, config: Path | str = "CONFIG", replan: bool = False) -> str:
+    """The one command that continues a run from its stored plan, quoted for a shell: ``needlebench run CONFIG -w
+    PARENT -r NAME`` (``opencompass`` takes the same arguments).
+
+    Args:
+        run: the run folder.
+        config: the config to name (the run's stored one where known; ``CONFIG`` where the user picks it).
+        replan: re-plan the run, keeping every answer still valid (``--replan``).
+    """
+    run = Path(run)
+    words = [
+        "needlebench",
+        "run",
+        str(config),
+        "-w",
+        str(run.parent),
+        "-r",
+        run.name,
+        *(["--replan"] if replan else []),
+    ]
+    return " ".join(w if w == "CONFIG" else shlex.quote(w) for w in words)
+
+
+def retry_command(run: Path | str) -> str:
+    """The one command that asks a finished run's failed requests again, every answered sample kept.
+
+    Args:
+        run: the run folder.
+    """
+    return f"needlebench retry {shlex.quote(str(run))}"

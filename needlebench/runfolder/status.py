@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import shlex
 import socket
 import subprocess
 import time
@@ -33,7 +32,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..planning.run import ModelRun, Part, Shard
 from .pieces import piece_done
-from .plan_file import PLAN_FILE, StoredPlan, read_stored
+from .plan_file import PLAN_FILE, StoredPlan, read_stored, resume_command, retry_command
 from .progress_log import Step, read_progress
 
 __all__ = [
@@ -552,8 +551,7 @@ def _commands(status: RunStatus) -> tuple[str, ...]:
         config = stored_config(run)
         if config is None:
             return ()
-        where = f"-w {shlex.quote(str(run.parent))} -r {shlex.quote(run.name)}"
-        return (f"needlebench run {shlex.quote(str(config))} {where}",)
+        return (resume_command(run, config),)
     if status.total("failed"):
-        return (f"needlebench retry {shlex.quote(str(run))}",)
+        return (retry_command(run),)
     return ()
