@@ -79,10 +79,15 @@ def place_rope(model: Mapping[str, Any], rope: Mapping[str, Any] | None, rope_ke
             TurboMind (each would run unscaled, or scaled otherwise, while the plan counted the scaling).
     """
     out, abbr, engine = dict(model), model.get("abbr"), engine_of(model)
-    if engine not in (HF, KVPRESS, VLLM, LMDEPLOY):
+    if engine == API:
         raise ConfigError(
-            f"model {abbr!r}: a {type_name(model.get('type'))!r} model takes no RoPE scaling from its config; an API "
-            "model's server applies it (vLLM: --hf-overrides '{\"rope_scaling\": ...}')"
+            f"model {abbr!r}: an API model takes no RoPE scaling from its config; its server applies it (vLLM: "
+            "--hf-overrides '{\"rope_scaling\": ...}')"
+        )
+    if engine is None:
+        raise ConfigError(
+            f"model {abbr!r}: where a {type_name(model.get('type'))!r} model takes RoPE scaling is not known here; "
+            f"use one of {sorted(v.rsplit('.', 1)[1] for v in BACKENDS.values())}"
         )
     if engine == LMDEPLOY:
         fields = {k: v for k, v in (out.get("engine_config") or {}).items() if k != "rope_scaling_factor"}
@@ -93,10 +98,10 @@ def place_rope(model: Mapping[str, Any], rope: Mapping[str, Any] | None, rope_ke
                     f"(backend={lmdeploy_backend(out)!r}) has no rope_scaling_factor and takes the scaling from the "
                     "model's config.json"
                 )
-            if rope.get("rope_type") != "dynamic":
+            kind = rope.get("rope_type") or rope.get("type")
+            if kind != "dynamic":
                 raise ConfigError(
-                    f"model {abbr!r}: LMDeploy's TurboMind takes dynamic scaling only (rope_scaling_factor), not "
-                    f"{rope.get('rope_type')!r}"
+                    f"model {abbr!r}: LMDeploy's TurboMind takes dynamic scaling only (rope_scaling_factor), not {kind!r}"
                 )
             fields["rope_scaling_factor"] = float(rope["factor"])
         out["engine_config"] = fields
@@ -146,7 +151,9 @@ def asked_rope(model: Mapping[str, Any]) -> dict[str, Any] | None:
         if found:
             return found
     factor = (model.get("engine_config") or {}).get("rope_scaling_factor")
-    return {"kind": "dynamic", "factor": float(factor), "original": None} if factor else None
+    if not factor or lmdeploy_backend(model) != "turbomind":  # the PyTorch engine drops the field: runs unscaled
+        return None
+    return {"kind": "dynamic", "factor": float(factor), "original": None}
 
 
 def engine_rope(engine: Any) -> dict[str, Any] | None:

@@ -26,9 +26,12 @@ import os
 import re
 import subprocess
 import sys
+import sysconfig
 import time
 import zipfile
 from pathlib import Path
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 import pytest
 from conftest import ROOT, USER_CACHE
@@ -70,7 +73,7 @@ def _wheel_named(arg: str) -> str:
     """``arg`` with a wheel's path (``/x/needlebench-0.1-py3-none-any.whl``, ``name[extra] @ file:///x/....whl``)
     replaced by the digest of the metadata pip resolves it by: the same package built elsewhere asks the same."""
     head, at, where = arg.rpartition(" @ ")
-    path = Path(where.removeprefix("file://"))
+    path = Path(url2pathname(urlparse(where).path)) if where.startswith("file:") else Path(where)
     if path.suffix != ".whl":
         return arg
     with zipfile.ZipFile(path) as whl:
@@ -79,16 +82,33 @@ def _wheel_named(arg: str) -> str:
     return f"{head}{at}wheel:{hashlib.sha256(json.dumps(fields).encode()).hexdigest()}"
 
 
+# pip's configuration files, as it reads them (besides $PIP_CONFIG_FILE and this environment's own)
+PIP_CONFIG_FILES = (
+    Path("/etc/pip.conf"),
+    Path.home() / ".pip" / "pip.conf",
+    Path.home() / ".config" / "pip" / "pip.conf",
+)
+
+
 def _question(args: list[str], python: Path | None) -> str:
     """What a resolution answers, as a key: ``args`` (wheels by their metadata), the environment resolved into (its
-    packages' metadata), pip, this Python, the index pip asks and the UTC day (the registry moves)."""
+    packages' metadata), pip and its settings (every ``PIP_*`` variable, its configuration files), this Python and
+    platform, and the UTC day (the registry moves)."""
     import pip
+    from packaging.tags import sys_tags
 
     metas = python.parent.parent.glob("lib/*/site-packages/*.dist-info/METADATA") if python else []
     installed = sorted(json.dumps(_resolved_metadata(m.read_text(encoding="utf-8"))) for m in metas)
-    index = [os.environ.get(k, "") for k in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL")]
+    settings = sorted((k, v) for k, v in os.environ.items() if k.startswith("PIP_"))
+    files = [
+        *PIP_CONFIG_FILES,
+        Path(sys.prefix) / "pip.conf",
+        Path(os.environ.get("PIP_CONFIG_FILE") or "/nonexistent"),
+    ]
+    configs = [f.read_text(encoding="utf-8", errors="replace") for f in files if f.is_file()]
+    here = [pip.__version__, sys.version, sysconfig.get_platform(), str(next(sys_tags()))]
     day = time.strftime("%Y-%m-%d", time.gmtime())
-    parts = [[_wheel_named(a) for a in args], installed, pip.__version__, sys.version, index, day]
+    parts = [[_wheel_named(a) for a in args], installed, settings, configs, here, day]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:24]
 
 
@@ -118,6 +138,9 @@ def _pip(args: list[str], python: Path | None = None) -> dict:
     assert r.returncode == 0, r.stderr[-4000:]
     report = json.loads(r.stdout)
     kept.parent.mkdir(parents=True, exist_ok=True)
+    for old in kept.parent.glob("*.json"):  # answers of an earlier day are never read again
+        if time.time() - old.stat().st_mtime > 2 * 86400:
+            old.unlink(missing_ok=True)
     with atomic_write(kept) as tmp:
         tmp.write_text(r.stdout, encoding="utf-8")
     return report

@@ -151,26 +151,44 @@ def test_the_lean_driver_imports_only_what_a_run_uses_and_finds_registry_names()
     assert found["custom"] is True
 
 
-def test_the_driver_imports_no_model_class_unless_the_command_line_reads_one() -> None:
+ACCELERATED = """
+_base_ = []
+models = [dict(type="opencompass.models.huggingface_above_v4_33.HuggingFacewithChatTemplate", abbr="m", path="/m", max_seq_len=4096,
+               max_out_len=16, batch_size=1, run_cfg=dict(num_gpus=1))]
+datasets = []
+"""
+
+
+def test_the_driver_imports_no_model_class_until_the_command_line_reads_one(tmp_path: Path) -> None:
     """``opencompass.utils.run`` takes eight model classes as it imports; the lean driver stands in for them (no
-    transformers: 1 s of CPU a run), after which ``opencompass.models`` gives the real classes; with
-    ``--accelerator`` or ``--hf-path``, the options that read them, the module holds the real classes."""
+    transformers: 1.5 s of CPU a run) and ``opencompass.models`` still gives the real classes after. A command
+    line that reads them, as OpenCompass's parser takes it (abbreviated, grouped, ``=``-joined), gets the real
+    ones: ``--accelerator`` moves the HuggingFace model to vLLM or LMDeploy, as ``opencompass`` does."""
+    config = tmp_path / "accelerated.py"
+    config.write_text(ACCELERATED, encoding="utf-8")
     code = (
-        "import sys, json\nfrom needlebench.opencompass import driver\n"
-        "assert driver.start_lean(driver.DRIVER_LAZY_PACKAGES, driver.stand_ins_for(sys.argv[1:])) is None\n"
-        "import opencompass.cli.main, opencompass.utils.run as run\n"
-        "loaded = 'transformers' in sys.modules\n"
-        "import importlib\n"
+        "import sys, json, importlib\nfrom needlebench.opencompass import driver\n"
+        "assert driver.start_lean(driver.DRIVER_LAZY_PACKAGES, driver.DRIVER_STAND_INS) is None\n"
+        "driver.real_classes_when_read()\n"
+        "from opencompass.cli.main import parse_args\nfrom opencompass.utils import run\n"
+        "sys.argv = ['opencompass', *sys.argv[1:]]\n"
+        "(model,) = run.get_config_from_arg(parse_args())['models']\n"
         "real = importlib.import_module('opencompass.models').HuggingFacewithChatTemplate\n"
-        "print(json.dumps({'transformers': loaded, 'real': f'{real.__module__}.{real.__name__}',"
-        " 'in_run': run.HuggingFacewithChatTemplate is real}))\n"
+        "print(json.dumps({'transformers': 'transformers' in sys.modules, 'type': str(model['type']),"
+        " 'real': f'{real.__module__}.{real.__name__}'}))\n"
     )
-    lean = _fresh(code, "cfg.py", "-w", "out")
-    assert lean == {"transformers": False, "real": "opencompass.models.huggingface_above_v4_33.HuggingFacewithChatTemplate",
-                    "in_run": False}, lean  # fmt: skip
-    for option in (["--accelerator", "vllm"], ["-a", "lmdeploy"], ["--hf-path", "m"], ["--accelerator=vllm"]):
-        full = _fresh(code, "cfg.py", *option)
-        assert full == {**lean, "transformers": True, "in_run": True}, (option, full)
+    real = "opencompass.models.huggingface_above_v4_33.HuggingFacewithChatTemplate"  # as change_accelerator names it
+    assert _fresh(code, str(config)) == {"transformers": False, "type": real, "real": real}
+    vllm = "opencompass.models.vllm_with_tf_above_v4_33.VLLMwithChatTemplate"
+    lmdeploy = "opencompass.models.turbomind_with_tf_above_v4_33.TurboMindModelwithChatTemplate"
+    for option, moved in (
+        (["--accelerator", "vllm"], vllm),
+        (["-avllm"], vllm),
+        (["--acc", "vllm"], vllm),
+        (["--accel=lmdeploy"], lmdeploy),
+        (["-a", "lmdeploy"], lmdeploy),
+    ):
+        assert _fresh(code, str(config), *option) == {"transformers": True, "type": moved, "real": real}, option
 
 
 def _files(run: Path) -> dict[str, bytes]:

@@ -6,7 +6,8 @@ with ``evaluate``, ``transformers.pipelines`` and ``sklearn``): measured 14 s of
 on every run, on top of what the run does. This entry point runs the very same ``opencompass.cli.main.main``
 with the same arguments after putting the lazy shells of ``task_entry.py`` in place (plus
 ``opencompass.summarizers``), and with ``opencompass.datasets.custom`` stood in for while
-``opencompass.utils.run`` imports (its one name builds a config for ``--custom-dataset-path`` only). The
+``opencompass.utils.run`` imports (its one name builds a config for ``--custom-dataset-path`` only), as are the
+model classes it takes (read only for ``--hf-path`` and ``--accelerator``, which get the real ones). The
 run's files are those ``opencompass`` writes (``tests/test_task_entry.py`` compares the two runs' files).
 
 It also keeps a setting OpenCompass asks for and mmengine drops: OpenCompass loads the config with
@@ -55,7 +56,6 @@ from .task_entry import (
 __all__ = [
     "DRIVER_LAZY_PACKAGES",
     "DRIVER_STAND_INS",
-    "MODEL_OPTIONS",
     "RUN_MODEL_CLASSES",
     "command",
     "hide_keys_on_load",
@@ -63,7 +63,7 @@ __all__ = [
     "main",
     "note_work_dirs",
     "own_run",
-    "stand_ins_for",
+    "real_classes_when_read",
     "work_dir_option",
 ]
 
@@ -77,9 +77,10 @@ DRIVER_STAND_INS = {
     ),
 }
 # The model classes ``opencompass.utils.run`` takes from ``opencompass.models`` as it imports: read only to build a
-# model from the command line (``--hf-path``) or to move a model to another engine (``--accelerator``); each one
-# read imports its module, and the HuggingFace ones transformers (1 s of CPU on every run). Stood in for unless
-# the command line asks for either (:func:`stand_ins_for`).
+# model from the command line (``--hf-path``) or to move a model to another engine (``--accelerator``), both in
+# ``get_config_from_arg``; each one read imports its module, and the HuggingFace ones transformers (1.5 s of CPU
+# on every run). Stood in for while the module imports; :func:`real_classes_when_read` puts the real ones back
+# before a command line that asks for either is read (as OpenCompass parsed it: abbreviations and all).
 RUN_MODEL_CLASSES = (
     "VLLM",
     "HuggingFace",
@@ -90,21 +91,37 @@ RUN_MODEL_CLASSES = (
     "TurboMindModelwithChatTemplate",
     "VLLMwithChatTemplate",
 )
-MODEL_OPTIONS = ("--hf-path", "-a", "--accelerator")  # the options of OpenCompass's command that read them
+DRIVER_STAND_INS["opencompass.utils.run"] = dataclasses.replace(
+    DRIVER_STAND_INS["opencompass.utils.run"],
+    packages={
+        **DRIVER_STAND_INS["opencompass.utils.run"].packages,
+        "opencompass.models": dict.fromkeys(RUN_MODEL_CLASSES, LAZY),
+    },
+)
 
 
-def stand_ins_for(args: list[str]) -> dict[str, StandIns]:
-    """The driver's stand-ins for a command line: with the model classes of ``opencompass.utils.run`` stood in for,
-    unless an option of :data:`MODEL_OPTIONS` reads them.
+def real_classes_when_read() -> None:
+    """``opencompass.utils.run.get_config_from_arg`` putting the real model classes in its module first when the
+    parsed command line builds a model (``hf_path``) or moves one to another engine (``accelerator``).
 
-    Args:
-        args: OpenCompass's arguments (the config and its options).
+    Before ``opencompass.cli.main`` imports (it takes the function by name).
     """
-    if any(a in MODEL_OPTIONS or a.startswith(tuple(f"{o}=" for o in MODEL_OPTIONS)) for a in args):
-        return DRIVER_STAND_INS
-    run = DRIVER_STAND_INS["opencompass.utils.run"]
-    classes = {"opencompass.models": dict.fromkeys(RUN_MODEL_CLASSES, LAZY)}
-    return {**DRIVER_STAND_INS, "opencompass.utils.run": dataclasses.replace(run, packages={**run.packages, **classes})}
+    import importlib
+
+    run = importlib.import_module("opencompass.utils.run")
+    read = run.get_config_from_arg
+    if getattr(read, "_needlebench_real_classes", False):
+        return
+
+    def get_config_from_arg(args: Any) -> Any:
+        if getattr(args, "hf_path", None) or getattr(args, "accelerator", None):
+            models = importlib.import_module("opencompass.models")
+            for name in RUN_MODEL_CLASSES:
+                setattr(run, name, getattr(models, name))
+        return read(args)
+
+    get_config_from_arg._needlebench_real_classes = True  # type: ignore[attr-defined]
+    run.get_config_from_arg = get_config_from_arg
 
 
 def command(python: str = sys.executable) -> list[str]:
@@ -170,10 +187,11 @@ def main(argv: list[str] | None = None) -> None:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     started = time.time()
-    why = start_lean(DRIVER_LAZY_PACKAGES, stand_ins_for(args))  # on another OpenCompass: its imports as they are
+    why = start_lean(DRIVER_LAZY_PACKAGES, DRIVER_STAND_INS)  # on another OpenCompass: its imports as they are
     if why is not None:
         print(f"needlebench: the lean start is off ({why}); OpenCompass is imported in full", file=sys.stderr)
     load_whole_on_registry_miss()
+    real_classes_when_read()
     keep_format_flag()
     hide_keys_on_load()
     from opencompass.cli.main import main as opencompass_main

@@ -393,7 +393,8 @@ def vllm_model(
         thinking_budget: refused with its reason (:data:`NO_INPROC_BUDGET`): serve the model and use
             :func:`api_model`'s.
         kwargs: further arguments of the model class or OpenCompass's model config (checked);
-            ``model_kwargs`` are merged over the engine settings above.
+            ``model_kwargs`` are merged over the engine settings above, and ``rope`` is placed among their
+            overrides (the others kept).
 
     Raises:
         ConfigError: an argument the model class does not take, or a thinking budget.
