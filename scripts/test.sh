@@ -18,13 +18,7 @@ site=$(mktemp -d)
 trap 'rm -rf "$site"' EXIT
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$site"
 # With no arguments: everything but the opt-in sets: the engine tests (tests/test_vllm_inproc.py builds a 9 GB
-# vLLM CPU environment, ~6 min cold) and the whole KV-cache press sweep (tests/test_kv_press.py, ~24 min on
+# vLLM CPU environment, ~6 min cold; tests/test_vllm_server.py's run_batch test starts vLLM's batch engine, ~85 s) and the whole KV-cache press sweep (tests/test_kv_press.py, ~24 min on
 # 2 cores; its wiring test stays in the default set); `bash scripts/test.sh -m engine` (or -m methods) runs them.
 if [ $# -eq 0 ]; then set -- -m "not engine and not methods"; fi
-# One xdist worker more than the cores where memory allows 4 GB a worker: the files that wait on a server, Slurm
-# or a child process leave a core idle, which the extra worker takes (measured on 2 cores: 15:57 with two workers,
-# WORKERS3 with three; peak memory PEAKMEM); else one worker per core, as before.
-cores=$(nproc)
-mem_gb=$(awk '/MemTotal/ {print int($2 / 1048576)}' /proc/meminfo)
-workers=$((mem_gb >= 4 * (cores + 1) ? cores + 1 : cores))
-.venv/bin/python -m pytest -q -rs -p no:cacheprovider --durations=25 -n "$workers" --dist loadfile --no-loadscope-reorder "$@"
+.venv/bin/python -m pytest -q -rs -p no:cacheprovider --durations=25 -n 2 --dist loadfile --no-loadscope-reorder "$@"

@@ -342,6 +342,10 @@ def test_tokens_in_flight_adapt_to_a_rate_limit_and_every_prompt_is_answered_onc
     assert "flow limits halved on HTTP 429 (Retry-After" in said
 
 
+# In the engine set (`bash scripts/test.sh -m engine`): vLLM's offline batch runner starts an engine of its own
+# (about 85 s of a 2-core test run); the batch path's files are checked in the default set against scripted
+# servers (tests/test_reliability.py, tests/test_command_errors.py).
+@pytest.mark.engine
 def test_a_batch_file_through_vllm_run_batch_gives_the_online_predictions_and_scores(
     server: dict[str, str], online: tuple[Path, list[dict], dict[str, float], dict[str, float]], tmp_path: Path
 ) -> None:
