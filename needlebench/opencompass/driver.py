@@ -35,7 +35,6 @@ registry lookup that finds nothing imports the lazy packages whole and looks aga
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import json
 import os
@@ -69,13 +68,6 @@ __all__ = [
 
 # the task entry's packages, and the summarizers (``opencompass.summarizers.subjective`` imports sklearn)
 DRIVER_LAZY_PACKAGES = (*LAZY_PACKAGES, "opencompass.summarizers")
-DRIVER_STAND_INS = {
-    **STAND_INS,
-    "opencompass.utils.run": StandIns(
-        first=("tabulate", "mmengine.config", "opencompass.models", "opencompass.partitioners", "opencompass.runners"),
-        packages={"opencompass.datasets.custom": {"make_custom_dataset_config": LAZY}},
-    ),
-}
 # The model classes ``opencompass.utils.run`` takes from ``opencompass.models`` as it imports: read only to build a
 # model from the command line (``--hf-path``) or to move a model to another engine (``--accelerator``), both in
 # ``get_config_from_arg``; each one read imports its module, and the HuggingFace ones transformers (1.5 s of CPU
@@ -91,13 +83,16 @@ RUN_MODEL_CLASSES = (
     "TurboMindModelwithChatTemplate",
     "VLLMwithChatTemplate",
 )
-DRIVER_STAND_INS["opencompass.utils.run"] = dataclasses.replace(
-    DRIVER_STAND_INS["opencompass.utils.run"],
-    packages={
-        **DRIVER_STAND_INS["opencompass.utils.run"].packages,
-        "opencompass.models": dict.fromkeys(RUN_MODEL_CLASSES, LAZY),
-    },
-)
+DRIVER_STAND_INS = {
+    **STAND_INS,
+    "opencompass.utils.run": StandIns(
+        first=("tabulate", "mmengine.config", "opencompass.models", "opencompass.partitioners", "opencompass.runners"),
+        packages={
+            "opencompass.datasets.custom": {"make_custom_dataset_config": LAZY},
+            "opencompass.models": dict.fromkeys(RUN_MODEL_CLASSES, LAZY),
+        },
+    ),
+}
 
 
 def real_classes_when_read() -> None:

@@ -117,17 +117,9 @@ def resume_command(run: Path | str, config: Path | str = "CONFIG", replan: bool 
         replan: re-plan the run, keeping every answer still valid (``--replan``).
     """
     run = Path(run)
-    words = [
-        "needlebench",
-        "run",
-        str(config),
-        "-w",
-        str(run.parent),
-        "-r",
-        run.name,
-        *(["--replan"] if replan else []),
-    ]
-    return " ".join(w if w == "CONFIG" else shlex.quote(w) for w in words)
+    return shlex.join(
+        ["needlebench", "run", str(config), "-w", str(run.parent), "-r", run.name] + ["--replan"] * replan
+    )
 
 
 def retry_command(run: Path | str) -> str:
