@@ -1,7 +1,8 @@
 """KV-cache compression as an axis: kvpress presses on the bundled SmolLM2, each press and ratio a model of one run.
 
-The checks made before any model loads (one line each); then real OpenCompass runs: the wiring (SnapKV at
-ratio 0 and 0.5 before the question is seen, Finch with it, and the plain model) in the default set, and the
+The checks made before any model loads (one line each); then real OpenCompass runs: the wiring (the plain model,
+SnapKV at ratio 0 swept and at 0.5 built by hand, YaRN x2 swept and Finch over it: two axes, each variant's
+baseline from the plan) in the default set, and the
 issue's whole sweep (three presses, one of them StreamingLLM and one query-aware only, at three ratios, S-RT
 and M-RT at 1k-4k in both languages) in the opt-in ``methods`` set (``bash scripts/test.sh -m methods``).
 
@@ -23,7 +24,7 @@ from conftest import bin_path, run_opencompass
 from needlebench.errors import ConfigError
 from needlebench.methods.kv_press import PressSpec, press_names
 from needlebench.opencompass.models import check_model, kvpress_model, kvpress_sweep, smollm2_folder, smollm2_model
-from needlebench.report.methods import expected_kept
+from needlebench.report.axes import expected_kept
 
 
 def _base() -> dict:
@@ -232,52 +233,85 @@ def _check_caches(run: Path, models: list[str]) -> int:
     return checked
 
 
-WIRED = ["smollm2@finch-0.50-aware", "smollm2@snapkv-0.00-agnostic", "smollm2@snapkv-0.50-agnostic"]
+PRESSED = ["half-kept", "smollm2@snapkv-0.00-agnostic", "smollm2@yarn-x2@finch-0.50-aware"]
 
 
 @pytest.mark.e2e
-def test_presses_run_as_models_of_one_opencompass_run(tmp_path: Path) -> None:
-    """The wiring: the plain model and three press models through the real opencompass; ratio 0 answers byte for
-    byte as the plain model; each sample's cache as its ratio says; every table and the bundle name the methods."""
-    run = _run("tests/configs/e2e_kvpress.py", tmp_path / "work")
+def test_presses_and_a_rope_factor_run_as_models_of_one_opencompass_run(tmp_path: Path) -> None:
+    """The wiring: the plain model, a swept press, a press built by hand, a RoPE-swept model and a press over it,
+    through the real opencompass. Ratio 0 answers byte for byte as the plain model; each sample's cache as its
+    ratio says; each loaded engine says the scaling it ran; every variant finds the model it varies in the plan
+    (the hand-built one by identity, the press over the scaled model that model), never from a name; the tables,
+    curves, difference maps, board labels and the bundle follow."""
+    from needlebench.runfolder.plan_file import read_plan
+    from needlebench.runfolder.request_log import read_requests
+
+    run = _run("tests/configs/e2e_variants.py", tmp_path / "work")
     plain, zero = _predictions(run, "smollm2"), _predictions(run, "smollm2@snapkv-0.00-agnostic")
     assert plain and {k: v["prediction"] for k, v in zero.items()} == plain  # type: ignore[index]
-    assert _check_caches(run, WIRED) == 6
+    assert _check_caches(run, PRESSED) == 6
     # the question part is the row's (meta question_chars): its tokens are the prompt's last ones, uncompressed
-    questions = {r["kv_cache"]["question_tokens"] for r in _records(run, "smollm2@snapkv-0.50-agnostic")}
+    questions = {r["kv_cache"]["question_tokens"] for r in _records(run, "half-kept")}
     # the reference question's part, as SmolLM2 tokenizes it: "\n</Document>\n\nBased on the information in the
     # document, now please answer: What is the official instrument of the Stiskstoulfoun Guild? Please answer in
     # the format of 'The official instrument of the Stiskstoulfoun Guild is ______.'\n" (from the token holding its
     # first newline), the "\n" OpenCompass adds to the turn, and the chat template's end of turn and assistant turn
     assert questions == {62}
-    from needlebench.runfolder.plan_file import read_plan
-
+    scaled = {"factor": 2.0, "original_max_position_embeddings": 8192, "rope_type": "yarn", "type": "yarn"}
+    ran = {
+        m: [r["rope"]["scaling"] for r in read_requests(run / "predictions" / m)]
+        for m in ("smollm2", "smollm2@yarn-x2")
+    }
+    assert ran == {"smollm2": [None], "smollm2@yarn-x2": [scaled]}  # what each loaded engine's config says
     plan = read_plan(run)
-    assert {m.abbr: (m.method or {}).get("press") for m in plan.models} == {
-        "smollm2": None,
-        "smollm2@snapkv-0.00-agnostic": "SnapKVPress",
-        "smollm2@snapkv-0.50-agnostic": "SnapKVPress",
-        "smollm2@finch-0.50-aware": "FinchPress",
+    assert {
+        m.abbr: ((m.window or {}).get("usable"), m.model_variant and (m.model_variant["axis"], m.model_variant["of"]))
+        for m in plan.models
+    } == {
+        "smollm2": (8192, None),
+        "smollm2@snapkv-0.00-agnostic": (8192, ("press", "smollm2")),
+        "half-kept": (8192, ("press", "smollm2")),
+        "smollm2@yarn-x2": (16384, ("rope", "smollm2")),
+        "smollm2@yarn-x2@finch-0.50-aware": (16384, ("press", "smollm2@yarn-x2")),
     }
     with (run / "summary" / "needlebench_methods.csv").open(encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
-    assert sorted(r["model"] for r in rows) == ["smollm2", *WIRED]
-    assert all(r["baseline"] == "smollm2" and r["scored"] == r["samples"] == "2" for r in rows)
+    assert {r["model"]: r["baseline"] for r in rows} == {
+        "smollm2": "smollm2",
+        "smollm2@snapkv-0.00-agnostic": "smollm2",
+        "half-kept": "smollm2",
+        "smollm2@yarn-x2": "smollm2@yarn-x2",
+        "smollm2@yarn-x2@finch-0.50-aware": "smollm2@yarn-x2",
+    }
+    assert all(r["scored"] == r["samples"] == "2" for r in rows)
     assert all(r["kept as the ratio says"] == "True" for r in rows if r["press"] != "none")
+    with (run / "summary" / "needlebench_rope_factors.csv").open(encoding="utf-8") as fh:
+        factors = {r["model"]: (r["factor"], r["baseline"], r["scored"]) for r in csv.DictReader(fh)}
+    assert factors == {"smollm2": ("1.00", "smollm2", "2"), "smollm2@yarn-x2": ("2.00", "smollm2", "2")}
     bundle = json.loads((run / "summary" / "results.json").read_text(encoding="utf-8"))
-    assert sorted(bundle["methods"]) == WIRED
+    assert {m: (v["axis"], v["of"]) for m, v in bundle["variants"].items()} == {
+        "smollm2@snapkv-0.00-agnostic": ("press", "smollm2"),
+        "half-kept": ("press", "smollm2"),
+        "smollm2@yarn-x2": ("rope", "smollm2"),
+        "smollm2@yarn-x2@finch-0.50-aware": ("press", "smollm2@yarn-x2"),
+    }
     board = {r["model"]: r["labels"] for r in bundle["leaderboard"]}
-    assert board["smollm2@snapkv-0.50-agnostic"] | {"suite": "", "protocol": ""} == {
-        "suite": "",
-        "protocol": "",
+    assert {k: board["half-kept"][k] for k in ("press", "ratio", "query")} == {
         "press": "SnapKVPress",
         "ratio": "0.50",
         "query": "agnostic",
     }
-    assert board["smollm2"]["press"] == "none"
+    assert board["smollm2"]["press"] == "none" and board["smollm2"]["rope"] == "none"
+    assert (board["smollm2@yarn-x2"]["factor"], board["smollm2@yarn-x2"]["press"]) == ("2", "none")
     figures = {p.name for p in (run / "summary" / "figures").iterdir()}
-    assert "kv_ratio_S-RT_en_smollm2.png" in figures
-    assert {f"diffmap_srt_en_smollm2_{m.split('@')[1]}_vs_smollm2.png" for m in WIRED} <= figures
+    assert {"kv_ratio_S-RT_en_smollm2.png", "rope_factor_S-RT_en_smollm2.png"} <= figures
+    # each variant against the model it varies, and nothing else
+    assert {p for p in figures if p.startswith("diffmap_")} == {
+        "diffmap_srt_en_smollm2_snapkv-0.00-agnostic_vs_smollm2.png",
+        "diffmap_srt_en_half-kept_vs_smollm2.png",
+        "diffmap_srt_en_smollm2_yarn-x2_vs_smollm2.png",
+        "diffmap_srt_en_smollm2_yarn-x2_finch-0.50-aware_vs_smollm2_yarn-x2.png",
+    }
     verified = subprocess.run(
         [bin_path("needlebench"), "verify", str(run / "summary" / "results.json"), str(run)],
         capture_output=True,

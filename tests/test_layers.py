@@ -105,3 +105,18 @@ def test_the_checker_sees_an_upward_import(tmp_path: Path) -> None:
     fake.parent.mkdir(parents=True)
     fake.write_text("from ..tasks import get_task\nfrom . import matching\n", encoding="utf-8")
     assert _imports(fake, tmp_path / "needlebench") == [(1, "needlebench.tasks"), (2, "needlebench.grading.matching")]
+
+
+def test_no_code_reads_a_models_name_to_learn_what_it_is() -> None:
+    """A model's variant (what it varies, which model it varies) is a record in the plan (``planning.variants``):
+    no module splits an abbr at ``@`` or matches a sweep's name part (``@think-``, ``@rope-``, a press's name)."""
+    import re
+
+    reading = re.compile(r"""split\(\s*["']@|partition\(\s*["']@|["']@(think|rope|yarn|snapkv)|SWEPT\b""")
+    found = [
+        f"{p.relative_to(PACKAGE)}:{n}"
+        for p in PACKAGE.rglob("*.py")
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if reading.search(line)
+    ]
+    assert found == [], found

@@ -179,16 +179,22 @@ def test_the_driver_imports_no_model_class_until_the_command_line_reads_one(tmp_
     )
     real = "opencompass.models.huggingface_above_v4_33.HuggingFacewithChatTemplate"  # as change_accelerator names it
     assert _fresh(code, str(config)) == {"transformers": False, "type": real, "real": real}
-    vllm = "opencompass.models.vllm_with_tf_above_v4_33.VLLMwithChatTemplate"
     lmdeploy = "opencompass.models.turbomind_with_tf_above_v4_33.TurboMindModelwithChatTemplate"
-    for option, moved in (
-        (["--accelerator", "vllm"], vllm),
-        (["-avllm"], vllm),
-        (["--acc", "vllm"], vllm),
-        (["--accel=lmdeploy"], lmdeploy),
-        (["-a", "lmdeploy"], lmdeploy),
-    ):
-        assert _fresh(code, str(config), *option) == {"transformers": True, "type": moved, "real": real}, option
+    assert _fresh(code, str(config), "-a", "lmdeploy") == {"transformers": True, "type": lmdeploy, "real": real}
+    # what decides it is the parsed accelerator: every spelling OpenCompass's parser takes reads as one (one process)
+    spellings = [["--accelerator", "vllm"], ["-avllm"], ["--acc", "vllm"], ["--accel=lmdeploy"], ["-a", "lmdeploy"]]
+    parsed = (
+        "import sys, json\nfrom needlebench.opencompass import driver\n"
+        "assert driver.start_lean(driver.DRIVER_LAZY_PACKAGES, driver.DRIVER_STAND_INS) is None\n"
+        "from opencompass.cli.main import parse_args\nread = []\n"
+        f"for option in {spellings!r}:\n"
+        "    sys.argv = ['opencompass', sys.argv[1], *option]\n    read.append(parse_args().accelerator)\n"
+        "print(json.dumps({'read': read, 'transformers': 'transformers' in sys.modules}))\n"
+    )
+    assert _fresh(parsed, str(config)) == {
+        "read": ["vllm", "vllm", "vllm", "lmdeploy", "lmdeploy"],
+        "transformers": False,
+    }
 
 
 def _files(run: Path) -> dict[str, bytes]:

@@ -135,7 +135,7 @@ def test_an_honoured_budget_keeps_every_reasoning_within_it_and_counts_those_it_
         ("8", "1000"),
         ("8", "2000"),
     ]
-    assert all(r["swept from"] == "think" and r["not enforced"] == "0" and r["answered"] == "3" for r in rows)
+    assert all(r["baseline"] == "think" and r["not enforced"] == "0" and r["samples"] == "3" for r in rows)
     assert [int(r["stopped at the budget"]) for r in rows if r["budget"] == "8"] == [3, 3]
     from PIL import Image
 

@@ -29,9 +29,9 @@ HF_VALID = (
     "'peft_path', 'pred_postprocessor', 'rope', 'run_cfg', 'stop_words', 'summarizer_abbr', 'tokenizer_kwargs', "
     "'tokenizer_only', 'tokenizer_path', 'type'"
 )
-KVPRESS_VALID = HF_VALID.replace("'batch_size', ", "'batch_size', 'compression_ratio', ").replace(
-    "'pred_postprocessor', ", "'pred_postprocessor', 'press', 'press_kwargs', 'query', "
-)
+KVPRESS_VALID = HF_VALID.replace(
+    "'batch_padding', 'batch_size', ", "'baseline', 'batch_padding', 'batch_size', 'compression_ratio', "
+).replace("'pred_postprocessor', ", "'pred_postprocessor', 'press', 'press_kwargs', 'query', ")
 
 
 def _refusal(make: Callable[[], Any]) -> str:

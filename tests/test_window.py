@@ -228,41 +228,6 @@ def test_a_rope_sweep_is_one_model_per_factor_as_each_engine_takes_it(tmp_path: 
         assert "\n" not in str(err.value)
 
 
-@pytest.mark.e2e
-def test_a_rope_sweep_runs_in_one_opencompass_run_and_each_prediction_file_records_its_scaling(tmp_path: Path) -> None:
-    """SmolLM2 as it ships and under YaRN x2, one run: the engine's own config of each loaded model says what
-    ran (``needlebench_requests.jsonl``), and the plan holds each factor's window and requests."""
-    from needlebench.runfolder.plan_file import read_plan
-    from needlebench.runfolder.request_log import read_requests
-
-    config = "tests/configs/e2e_rope_sweep.py"
-    done = subprocess.run(
-        [bin_path("needlebench"), "run", config, "-w", str(tmp_path / "work")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    (run,) = (tmp_path / "work").iterdir()
-    ran = {m: read_requests(run / "predictions" / m) for m in ("smollm2@rope-x1", "smollm2@yarn-x2")}
-    assert {m: [r["rope"]["scaling"] for r in lines] for m, lines in ran.items()} == {
-        "smollm2@rope-x1": [None],
-        "smollm2@yarn-x2": [
-            {"factor": 2.0, "original_max_position_embeddings": 8192, "rope_type": "yarn", "type": "yarn"}
-        ],
-    }
-    plan = read_plan(run)
-    assert [(m.abbr, m.window["usable"]) for m in plan.models] == [
-        ("smollm2@rope-x1", 8192),
-        ("smollm2@yarn-x2", 16384),
-    ]
-    assert [sum(s.samples for s in m.shards) for m in plan.models] == [2, 2]  # each factor's requests counted
-    for m in ran:
-        result = json.loads((run / "results" / m / "needlebench_srt_en_4k.json").read_text(encoding="utf-8"))
-        assert result["num_scored"] == 2  # every sample of each factor scored
-
-
 def test_review_cases_gemma_layers_llama_scaling_and_paths_that_are_no_hub_names(tmp_path: Path) -> None:
     """Gemma 2/3 say their layers mix sliding and full attention without layer_types; a run's scaling block
     without an original stretches max_position_embeddings (as HF and LMDeploy do); a relative path that is no

@@ -25,6 +25,7 @@ from ..files import atomic_write
 from ..grading.evaluation import grade_rows, metric_names, write_results
 from ..jsonl import iter_jsonl
 from ..record import ScoreOptions, Unanswered, cut_prediction
+from ..runfolder.score_record import write_score_record
 from ..tasks import get_task
 from ..terminal import Counting
 from .export import ExportedDataset, read_parquet_export
@@ -197,5 +198,4 @@ def _write_record(run: ScoreRun, predictions: Path, export: Path, model: str, da
         "problems": run.problems,
         "datasets": [d.info for d in datasets],
     }
-    with atomic_write(run.run_dir / "needlebench_score.json") as tmp:
-        tmp.write_text(json.dumps(record, indent=1), encoding="utf-8")
+    write_score_record(run.run_dir, record)

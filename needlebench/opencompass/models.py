@@ -41,6 +41,8 @@ from ..placement import (
     place_thinking_budget,
 )
 from ..planning.limits import DEFAULT_MAX_SEQ_LEN
+from ..planning.variants import VARIANT_KEY, stamp, variant_abbr
+from ..planning.variants import axis as variant_axis
 from ..tasks import type_name
 from .signatures import class_params
 
@@ -64,6 +66,7 @@ __all__ = [
     "thinking_sweep",
     "kvpress_model",
     "kvpress_sweep",
+    "sweep",
 ]
 
 KEEP_UNANSWERED = "needlebench.opencompass.api.keep_unanswered"  # by dotted name, as OpenCompass looks it up
@@ -259,6 +262,7 @@ def kvpress_model(
     max_out_len: int = 1024,
     num_gpus: int = 1,
     rope: dict | None = None,
+    baseline: str | None = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
     """A HuggingFace model whose prompts are prefilled under a kvpress KV-cache press (one sample at a time).
@@ -279,6 +283,8 @@ def kvpress_model(
         max_out_len: the output budget in tokens.
         num_gpus: GPUs the model is spread over.
         rope: a :func:`rope_scaling` block (as :func:`hf_model` takes it).
+        baseline: the abbr of the run's model this one compresses; None: the run's model of the same config
+            without the press, if there is one (:mod:`needlebench.planning.variants`).
         kwargs: further arguments of OpenCompass's HuggingFace model (``model_kwargs``, ``stop_words``...).
 
     Raises:
@@ -292,7 +298,8 @@ def kvpress_model(
     out = hf_model(
         abbr, path, max_seq_len, max_out_len=max_out_len, batch_size=1, num_gpus=num_gpus, rope=rope, **kwargs
     )
-    return {**out, "type": KVPRESS, "kv_press": spec.to_dict()}
+    out = {**out, "type": KVPRESS, "kv_press": spec.to_dict()}
+    return stamp(out, "press", baseline) if baseline else out
 
 
 @checked_keywords()
@@ -305,12 +312,12 @@ def kvpress_sweep(
     baseline: bool = True,
 ) -> list[dict[str, Any]]:
     """The uncompressed model plus one model per press x ratio x query mode, for one run: KV-cache
-    compression as an axis.
+    compression as an axis (:func:`sweep` over ``"press"``).
 
-    Each is named ``<abbr>@<press>-<ratio>-<query>`` (``smollm2@snapkv-0.50-agnostic``); the baseline keeps
-    the model's abbr, and the report's method view compares every method with it. A query mode a press does
-    not support (FinchPress is query-aware only) is left out for that press; a press that supports none of
-    the modes asked is refused.
+    Each is named ``<abbr>@<press>-<ratio>-<query>`` (``smollm2@snapkv-0.50-agnostic``) and recorded in the plan
+    as a variant of the model; the baseline keeps the model's abbr, and the report's axis view compares every
+    method with it. A query mode a press does not support (FinchPress is query-aware only) is left out for that
+    press; a press that supports none of the modes asked is refused.
 
     Args:
         model: an :func:`hf_model` config (the baseline as it is).
@@ -324,8 +331,6 @@ def kvpress_sweep(
         ConfigError: not a HuggingFace model, no press or ratio, a repeated one, or a check of
             :func:`kvpress_model` failing.
     """
-    if engine_of(model) != HF:
-        raise ConfigError(f"kvpress_sweep: {model.get('abbr')!r} is not a HuggingFace model (hf_model)")
     if not presses or not ratios or not queries:
         raise ConfigError("kvpress_sweep: give at least one press, one ratio and one query mode")
     for name, values in (("presses", presses), ("ratios", ratios), ("queries", queries)):
@@ -334,31 +339,94 @@ def kvpress_sweep(
     unknown = sorted(set(queries) - set(QUERY_MODES))
     if unknown:
         raise ConfigError(f"kvpress_sweep: query modes {unknown}; choose from {QUERY_MODES}")
-    base = {k: v for k, v in model.items() if k not in ("type", "abbr", "path", "max_seq_len", "max_out_len")}
-    base.pop("batch_size", None)
-    base.pop("run_cfg", None)
-    abbr = str(model.get("abbr", "model"))
-    out = [dict(model)] if baseline else []
+    specs = []
     for press in presses:
         modes = [q for q in queries if q == "aware" or press not in AWARE_ONLY]
         if not modes:
             raise ConfigError(f"kvpress_sweep: {press} supports query='aware' only; add it to queries")
-        for query in modes:
-            for ratio in ratios:
-                made = kvpress_model(
-                    abbr,
-                    str(model["path"]),
-                    int(model["max_seq_len"]),
-                    press=press,
-                    compression_ratio=ratio,
-                    query=query,
-                    press_kwargs=(press_kwargs or {}).get(press),
-                    max_out_len=int(model.get("max_out_len", 1024)),
-                    num_gpus=int((model.get("run_cfg") or {}).get("num_gpus", 1)),
-                    **base,
-                )
-                made["abbr"] = f"{abbr}@{PressSpec.of(made['kv_press']).name}"
-                out.append(made)
+        specs += [
+            dict(press=press, compression_ratio=r, query=q, settings=(press_kwargs or {}).get(press) or {})
+            for q in modes
+            for r in ratios
+        ]
+    return sweep(model, "press", specs, baseline=baseline)
+
+
+def _pressed(model: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    """``model`` under the press ``spec`` (``PressSpec.to_dict``), built by :func:`kvpress_model`."""
+    if engine_of(model) not in (HF, KVPRESS):
+        raise ConfigError(f"kvpress_sweep: {model.get('abbr')!r} is not a HuggingFace model (hf_model)")
+    kept = ("type", "abbr", "path", "max_seq_len", "max_out_len", "batch_size", "run_cfg", "kv_press", VARIANT_KEY)
+    return kvpress_model(
+        str(model.get("abbr", "model")),
+        str(model["path"]),
+        int(model["max_seq_len"]),
+        press=spec["press"],
+        compression_ratio=spec["compression_ratio"],
+        query=spec["query"],
+        press_kwargs=spec.get("settings") or None,
+        max_out_len=int(model.get("max_out_len", 1024)),
+        num_gpus=int((model.get("run_cfg") or {}).get("num_gpus", 1)),
+        **{k: v for k, v in model.items() if k not in kept},
+    )
+
+
+def _budgeted(model: dict[str, Any], budget: int) -> dict[str, Any]:
+    """``model`` asking its server for a thinking budget of ``budget`` tokens."""
+    abbr = model.get("abbr", "model")
+    if engine_of(model) == VLLM:
+        raise ConfigError(f"thinking_sweep({abbr!r}): {NO_INPROC_BUDGET}")
+    if engine_of(model) != API:
+        raise ConfigError(f"thinking_sweep({abbr!r}): an api_model config; its server is asked for each budget")
+    field_name = str(model.get("thinking_field") or "vllm")
+    return {**model, **place_thinking_budget(str(abbr), budget, field_name, model.get("extra_body"))}
+
+
+# How each axis's value is set on a model config (model, value, vLLM's rope key): where a sweep builds its variants
+_SET_ON: dict[str, Any] = {
+    "press": lambda model, spec, _key: _pressed(model, spec),
+    "thinking_budget": lambda model, budget, _key: _budgeted(model, budget),
+    "rope": place_rope,
+}
+
+
+@checked_keywords()
+def sweep(
+    model: dict[str, Any] | list[dict[str, Any]],
+    axis: str,
+    values: list[Any] | tuple[Any, ...],
+    baseline: bool = False,
+    rope_key: str = "rope_scaling",
+) -> list[dict[str, Any]]:
+    """One model per value of an axis, each stamped with what it varies and which model it varies (the plan
+    records it; reports take value and baseline from there), and named for it once: ``<abbr>@<setting>``.
+
+    Composable: given a list of models (an earlier sweep's), every one of them is swept; a press over a RoPE-swept
+    model varies that swept model.
+
+    Args:
+        model: a model config, or a list of them.
+        axis: ``"press"`` (values: ``kv_press`` dicts: press, compression_ratio, query, settings),
+            ``"thinking_budget"`` (values: budgets in tokens) or ``"rope"`` (values: :func:`rope_scaling` blocks;
+            None for the model's own rotation).
+        values: the settings, none repeated.
+        baseline: put each model as it is before its variants.
+        rope_key: the name vLLM reads a RoPE block under (:func:`with_rope`).
+
+    Raises:
+        ConfigError: an unknown axis, no value or a repeated one, or a model that cannot take the setting.
+    """
+    ax = variant_axis(axis)
+    out: list[dict[str, Any]] = []
+    for one in model if isinstance(model, list) else [model]:
+        abbr = str(one.get("abbr", "model"))
+        if not values or len({json.dumps(v, sort_keys=True) for v in values}) != len(values):
+            raise ConfigError(f"sweep({abbr!r}, {axis!r}): values {list(values)} must be given, none repeated")
+        out += [dict(one)] if baseline else []
+        for value in values:
+            made = stamp(_SET_ON[ax.name](dict(one), value, rope_key), ax.name, abbr)
+            made["abbr"] = variant_abbr(abbr, ax.name, ax.read(made))
+            out.append(made)
     return out
 
 
@@ -579,7 +647,8 @@ def api_model(
 
 @checked_keywords()
 def thinking_sweep(model: dict[str, Any], budgets: list[int] | tuple[int, ...]) -> list[dict[str, Any]]:
-    """One model per thinking budget, each named for it (``<abbr>@think-<N>``), for one run: the budget as an axis.
+    """One model per thinking budget, each named for it (``<abbr>@think-<N>``), for one run: the budget as an axis
+    (:func:`sweep` over ``"thinking_budget"``).
 
     Each copy asks its server for its budget as the model's ``thinking_field`` spells it (:func:`api_model`).
     ``needlebench plan`` counts every budget's requests.
@@ -591,24 +660,7 @@ def thinking_sweep(model: dict[str, Any], budgets: list[int] | tuple[int, ...]) 
     Raises:
         ConfigError: a model that is not an API model, no budgets, a repeated one, or a bad one (named).
     """
-    abbr = model.get("abbr", "model")
-    kind = engine_of(model)
-    if kind == VLLM:
-        raise ConfigError(f"thinking_sweep({abbr!r}): {NO_INPROC_BUDGET}")
-    if kind != API:
-        raise ConfigError(f"thinking_sweep({abbr!r}): an api_model config; its server is asked for each budget")
-    if not budgets or len(set(budgets)) != len(budgets):
-        raise ConfigError(f"thinking_sweep({abbr!r}): budgets {list(budgets)} must be given, none repeated")
-    field_name = str(model.get("thinking_field") or "vllm")
-    out = []
-    for budget in budgets:  # _thinking sets each budget where the model's own one stood, if it had one
-        swept = {
-            **model,
-            **place_thinking_budget(f"{abbr}@think-{budget}", budget, field_name, model.get("extra_body")),
-        }
-        swept["abbr"] = f"{abbr}@think-{budget}"
-        out.append(swept)
-    return out
+    return sweep(model, "thinking_budget", list(budgets))
 
 
 def _flow_settings(tokens: int | None, requests: int | None, patience: float) -> dict[str, Any]:
@@ -731,18 +783,8 @@ def rope_sweep(
         raise ConfigError("rope_sweep: give at least one factor, e.g. factors=(1, 2, 4)")
     if len(set(factors)) != len(factors) or any(f < 1 for f in factors):
         raise ConfigError(f"rope_sweep: factors {list(factors)} must be different and at least 1")
-    abbr = model.get("abbr", "model")
-    out = []
-    for factor in factors:
-        if factor == 1:
-            swept = with_rope(model, None, rope_key)
-            swept["abbr"] = f"{abbr}@rope-x1"
-        else:
-            block = rope_scaling(kind, factor, original_max_position_embeddings)
-            swept = with_rope(model, block, rope_key)
-            swept["abbr"] = f"{abbr}@{kind}-x{factor:g}"
-        out.append(swept)
-    return out
+    blocks = [None if f == 1 else rope_scaling(kind, f, original_max_position_embeddings) for f in factors]
+    return sweep(model, "rope", blocks, rope_key=rope_key)
 
 
 _REQUIRED = {

@@ -46,6 +46,7 @@ from ..errors import ConfigError, OutOfMemory, OutOfSpace, PlanChanged
 from ..planning.limits import is_api_model
 from ..planning.run import ModelRun, part_config
 from ..planning.settings import RunSettings
+from ..planning.variants import VARIANT_KEY
 from ..preflight.api_server import check_api_server, check_thinking_budget
 from ..preflight.devices import check_devices, task_gpus
 from ..preflight.slurm import check_slurm, is_slurm_runner
@@ -70,6 +71,8 @@ def _task_config(pairs: list[tuple[dict, dict]], work_dir: str, add_cfg: dict) -
     mmengine formats that text with yapf unless told not to, which for a task of a few hundred dataset
     pieces cost the driver 40 of a 4k run's 115 CPU seconds (``bench/pipeline_cost_4k_before.json``). The text
     without the formatting is the same Python, read back to the same config.
+
+    A model's variant stamp (``planning.variants.VARIANT_KEY``) is the plan's, not the model class's: it is left out.
     """
     models: list[dict] = []
     datasets: list[list[dict]] = []
@@ -78,6 +81,7 @@ def _task_config(pairs: list[tuple[dict, dict]], work_dir: str, add_cfg: dict) -
             models.append(model)
             datasets.append([])
         datasets[-1].append(dataset)
+    models = [{k: v for k, v in m.items() if k != VARIANT_KEY} for m in models]
     return Config({"models": models, "datasets": datasets, "work_dir": work_dir, **add_cfg}, format_python_code=False)
 
 

@@ -31,6 +31,7 @@ from .limits import (
     token_shards,
 )
 from .settings import RunSettings
+from .variants import Variant, plan_variants
 from .window import beyond_cells, read_window
 
 __all__ = [
@@ -109,6 +110,8 @@ class ModelRun:
             (:func:`~needlebench.planning.window.beyond_cells`): the run stops on them, or marks them.
         method: the KV-cache press the model runs under (``methods.kv_press.PressSpec.to_dict``); None for
             a model without one.
+        model_variant: what the model varies and which model it varies (``planning.variants.Variant.to_dict``); None
+            for a model that is no variant.
     """
 
     abbr: str
@@ -120,6 +123,7 @@ class ModelRun:
     window: Mapping[str, Any] | None = None
     beyond_window: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     method: Mapping[str, Any] | None = None
+    model_variant: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -207,6 +211,7 @@ class RunPlan:
                 window=m.get("window"),
                 beyond_window=m.get("beyond_window", {}),
                 method=m.get("method"),
+                model_variant=m.get("model_variant"),
             )
             for m in data["models"]
         )
@@ -220,6 +225,7 @@ def _model_run(
     model: dict,
     datasets: Sequence[dict],
     planned: Mapping[str, Mapping[str, Any]],
+    variant: Variant | None = None,
 ) -> ModelRun:
     """One model's limits, over-length cells and shards; ``planned`` is every dataset's planned cells (the same
     for every model: computed once by :func:`plan_run`)."""
@@ -274,6 +280,7 @@ def _model_run(
         window.to_dict() if window else None,
         beyond,
         method,
+        variant.to_dict() if variant else None,
     )
 
 
@@ -299,7 +306,14 @@ def plan_run(
     """
     limits = limits or Limits(settings, logger)
     planned = {d["abbr"]: planned_cells(d) or {} for d in datasets if is_needlebench(d)}
-    return RunPlan(settings, tuple(_model_run(limits, settings, m, datasets, planned) for m in models))
+    variants, notes = plan_variants(models)
+    for note in notes:
+        if logger is not None:
+            logger.warning(note)
+    return RunPlan(
+        settings,
+        tuple(_model_run(limits, settings, m, datasets, planned, variants.get(str(m.get("abbr")))) for m in models),
+    )
 
 
 def part_config(dataset: dict, limit: Limit, part: Part) -> dict:

@@ -36,11 +36,11 @@ from ..files import atomic_write
 from ..record import GradedSample
 from ..runfolder.request_log import read_requests, request_totals
 from ..runfolder.retries import retry_totals
+from ..runfolder.score_record import config_files
 from ..tasks import all_tasks
-from .budgets import budget_table
+from .axes import VIEWS, axis_table, variants_of
 from .comparability import REFERENCE_CORPUS
 from .leaderboard import PUBLISHED, build_boards
-from .methods import baselines, method_table, methods_of
 from .parity_link import find_parity_link, installed_version
 from .results import RunResults, load_results, run_dirs
 from .tables import effective_length_table, summary_table
@@ -106,13 +106,11 @@ def report_tables(results: RunResults) -> dict[str, pd.DataFrame]:
         mine = [r for r in results.records if r.task == spec.name]
         if report and mine:
             out.update(report(mine, results.models, skipped).tables)
-    budgets = budget_table(results.records)
-    if not budgets.empty:
-        out["needlebench_thinking_budgets"] = budgets
-    methods = methods_of(results.records)
-    table = method_table(results.records, methods, baselines(results.models, methods))
-    if not table.empty:
-        out["needlebench_methods"] = table
+    variants = variants_of(results.variants, results.records)
+    for axis, view in VIEWS.items():
+        table = axis_table(results.records, variants, axis)
+        if not table.empty:
+            out[view.table] = table
     return out
 
 
@@ -140,9 +138,8 @@ def _config(runs: Sequence[Path]) -> dict[str, Any]:
     ``needlebench score`` keeps of the export it graded (``needlebench_score.json``)."""
     files = {}
     for run in runs:
-        for path in sorted(run.glob("configs/*.py")) + [run / "needlebench_score.json"]:
-            if path.is_file():
-                files[f"{run.name}/{path.relative_to(run).as_posix()}"] = _digest(path.read_bytes())
+        for path in config_files(run):
+            files[f"{run.name}/{path.relative_to(run).as_posix()}"] = _digest(path.read_bytes())
     joined = "".join(f"{k}:{v}\n" for k, v in sorted(files.items())).encode("utf-8")
     return {"files": files, "digest": _digest(joined) if files else None}
 
@@ -222,7 +219,7 @@ def make_bundle(results: RunResults, runs: Sequence[Path]) -> dict[str, Any]:
         },
         "runs": [r.name for r in runs],
         "models": results.models,
-        "methods": methods_of(records),
+        "variants": {m: v.to_dict() for m, v in sorted(variants_of(results.variants, records).items())},
         "dataset_version": _counts(records, "version"),
         "protocol": _counts(records, "protocol"),
         "profile": _counts(records, "profile"),
@@ -391,8 +388,8 @@ def verify_bundle(bundle: Path, run: Path) -> Verification:
             f"({unreadable[0].dataset}: {unreadable[0].error_detail})"
         )
     _compare_samples(posted["samples"], found["samples"], v)
-    posted.setdefault("methods", {})  # a bundle made before methods were recorded: a run without any
-    for key in ("models", "methods", "dataset_version", "protocol", "profile", "options"):
+    posted.setdefault("variants", {})  # a bundle made before variants were recorded: a run without any
+    for key in ("models", "variants", "dataset_version", "protocol", "profile", "options"):
         if posted.get(key) != found[key]:
             v.failures.append(f"{key}: {posted.get(key)!r} in the bundle, {found[key]!r} from the samples")
     if posted.get("config", {}).get("files") != found["config"]["files"]:

@@ -23,11 +23,10 @@ from ..record import GradedSample
 from ..tasks import all_tasks
 from ..terminal import Counting
 from . import figures, tables
-from .budgets import budget_curve_png, budget_table
+from .axes import VIEWS, axis_curve_png, axis_table, variants_of
 from .csp import page_head
 from .cutoff import LEGEND, CutOff, grid_cut_offs
 from .drilldown import SCRIPT, STYLE, Heatmap, SampleIndex, cell_key, drilldown_script, grid_html
-from .methods import baselines, method_table, methods_of, ratio_curve_png
 from .results import RunResults, check_comparable, load_results
 
 __all__ = ["build", "build_report", "write_report", "significance_lines", "how_to_read", "Report"]
@@ -168,14 +167,7 @@ def assemble(results: RunResults, progress: Counting | None = None) -> Report:
             parts = report(mine, models, skipped)
             rep.tables.update(parts.tables)
             rep.figures.update(parts.figures)
-    budgets = budget_table(results.records)  # a thinking-budget sweep: score by budget, and whether it held
-    if not budgets.empty:
-        rep.tables["needlebench_thinking_budgets"] = budgets
-        for (swept, task, lang), _ in budgets.groupby(["swept from", "task", "lang"]):
-            curve = budget_curve_png(budgets, swept, task, lang)
-            if curve is not None:
-                rep.figures[f"thinking_budget_{_safe(task)}_{lang.lower()}_{_safe(swept)}"] = curve
-    bases = _method_view(rep, results, specs, skipped)
+    pairs = _axis_views(rep, results, specs, skipped)
     for spec in specs:
         answered = [r for r in results.records if r.task == spec.name and r.answered]  # cut off and left out too
         for lang in sorted({r.lang for r in answered}):
@@ -191,8 +183,7 @@ def assemble(results: RunResults, progress: Counting | None = None) -> Report:
                 cells = {cell_key(d, L): sorted({rep.samples.add(r) for r, _ in rs}) for (d, L), rs in members.items()}
                 rep.heatmaps.append(Heatmap(key, label, g, cells, cut))
     if len(models) >= 2 and "needlebench_summary" in rep.tables:
-        for other in models[1:]:
-            base = bases.get(other, models[0])  # a press model against its own uncompressed baseline
+        for base, other in pairs:
             diff = tables.difference_table(results.records, base, other, skipped)
             rep.tables[f"diff_{_safe(other)}_vs_{_safe(base)}"] = diff
             for spec in specs:
@@ -206,35 +197,37 @@ def assemble(results: RunResults, progress: Counting | None = None) -> Report:
     return rep
 
 
-def _method_view(rep: Report, results: RunResults, specs: Sequence[Any], skipped: Any) -> dict[str, str]:
-    """The KV-cache method view (``report.methods``): the method table, score by ratio per task and language,
-    and each task's own figures per press and query mode (the baseline beside each ratio: M-RT's recall by
-    needle position per ratio). Returns each press model's baseline, which its difference maps are drawn
-    against."""
-    methods = methods_of(results.records)
-    bases = baselines(rep.models, methods)
-    table = method_table(results.records, methods, bases)
-    if table.empty:
-        return {}
-    rep.tables["needlebench_methods"] = table
-    for (base, task, lang), _ in table.groupby(["baseline", "task", "lang"]):
-        if base:
-            curve = ratio_curve_png(table, base, task, lang)
+def _axis_views(rep: Report, results: RunResults, specs: Sequence[Any], skipped: Any) -> list[tuple[str, str]]:
+    """The view of every axis the run's models vary along (``report.axes``): its table, the score by value per
+    task and language, and each task's own figures per series (M-RT's recall by needle position per ratio, the
+    varied model beside). Returns the pairs the difference maps compare: each variant with the model it varies
+    where that ran, the other models with the first of them in the configs' order."""
+    variants = variants_of(results.variants, results.records)
+    for axis, view in VIEWS.items():
+        table = axis_table(results.records, variants, axis)
+        if table.empty:
+            continue
+        rep.tables[view.table] = table
+        for (base, task, lang), _ in table.groupby(["baseline", "task", "lang"]):
+            curve = axis_curve_png(table, axis, base, task, lang) if base else None
             if curve is not None:
-                rep.figures[f"kv_ratio_{_safe(task)}_{lang.lower()}_{_safe(base)}"] = curve
-    groups: dict[tuple[str, str, str], list[str]] = {}
-    for model, m in methods.items():
-        groups.setdefault((bases.get(model, ""), str(m["press"]), str(m["query"])), []).append(model)
-    for (base, press, query), members in sorted(groups.items()):
-        shown = ([base] if base else []) + sorted(members, key=lambda x: float(methods[x]["compression_ratio"]))
+                rep.figures[f"{view.figure}_{_safe(task)}_{lang.lower()}_{_safe(base)}"] = curve
+    groups: dict[tuple[str, str], list[str]] = {}
+    for model, v in variants.items():
+        groups.setdefault((v.of or "", v.series), []).append(model)
+    for (base, series), members in sorted(groups.items()):
+        shown = ([base] if base in rep.models else []) + sorted(members, key=lambda m: variants[m].value or 0.0)
         for spec in specs:
             report = spec.aggregation().report
             mine = [r for r in results.records if r.task == spec.name and r.model in shown]
-            if report is None or not mine:
+            if report is None or not mine or len(shown) < 2:
                 continue
             for name, figure in report(mine, shown, skipped).figures.items():
-                rep.figures[f"{name}_{_safe(press)}_{query}_{_safe(base)}"] = figure
-    return bases
+                rep.figures[f"{name}_{_safe(series.replace(' ', '_'))}_{_safe(base)}"] = figure
+    order = results.in_order
+    paired = [(v.of, m) for m in order if (v := variants.get(m)) is not None and v.of in order]
+    rest = [m for m in order if m not in {other for _, other in paired}]
+    return paired + [(rest[0], m) for m in rest[1:]]
 
 
 def _with_cells(grid: pd.DataFrame, cut: Mapping[tuple[float | None, int], CutOff]) -> pd.DataFrame:

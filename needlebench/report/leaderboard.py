@@ -40,9 +40,9 @@ from ..record import GradedSample
 from ..tasks import all_tasks, get_task
 from ..tasks.profiles import get_profile
 from ..taskspec import Basis
+from .axes import board_labels, variants_of
 from .comparability import Comparability, row_comparability
 from .cutoff import Budgets, CutOff
-from .methods import baselines, method_labels, methods_of
 from .parity_link import find_parity_link
 from .published import PublishedTable, load_published
 from .results import RunResults, load_results, run_dirs
@@ -370,11 +370,10 @@ def measured_rows(results: RunResults, source: str) -> list[Row]:
     for r in results.records:
         groups[(str(r.model), str(r.get("profile") or "v2"), str(r.get("protocol") or "not recorded"))].append(r)
     summary = set(summary_tasks())
-    methods = methods_of(results.records)
-    bases = baselines(results.models, methods)
+    variants = variants_of(results.variants, results.records)
     rows: list[Row] = []
     for (model, profile, protocol), records in sorted(groups.items()):
-        method = method_labels(model, methods, bases)  # a KV-cache press's settings, a column each
+        method = board_labels(model, variants, results.models)  # a variant's setting (press, ratio...), a column each
         sparse = [r for r in records if r.task in summary]
         if sparse:
             suite_row = _suite_row(

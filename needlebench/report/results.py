@@ -15,6 +15,7 @@ as ``unreadable`` and placed in its cell by the plan, so its cell is counted who
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -25,6 +26,7 @@ from typing import Any
 from ..aggregate.effective_length import EffectiveRule
 from ..errors import ConfigError
 from ..jsonl import BadLine, iter_jsonl
+from ..planning.variants import Variant
 from ..record import GradedSample
 from ..runfolder.plan_file import PLAN_FILE, StoredPlan
 from ..runfolder.retries import retry_totals
@@ -113,6 +115,8 @@ class RunResults:
     claimed_given: dict[str, int] = field(default_factory=dict)  # claimed lengths given explicitly (over the plan's)
     # (model, task, lang, cell) -> (samples past the model's context window, the window said), from the plan
     beyond: dict[tuple[str, str, str, Any], tuple[int, str]] = field(default_factory=dict)
+    variants: dict[str, Variant] = field(default_factory=dict)  # model -> what it varies, from the plan
+    order: list[str] = field(default_factory=list)  # the models in their configs' order, from the plans
 
     def claim(self, given: Mapping[str, Any] | None) -> None:
         """Take the lengths models claim where given explicitly (a summarizer's ``claimed``, ``needlebench report
@@ -147,6 +151,12 @@ class RunResults:
     def models(self) -> list[str]:
         """The models with records, sorted."""
         return sorted({str(r.model) for r in self.records})
+
+    @property
+    def in_order(self) -> list[str]:
+        """The models with records in their configs' order (as the plans list them), then any others, sorted."""
+        found = set(self.models)
+        return [m for m in dict.fromkeys(self.order) if m in found] + [m for m in self.models if m not in self.order]
 
     def skipped(self) -> dict[tuple[str, str, str, Any], int]:
         """Samples skipped as over length, per (model, task, lang, cell).
@@ -212,7 +222,9 @@ def load_results(paths: list[Path], label_by_dir: bool = False) -> RunResults:
         for run in runs:
             out.sources.append(str(run))
             prefix = f"{root.name}/" if label_by_dir else ""
-            entries, budgets, cut, claimed = _read_plan(run / PLAN_FILE, out.warnings, prefix, out.beyond)
+            entries, budgets, cut, claimed = _read_plan(
+                run / PLAN_FILE, out.warnings, prefix, out.beyond, out.variants, out.order
+            )
             out.claimed.update(claimed)
             for entry in cut:
                 overlength[(entry.model, entry.dataset)] = entry
@@ -341,6 +353,8 @@ def _read_plan(
     warnings: list[str],
     prefix: str = "",
     beyond: dict[tuple[str, str, str, Any], tuple[int, str]] | None = None,
+    variants: dict[str, Variant] | None = None,
+    order: list[str] | None = None,
 ) -> tuple[list[Planned], dict[tuple[str, str], int], list[Overlength], dict[str, int]]:
     """What the reports take from a run's plan (``runfolder.plan_file``): each (model, dataset)'s planned cells
     (none where the plan predates them), its output budget (``max_out_len``: its limit's ``out_len``, where
@@ -399,6 +413,12 @@ def _read_plan(
                     key = (f"{prefix}{m.abbr}", entry["task"], entry.get("lang", "en"), coord)
                     if beyond is not None:
                         beyond[key] = (beyond.get(key, (0, ""))[0] + int(n), str(entry["window"]))
+        for m in plan.models:
+            if order is not None:
+                order.append(f"{prefix}{m.abbr}")
+            if m.model_variant and variants is not None:
+                v = Variant.from_dict(m.model_variant)
+                variants[f"{prefix}{m.abbr}"] = dataclasses.replace(v, of=f"{prefix}{v.of}" if v.of else None)
     except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
         warnings.append(f"{path}: unreadable plan ({type(exc).__name__}: {exc}); planned counts are what was read")
         return [], {}, [], {}

@@ -14,5 +14,6 @@ ask this wing. One module per file or decision:
 * ``keys``: no API key written into any file of the run;
 * ``stopped``: why a stage stopped short (a full disk, a memory limit), read from the folder;
 * ``progress_log``: ``needlebench_progress.jsonl``, a step per batch answered (when, how many);
-* ``status``: where a run stands, from these files alone (``needlebench status``, the live view).
+* ``status``: where a run stands, from these files alone (``needlebench status``, the live view);
+* ``score_record``: ``needlebench_score.json``, what ``needlebench score`` graded against what.
 """

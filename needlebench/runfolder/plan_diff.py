@@ -84,7 +84,7 @@ def model_changes(old: ModelRun, new: ModelRun) -> list[str]:
 
 def _method_text(method: Mapping[str, Any] | None) -> str:
     """A stored press (``methods.kv_press.PressSpec.to_dict``) as a user reads it."""
-    return PressSpec.of(method).name() if method else "none"
+    return PressSpec.of(method).name if method else "none"
 
 
 _WINDOW_FIELDS = ("native", "usable", "sliding", "scaling")  # what the window is; its source file aside
