@@ -236,3 +236,35 @@ def place_thinking_budget(
         node = node.setdefault(name, {})
     node[last] = budget
     return dict(extra_body=body, thinking_budget=budget, thinking_field=field_name)
+
+
+def asked_budget(model: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The thinking budget a model config asks its server for (``{"budget", "field"}``), read where
+    :func:`place_thinking_budget` writes it; None for none.
+
+    Args:
+        model: a model config.
+    """
+    budget = model.get("thinking_budget")
+    return None if budget is None else {"budget": int(budget), "field": str(model.get("thinking_field") or "vllm")}
+
+
+def without_thinking_budget(model: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``model`` that asks for no thinking budget: its record and its body field taken off (what
+    :func:`place_thinking_budget` wrote), the rest of the body as it was.
+
+    Args:
+        model: a model config.
+    """
+    asked = asked_budget(model)
+    out = {k: v for k, v in model.items() if k not in ("thinking_budget", "thinking_field")}
+    if asked and isinstance(out.get("extra_body"), Mapping):
+        body = json.loads(json.dumps(out["extra_body"]))
+        *outer, last = THINKING_FIELDS.get(asked["field"], ("",))
+        node = body
+        for name in outer:
+            node = node.get(name) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(last, None)
+        out["extra_body"] = {k: v for k, v in body.items() if v != {}}
+    return out

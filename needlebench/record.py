@@ -25,15 +25,15 @@ A grader that raises is *scored* 0 with error ``grader_error: ...``: the model's
 there, and the error share shows the bug instead of shrinking the denominator unseen
 (the numbers OpenCompass's summary and ours have always given for it).
 
-A failed request travels from the model wrapper to the evaluator as a structured
-prediction (:func:`failed_prediction`), never as text a model could also have written; so does
-an answer an API cut off (:func:`cut_prediction`, ``finish_reason="length"``).
+What a model returned travels from the model wrapper to the evaluator as one typed record
+(:class:`ModelAnswer`), saved as the prediction OpenCompass keeps: a failed request, an answer an API cut
+off (``finish_reason="length"``), the reasoning returned apart, never as text a model could also have written.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 __all__ = [
@@ -50,21 +50,18 @@ __all__ = [
     "TRUNCATED_POLICIES",
     "REASONING_APART",
     "RESERVED_KEYS",
+    "OutputFacts",
+    "OUTPUT_FACTS",
     "Unanswered",
+    "ModelAnswer",
     "failed_prediction",
     "unanswered",
     "cut_prediction",
-    "server_prediction",
     "finish_reason",
     "prediction_text",
     "answer_content",
     "scored_text",
     "postprocessed",
-    "reasoning_text",
-    "server_output_tokens",
-    "server_reasoning_tokens",
-    "thinking_budget_asked",
-    "kv_cache_kept",
 ]
 
 METRICS = ("keyword", "levenshtein")
@@ -78,30 +75,6 @@ TRUNCATED_POLICIES = ("scored", "unscored")
 # alone (the default, every protocol), or OpenCompass's "joined" text (reasoning, think tag, answer)
 REASONING_APART = ("answer", "joined")
 
-# the key of a structured prediction that says the request failed (see ``failed_prediction``)
-_FAILED_KEY = "needlebench_request_failed"
-# the key of a structured prediction that carries the server's finish reason (see ``cut_prediction``)
-_FINISH_KEY = "needlebench_finish_reason"
-# keys of a structured prediction whose reasoning the server returned apart (see ``server_prediction``)
-_REASONING_KEY = "needlebench_reasoning"
-_THINK_TAG_KEY = "needlebench_think_tag"
-_OUTPUT_TOKENS_KEY = "needlebench_output_tokens"
-# the reasoning tokens the server reported, and the thinking budget the request asked for (see ``server_prediction``)
-_REASONING_TOKENS_KEY = "needlebench_reasoning_tokens"
-_THINKING_BUDGET_KEY = "needlebench_thinking_budget"
-# what a KV-cache press kept of the prompt's cache (``methods/compressed_generation.KeptCache.to_dict``)
-_KV_CACHE_KEY = "needlebench_kv_cache"
-# the key of a postprocessed server answer's other reading: OpenCompass's joined text, postprocessed
-_JOINED_KEY = "needlebench_joined"
-_SERVER_KEYS = (
-    _FINISH_KEY,
-    _REASONING_KEY,
-    _OUTPUT_TOKENS_KEY,
-    _JOINED_KEY,
-    _REASONING_TOKENS_KEY,
-    _THINKING_BUDGET_KEY,
-    _KV_CACHE_KEY,
-)
 DETAIL_CHARS = 500  # of a failure message kept in the record
 
 
@@ -241,6 +214,107 @@ class SampleScore:
     extras: Mapping[str, Any] = field(default_factory=dict)
 
 
+def _written(when: str, read: Callable[[Any], Any]) -> Any:
+    """How one fact of :class:`OutputFacts` is kept in a record line: ``when`` it is written (``"always"``,
+    ``"set"``: not None, ``"text"``: set and the prediction kept, or the name of the fact it comes with) and
+    how a value is read back."""
+    return {"when": when, "read": read}
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+@dataclass(frozen=True)
+class OutputFacts:
+    """How a sample's output ended, measured from the model's answer (``grading.outputs.measure``); embedded in
+    its :class:`GradedSample` and written flat in its record line, each fact as its field's metadata says. A new
+    per-request fact is one field here (and where it is measured): the records, ``samples.jsonl``, the readers
+    and ``needlebench verify`` take it from here.
+
+    Attributes:
+        output_tokens: the whole output's length in tokens (None: no output, or not counted).
+        output_tokenizer: what counted them: the model's tokenizer (its path) or ``tiktoken:cl100k_base``
+            where the model has none the evaluator could load.
+        truncated: the output was cut off at its budget (an API's ``finish_reason="length"``, or
+            ``output_tokens`` in the model's own tokenizer reaching ``max_out_len``).
+        think_unclosed: the output opened a ``<think>`` block it never closed.
+        ran_out_reasoning: the output budget ran out while the model was still reasoning: reasoning returned
+            apart, no answer, ``finish_reason="length"``.
+        reasoning: the reasoning a server returned apart from the answer (``reasoning_content`` or vLLM's
+            ``reasoning``), its head and tail where long (the predictions file keeps it whole); None when the
+            server returned none apart.
+        reasoning_tokens: the reasoning's length in tokens: the larger of the server's ``usage.
+            completion_tokens_details.reasoning_tokens`` (a 0 beside returned reasoning is no count) and the
+            reasoning returned apart counted with the model's own tokenizer; None where neither is at hand.
+        thinking_budget: the thinking budget the request asked the server for (``api_model(thinking_budget=...)``);
+            None without one.
+        budget_ignored: the reasoning ran past the thinking budget (more than its tenth over it, and one token:
+            the room a server may take to end a sentence and close the block): the server did not enforce it.
+        budget_reached: the reasoning reached the thinking budget (from one token under it, which vLLM counts
+            in the prompt) without running past it: cut by the budget, not a model that stopped thinking early.
+        kv_cache: what a KV-cache press kept of the prompt's cache (a ``kvpress_model``'s sample): the press
+            and its settings, the tokens compressed, the cache entries kept per layer, and the tokens
+            prefilled after compression; None for every other model.
+    """
+
+    output_tokens: int | None = field(default=None, metadata=_written("always", _opt_int))
+    output_tokenizer: str | None = field(default=None, metadata=_written("always", _opt_str))
+    truncated: bool = field(default=False, metadata=_written("always", bool))
+    think_unclosed: bool = field(default=False, metadata=_written("always", bool))
+    ran_out_reasoning: bool = field(default=False, metadata=_written("reasoning", bool))
+    reasoning: str | None = field(default=None, metadata=_written("text", _opt_str))
+    reasoning_tokens: int | None = field(default=None, metadata=_written("set", _opt_int))
+    thinking_budget: int | None = field(default=None, metadata=_written("set", _opt_int))
+    budget_ignored: bool = field(default=False, metadata=_written("thinking_budget", bool))
+    budget_reached: bool = field(default=False, metadata=_written("thinking_budget", bool))
+    kv_cache: Mapping[str, Any] | None = field(
+        default=None, metadata=_written("set", lambda v: dict(v) if isinstance(v, Mapping) else None)
+    )
+
+    def to_json(self, prediction: bool = True) -> dict[str, Any]:
+        """The facts as a record line holds them (flat; each written as its field says).
+
+        Args:
+            prediction: the line keeps the prediction, and with it the reasoning's text.
+        """
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value, when = getattr(self, f.name), f.metadata["when"]
+            if when == "always" or (when in ("set", "text") and value is not None):
+                if when != "text" or prediction:
+                    out[f.name] = dict(value) if isinstance(value, Mapping) else value
+            elif when not in ("set", "text") and getattr(self, when) is not None:
+                out[f.name] = value
+        return out
+
+    @classmethod
+    def carried(cls, answer: ModelAnswer) -> dict[str, Any]:
+        """The facts a model's answer carries as they are (a fact of both records by the same name: the
+        reasoning, the thinking budget asked, the KV cache kept): a new one declared in both reaches the records.
+
+        Args:
+            answer: what the model returned.
+        """
+        return {f.name: getattr(answer, f.name) for f in fields(cls) if f.name in _ANSWER_FIELDS}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> OutputFacts:
+        """The facts of a record line (a line written before a fact existed reads as it was counted then).
+
+        Args:
+            data: one parsed line.
+        """
+        return cls(**{f.name: f.metadata["read"](data.get(f.name)) for f in fields(cls) if f.name in data})
+
+
+OUTPUT_FACTS = tuple(f.name for f in fields(OutputFacts))
+
+
 # keys a record writes itself; every other key of a record line is one of its ``fields``
 RESERVED_KEYS = frozenset(
     (
@@ -257,19 +331,9 @@ RESERVED_KEYS = frozenset(
         "gold",
         "context",
         "prediction",
-        "output_tokens",
-        "output_tokenizer",
-        "truncated",
-        "think_unclosed",
-        "reasoning",
-        "ran_out_reasoning",
-        "reasoning_tokens",
-        "thinking_budget",
-        "budget_ignored",
-        "budget_reached",
-        "kv_cache",
         "model",
         "dataset",
+        *OUTPUT_FACTS,
     )
 )
 
@@ -294,29 +358,9 @@ class GradedSample:
         gold: the task oracle's answer, for a reader (cut).
         context: ``[before, needle, after]`` per needle found in the prompt, for a reader.
         prediction: the model output as kept in the record (cut).
-        output_tokens: the whole output's length in tokens (None: no output, or not counted).
-        output_tokenizer: what counted them: the model's tokenizer (its path) or ``tiktoken:cl100k_base``
-            where the model has none the evaluator could load.
-        truncated: the output was cut off at its budget (an API's ``finish_reason="length"``, or
-            ``output_tokens`` in the model's own tokenizer reaching ``max_out_len``).
-        think_unclosed: the output opened a ``<think>`` block it never closed.
-        reasoning: the reasoning a server returned apart from the answer (``reasoning_content`` or vLLM's
-            ``reasoning``), its head and
-            tail where long (the predictions file keeps it whole); None when the server returned none apart.
-        ran_out_reasoning: the output budget ran out while the model was still reasoning: reasoning returned
-            apart, no answer, ``finish_reason="length"``.
-        reasoning_tokens: the reasoning's length in tokens: the larger of the server's ``usage.
-            completion_tokens_details.reasoning_tokens`` (a 0 beside returned reasoning is no count) and the
-            reasoning returned apart counted with the model's own tokenizer; None where neither is at hand.
-        thinking_budget: the thinking budget the request asked the server for (``api_model(thinking_budget=...)``);
-            None without one.
-        budget_ignored: the reasoning ran past the thinking budget (more than its tenth over it, and one token:
-            the room a server may take to end a sentence and close the block): the server did not enforce it.
-        budget_reached: the reasoning reached the thinking budget (from one token under it, which vLLM counts
-            in the prompt) without running past it: cut by the budget, not a model that stopped thinking early.
-        kv_cache: what a KV-cache press kept of the prompt's cache (a ``kvpress_model``'s sample): the press
-            and its settings, the tokens compressed, the cache entries kept per layer, and the tokens
-            prefilled after compression; None for every other model.
+        output: how its output ended (:class:`OutputFacts`: tokens, cut off, think block left open, the
+            reasoning returned apart and its tokens, the thinking budget asked and whether it held, the KV cache
+            a press kept), written flat in the record line.
         model: the model whose output it grades, where the record was read back from a run
             (:func:`~needlebench.report.results.load_results` sets it; the evaluator's records have none).
         dataset: the dataset's abbr, likewise.
@@ -336,17 +380,7 @@ class GradedSample:
     gold: str | None = None
     context: tuple[tuple[str, str, str], ...] | None = None
     prediction: str = ""
-    output_tokens: int | None = None
-    output_tokenizer: str | None = None
-    truncated: bool = False
-    think_unclosed: bool = False
-    reasoning: str | None = None
-    ran_out_reasoning: bool = False
-    reasoning_tokens: int | None = None
-    thinking_budget: int | None = None
-    budget_ignored: bool = False
-    budget_reached: bool = False
-    kv_cache: Mapping[str, Any] | None = None
+    output: OutputFacts = field(default_factory=OutputFacts)
     model: str | None = None
     dataset: str | None = None
 
@@ -417,26 +451,7 @@ class GradedSample:
             out["gold"] = self.gold
         if self.context is not None:
             out["context"] = [list(c) for c in self.context]
-        out.update(
-            output_tokens=self.output_tokens,
-            output_tokenizer=self.output_tokenizer,
-            truncated=self.truncated,
-            think_unclosed=self.think_unclosed,
-        )
-        if self.reasoning is not None:  # only where a server returned reasoning apart
-            out["ran_out_reasoning"] = self.ran_out_reasoning
-            if prediction:
-                out["reasoning"] = self.reasoning
-        if self.reasoning_tokens is not None:
-            out["reasoning_tokens"] = self.reasoning_tokens
-        if self.thinking_budget is not None:  # only where the request asked for a thinking budget
-            out.update(
-                thinking_budget=self.thinking_budget,
-                budget_ignored=self.budget_ignored,
-                budget_reached=self.budget_reached,
-            )
-        if self.kv_cache is not None:  # only a KV-cache press's sample
-            out["kv_cache"] = dict(self.kv_cache)
+        out.update(self.output.to_json(prediction))
         if prediction:
             out["prediction"] = self.prediction
         if self.model is not None:
@@ -477,17 +492,7 @@ class GradedSample:
             gold=data.get("gold"),
             context=tuple((str(a), str(b), str(c)) for a, b, c in context) if context is not None else None,
             prediction=str(data.get("prediction") or ""),
-            output_tokens=None if data.get("output_tokens") is None else int(data["output_tokens"]),
-            output_tokenizer=data.get("output_tokenizer"),
-            truncated=bool(data.get("truncated")),
-            think_unclosed=bool(data.get("think_unclosed")),
-            reasoning=None if data.get("reasoning") is None else str(data["reasoning"]),
-            ran_out_reasoning=bool(data.get("ran_out_reasoning")),
-            reasoning_tokens=None if data.get("reasoning_tokens") is None else int(data["reasoning_tokens"]),
-            thinking_budget=None if data.get("thinking_budget") is None else int(data["thinking_budget"]),
-            budget_ignored=bool(data.get("budget_ignored")),
-            budget_reached=bool(data.get("budget_reached")),
-            kv_cache=dict(data["kv_cache"]) if isinstance(data.get("kv_cache"), Mapping) else None,
+            output=OutputFacts.from_json(data),
             model=None if data.get("model") is None else str(data["model"]),
             dataset=None if data.get("dataset") is None else str(data["dataset"]),
         )
@@ -526,148 +531,178 @@ class Unanswered:
             raise ValueError(f"unanswered: {self.reason!r}; choose from {FAILED_REASONS}")
 
 
-def failed_prediction(reason: str) -> dict[str, str]:
-    """The prediction a model wrapper returns for a request that never succeeded.
+def _fact(key: str, read: Callable[[Any], Any]) -> Any:
+    """One fact of :class:`ModelAnswer`: its key in the saved prediction and how a value is read (and written)."""
+    return field(default=None, metadata={"key": key, "read": read})
 
-    A JSON object, which OpenCompass's inferencer saves as it is (a prediction may be a dict with a
-    ``prediction`` key, which its length accounting reads) and its eval task hands to the evaluator
-    unchanged; no text a model writes can be mistaken for it.
+
+def _failure(value: Any) -> str:
+    return str(value)[:DETAIL_CHARS] or "request failed"
+
+
+@dataclass(frozen=True)
+class ModelAnswer:
+    """What a model returned for one request: the one record of it, from the model wrapper to the grader.
+
+    Saved as the JSON object OpenCompass keeps as the prediction (:meth:`to_prediction`: the answer as
+    ``prediction``, which OpenCompass's length accounting reads, and a ``needlebench_*`` key per fact that is set),
+    so prediction files stay readable by OpenCompass and by older runs; read back by :meth:`of`. No text a model
+    writes can be mistaken for it. A new per-request fact is one field here (its key and how it is read).
+
+    Attributes:
+        text: the answer (a server's message ``content``; empty when the budget ran out while reasoning).
+        opencompass_text: the text OpenCompass's ``OpenAISDK`` returned where it is not the reasoning, think tag
+            and answer joined (a server that returns the reasoning in a field it does not read: the answer alone);
+            after a postprocessor, that reading postprocessed.
+        finish: the server's ``finish_reason`` (``"length"``: cut off at ``max_tokens``).
+        reasoning: the reasoning the server returned apart (``reasoning_content``).
+        think_tag: what OpenCompass puts between the reasoning and the answer (``OpenAISDK.think_tag``).
+        output_tokens: the server's ``usage.completion_tokens`` (reasoning included).
+        reasoning_tokens: the server's ``usage.completion_tokens_details.reasoning_tokens``.
+        thinking_budget: the thinking budget the request asked for.
+        kv_cache: what a KV-cache press kept of the prompt's cache (a ``kvpress_model``'s answer).
+        failure: why the request never succeeded (the exception): no answer at all.
+    """
+
+    text: str = ""
+    opencompass_text: str | None = _fact("needlebench_joined", str)
+    finish: str | None = _fact("needlebench_finish_reason", str)
+    reasoning: str | None = _fact("needlebench_reasoning", lambda v: str(v) if v else None)
+    think_tag: str | None = _fact("needlebench_think_tag", str)
+    output_tokens: int | None = _fact("needlebench_output_tokens", int)
+    reasoning_tokens: int | None = _fact("needlebench_reasoning_tokens", int)
+    thinking_budget: int | None = _fact("needlebench_thinking_budget", int)
+    kv_cache: Mapping[str, Any] | None = _fact(
+        "needlebench_kv_cache", lambda v: dict(v) if isinstance(v, Mapping) else None
+    )
+    failure: str | None = _fact("needlebench_request_failed", _failure)
+
+    def to_prediction(self) -> dict[str, Any]:
+        """The answer as the JSON object a model wrapper returns to OpenCompass's inferencer (facts not set left out)."""
+        out: dict[str, Any] = {"prediction": self.text}
+        for f in _FACTS:
+            value = getattr(self, f.name)
+            value = None if value is None else f.metadata["read"](value)
+            if value is not None:
+                out[f.metadata["key"]] = value
+        return out
+
+    @classmethod
+    def of(cls, prediction: object) -> ModelAnswer | None:
+        """The answer a saved prediction holds; None for a plain text (or anything that is not one).
+
+        Args:
+            prediction: a prediction as saved by OpenCompass's inferencer, or after :func:`postprocessed`.
+        """
+        if not isinstance(prediction, Mapping) or not any(f.metadata["key"] in prediction for f in _FACTS):
+            return None
+        found = {
+            f.name: f.metadata["read"](prediction[f.metadata["key"]])
+            for f in _FACTS
+            if prediction.get(f.metadata["key"]) is not None
+        }
+        return cls(text=str(prediction.get("prediction") or ""), **found)
+
+    @classmethod
+    def failed(cls, reason: str) -> ModelAnswer:
+        """A request that never succeeded.
+
+        Args:
+            reason: what failed (the exception), kept in the record.
+        """
+        return cls(failure=_failure(reason))
+
+    @property
+    def served(self) -> bool:
+        """An answer came (with facts beside its text), not a failed request."""
+        return self.failure is None
+
+    @property
+    def joined(self) -> str:
+        """What OpenCompass's ``OpenAISDK`` returns for this response: the reasoning, the think tag and the answer
+        (the reasoning alone when there is no answer), or the text it kept (:attr:`opencompass_text`)."""
+        if self.opencompass_text is not None:
+            return self.opencompass_text
+        if not self.reasoning:
+            return self.text
+        if not self.text:
+            return self.reasoning
+        return f"{self.reasoning}{'</think>' if self.think_tag is None else self.think_tag}{self.text}"
+
+
+_FACTS = tuple(f for f in fields(ModelAnswer) if f.name != "text")
+_ANSWER_FIELDS = frozenset(f.name for f in _FACTS)
+
+
+def failed_prediction(reason: str) -> dict[str, Any]:
+    """The prediction a model wrapper returns for a request that never succeeded (:meth:`ModelAnswer.failed`).
 
     Args:
         reason: what failed (the exception), kept in the record.
     """
-    return {"prediction": "", _FAILED_KEY: reason[:DETAIL_CHARS] or "request failed"}
+    return ModelAnswer.failed(reason).to_prediction()
+
+
+def cut_prediction(text: str, reason: str = "length") -> dict[str, Any]:
+    """The prediction a model wrapper returns for an answer the server ended with ``finish_reason``: a model
+    ``pred_postprocessor`` wrapped by ``needlebench.opencompass.api.keep_unanswered`` gets the text, and the
+    evaluator reads the reason from the saved prediction.
+
+    Args:
+        text: the answer as the server returned it.
+        reason: the server's ``finish_reason`` (``"length"``: cut off at ``max_tokens``).
+    """
+    return ModelAnswer(text, finish=reason).to_prediction()
 
 
 def unanswered(prediction: object) -> Unanswered | None:
-    """What stood in for an answer: an :class:`Unanswered`, :func:`failed_prediction`'s value, or None.
+    """What stood in for an answer: an :class:`Unanswered`, a failed request's answer, or None.
 
     Args:
         prediction: a prediction as OpenCompass's eval task or ``needlebench score`` passes it.
     """
     if isinstance(prediction, Unanswered):
         return prediction
-    if isinstance(prediction, Mapping) and _FAILED_KEY in prediction:
-        return Unanswered("request_failed", str(prediction[_FAILED_KEY])[:DETAIL_CHARS] or "request failed")
-    return None
-
-
-def server_prediction(
-    content: str,
-    finish: str | None = None,
-    reasoning: str | None = None,
-    output_tokens: int | None = None,
-    think_tag: str = "</think>",
-    reasoning_tokens: int | None = None,
-    thinking_budget: int | None = None,
-    kv_cache: Mapping[str, Any] | None = None,
-    opencompass_text: str | None = None,
-) -> dict[str, Any]:
-    """The prediction a model wrapper returns for a server's answer that carries more than its text.
-
-    A JSON object like :func:`failed_prediction`'s, with the answer (``content``) as ``prediction``, which
-    OpenCompass's length accounting reads. What OpenCompass's ``OpenAISDK`` would have returned for the
-    same response is :func:`prediction_text`'s value (the reasoning, the think tag, the answer), so the
-    reference protocol scores the same text, while the reasoning stays apart for a reader.
-
-    Args:
-        content: the answer (the message's ``content``; empty when the budget ran out while reasoning).
-        finish: the server's ``finish_reason`` (``"length"``: cut off at ``max_tokens``), if kept.
-        reasoning: the reasoning the server returned apart (``reasoning_content``), if any.
-        output_tokens: the server's ``usage.completion_tokens`` (reasoning included), if it reported them.
-        think_tag: what OpenCompass puts between the reasoning and the answer (``OpenAISDK.think_tag``).
-        reasoning_tokens: the server's ``usage.completion_tokens_details.reasoning_tokens``, if it reported them.
-        thinking_budget: the thinking budget the request asked for, if any.
-        kv_cache: what a KV-cache press kept of the prompt's cache, for a ``kvpress_model``'s answer.
-        opencompass_text: the text ``OpenAISDK`` returned where it is not the reasoning, tag and answer joined
-            (a server that returns the reasoning in a field it does not read: the answer alone); None: joined.
-    """
-    out: dict[str, Any] = {"prediction": content}
-    if opencompass_text is not None:
-        out[_JOINED_KEY] = opencompass_text
-    if finish is not None:
-        out[_FINISH_KEY] = finish
-    if reasoning:
-        out[_REASONING_KEY] = reasoning
-        out[_THINK_TAG_KEY] = think_tag
-    if output_tokens is not None:
-        out[_OUTPUT_TOKENS_KEY] = int(output_tokens)
-    if reasoning_tokens is not None:
-        out[_REASONING_TOKENS_KEY] = int(reasoning_tokens)
-    if thinking_budget is not None:
-        out[_THINKING_BUDGET_KEY] = int(thinking_budget)
-    if kv_cache is not None:
-        out[_KV_CACHE_KEY] = dict(kv_cache)
-    return out
-
-
-def cut_prediction(text: str, reason: str = "length") -> dict[str, str]:
-    """The prediction a model wrapper returns for an answer the server ended with ``finish_reason``.
-
-    A JSON object like :func:`failed_prediction`'s, with the text as ``prediction``: OpenCompass saves it as
-    it is, a model ``pred_postprocessor`` wrapped by ``needlebench.opencompass.api.keep_unanswered`` gets
-    the text, and the evaluator reads the reason from the saved prediction.
-
-    Args:
-        text: the answer as the server returned it.
-        reason: the server's ``finish_reason`` (``"length"``: cut off at ``max_tokens``).
-    """
-    return {"prediction": text, _FINISH_KEY: reason}
+    answer = ModelAnswer.of(prediction)
+    return Unanswered("request_failed", answer.failure) if answer and answer.failure is not None else None
 
 
 def finish_reason(prediction: object) -> str | None:
-    """The finish reason a structured prediction carries (:func:`cut_prediction`), or None.
+    """The finish reason a saved prediction carries (:func:`cut_prediction`), or None.
 
     Args:
         prediction: a prediction as saved by OpenCompass's inferencer.
     """
-    value = _server_field(prediction, _FINISH_KEY)
-    return None if value is None else str(value)
+    answer = ModelAnswer.of(prediction)
+    return answer.finish if answer else None
 
 
-def _server_field(prediction: object, key: str) -> Any:
-    """One field a structured prediction carries (None where it is not one, or lacks the field)."""
-    return prediction.get(key) if isinstance(prediction, Mapping) else None
-
-
-def _from_server(prediction: object) -> bool:
-    return isinstance(prediction, Mapping) and any(k in prediction for k in _SERVER_KEYS)
+def _served(prediction: object) -> ModelAnswer | None:
+    answer = ModelAnswer.of(prediction)
+    return answer if answer is not None and answer.served else None
 
 
 def prediction_text(prediction: object) -> object:
-    """The text a structured prediction stands for; anything else unchanged.
-
-    For :func:`cut_prediction` its text; for :func:`server_prediction` what OpenCompass's ``OpenAISDK``
-    returns for that response: the reasoning, the think tag and the answer (the reasoning alone when there
-    is no answer), or the text it kept as ``opencompass_text``, so every reader that scores text scores what
-    OpenCompass scores.
+    """The text a saved prediction stands for (:attr:`ModelAnswer.joined`: what OpenCompass's ``OpenAISDK``
+    returns for that response, so every reader that scores text scores what OpenCompass scores); anything that
+    is not a served answer unchanged.
 
     Args:
         prediction: a prediction as saved by OpenCompass's inferencer or after a postprocessor.
     """
-    if not _from_server(prediction):
-        return prediction
-    if _JOINED_KEY in prediction:  # type: ignore[operator]
-        return prediction[_JOINED_KEY]  # type: ignore[index]
-    content, reasoning = answer_content(prediction), reasoning_text(prediction)
-    if not reasoning:
-        return content
-    if not content:
-        return reasoning
-    tag = _server_field(prediction, _THINK_TAG_KEY)
-    return f"{reasoning}{'</think>' if tag is None else tag}{content}"
+    answer = _served(prediction)
+    return prediction if answer is None else answer.joined
 
 
 def answer_content(prediction: object) -> object:
-    """The answer alone: a :func:`server_prediction`'s ``content`` (no reasoning); anything else as
-    :func:`prediction_text` gives it.
+    """The answer alone: a served answer's ``text`` (no reasoning); anything else as :func:`prediction_text`
+    gives it.
 
     Args:
         prediction: a prediction as saved by OpenCompass's inferencer.
     """
-    if _from_server(prediction):
-        return prediction.get("prediction") or ""  # type: ignore[union-attr]
-    return prediction
+    answer = _served(prediction)
+    return prediction if answer is None else answer.text
 
 
 def scored_text(prediction: object, reasoning_apart: str = "answer") -> object:
@@ -694,59 +729,9 @@ def postprocessed(prediction: object, proc: Callable[[str], Any]) -> object:
     """
     if unanswered(prediction) is not None:
         return prediction
-    if isinstance(prediction, Mapping) and _JOINED_KEY in prediction:  # postprocessed once already: both again
-        return {"prediction": proc(prediction.get("prediction") or ""), _JOINED_KEY: proc(prediction[_JOINED_KEY])}
-    if reasoning_text(prediction) is None:
+    answer = _served(prediction)
+    if answer is not None and answer.opencompass_text is not None:  # OpenCompass's reading kept apart: both
+        return ModelAnswer(proc(answer.text), opencompass_text=proc(answer.opencompass_text)).to_prediction()
+    if answer is None or answer.reasoning is None:
         return proc(prediction_text(prediction))  # type: ignore[arg-type]
-    joined = proc(prediction_text(prediction))  # type: ignore[arg-type]
-    return {"prediction": proc(answer_content(prediction)), _JOINED_KEY: joined}  # type: ignore[arg-type]
-
-
-def reasoning_text(prediction: object) -> str | None:
-    """The reasoning a server returned apart from the answer, or None.
-
-    Args:
-        prediction: a prediction as saved by OpenCompass's inferencer.
-    """
-    value = _server_field(prediction, _REASONING_KEY)
-    return str(value) if value else None
-
-
-def server_reasoning_tokens(prediction: object) -> int | None:
-    """The reasoning tokens the server reported (``usage.completion_tokens_details.reasoning_tokens``), or None.
-
-    Args:
-        prediction: a prediction as saved by OpenCompass's inferencer.
-    """
-    value = _server_field(prediction, _REASONING_TOKENS_KEY)
-    return None if value is None else int(value)
-
-
-def thinking_budget_asked(prediction: object) -> int | None:
-    """The thinking budget the request asked the server for, or None.
-
-    Args:
-        prediction: a prediction as saved by OpenCompass's inferencer.
-    """
-    value = _server_field(prediction, _THINKING_BUDGET_KEY)
-    return None if value is None else int(value)
-
-
-def kv_cache_kept(prediction: object) -> dict[str, Any] | None:
-    """What a KV-cache press kept of the prompt's cache (a ``kvpress_model``'s answer), or None.
-
-    Args:
-        prediction: a prediction as saved by OpenCompass's inferencer.
-    """
-    value = _server_field(prediction, _KV_CACHE_KEY)
-    return dict(value) if isinstance(value, Mapping) else None
-
-
-def server_output_tokens(prediction: object) -> int | None:
-    """The output tokens the server reported (``usage.completion_tokens``, reasoning included), or None.
-
-    Args:
-        prediction: a prediction as saved by OpenCompass's inferencer.
-    """
-    value = _server_field(prediction, _OUTPUT_TOKENS_KEY)
-    return None if value is None else int(value)
+    return ModelAnswer(proc(answer.text), opencompass_text=proc(answer.joined)).to_prediction()

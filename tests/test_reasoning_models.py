@@ -111,11 +111,11 @@ def test_a_cut_off_answer_counts_as_the_protocol_says(protocol: str) -> None:
         (ScoreOptions(truncated="scored"), False),
     ):
         records = grade_rows(preds, refs, rows[:n], spec, options)
-        assert [r.truncated for r in records] == [True, False, True]
+        assert [r.output.truncated for r in records] == [True, False, True]
         assert [r.unscored for r in records] == (["truncated", None, "truncated"] if unscored else [None] * 3)
-        assert records[2].think_unclosed and not records[0].think_unclosed
+        assert records[2].output.think_unclosed and not records[0].output.think_unclosed
         assert records[0].score == 100.0 and records[2].score == 0.0  # graded either way, for reading
-        assert all(r.output_tokenizer == TIKTOKEN and r.output_tokens for r in records)
+        assert all(r.output.output_tokenizer == TIKTOKEN and r.output.output_tokens for r in records)
 
 
 def test_reasoning_models_get_opencompass_think_strip_which_lets_failures_through() -> None:
@@ -324,7 +324,7 @@ def test_reasoning_in_vllms_field_is_kept_apart_counted_and_the_answer_is_what_o
     from needlebench.opencompass.api import ResilientOpenAISDK
     from needlebench.opencompass.models import smollm2_folder
     from needlebench.opencompass.outputs import output_meter
-    from needlebench.record import finish_reason, prediction_text, reasoning_text
+    from needlebench.record import ModelAnswer, finish_reason, prediction_text
 
     get_encoding()
     model = ResilientOpenAISDK(
@@ -334,7 +334,7 @@ def test_reasoning_in_vllms_field_is_kept_apart_counted_and_the_answer_is_what_o
     _Completions.asked.clear()
     answered, ran_out = model.generate(["REASONED", "REASONED OUT"], max_out_len=40)
     assert _Completions.asked == {"REASONED": 1, "REASONED OUT": 1}
-    assert reasoning_text(answered) == reasoning_text(ran_out) == REASONING
+    assert ModelAnswer.of(answered).reasoning == ModelAnswer.of(ran_out).reasoning == REASONING  # type: ignore[union-attr]
     assert prediction_text(answered) == "re: REASONED" and finish_reason(answered) == "stop"
     assert prediction_text(ran_out) == "" and finish_reason(ran_out) == "length"
     meter = output_meter(smollm2_folder(), None, 40)

@@ -14,6 +14,7 @@ from needlebench.cache.rows import load_rows
 from needlebench.grading.evaluation import dataset_results, grade_rows, write_results
 from needlebench.record import (
     GradedSample,
+    OutputFacts,
     ScoreOptions,
     Unanswered,
     cut_prediction,
@@ -72,10 +73,7 @@ def test_record_round_trips_through_json() -> None:
             0.0,
             error="no_boxed_answer",
             unscored="truncated",
-            output_tokens=32768,
-            output_tokenizer="/models/r1",
-            truncated=True,
-            think_unclosed=True,
+            output=OutputFacts(output_tokens=32768, output_tokenizer="/models/r1", truncated=True, think_unclosed=True),
         ),
     ]
     for r in records:
@@ -151,7 +149,7 @@ def test_every_metric_skips_unscored_samples(task: str, params: dict[str, Any], 
     records = grade_rows(preds, refs, rows, spec, ScoreOptions(truncated="unscored"))
     states = [r.unscored for r in records]
     assert states[1] == "request_failed" and states[3] == "no_prediction" and states[5] == "shortened"
-    assert states[4] == "truncated" and records[4].truncated and records[4].score == 100.0
+    assert states[4] == "truncated" and records[4].output.truncated and records[4].score == 100.0
     assert states[0] is None and records[0].score == 100.0 and records[5].score == 100.0
     assert records[1].score is None and records[1].error == "request_failed" and records[1].prediction == ""
     counted = [i for i, r in enumerate(records) if r.counts]
@@ -171,7 +169,9 @@ def test_every_metric_skips_unscored_samples(task: str, params: dict[str, Any], 
     assert everything["num_shortened"] == states.count("shortened")
     assert everything["num_truncated_excluded"] == states.count("truncated") == len(range(4, len(records), 6))
     answered = [r for r in records if r.unscored in (None, "truncated")]
-    assert everything["num_truncated"] == sum(r.truncated for r in answered) >= everything["num_truncated_excluded"]
+    assert (
+        everything["num_truncated"] == sum(r.output.truncated for r in answered) >= everything["num_truncated_excluded"]
+    )
     assert everything["truncated_rate"] == pytest.approx(100 * states.count("truncated") / len(answered))
 
     # the file the report reads holds the same records, unscored reasons and all
@@ -253,10 +253,48 @@ def test_a_record_field_is_never_one_of_its_attributes() -> None:
 def test_a_server_answer_postprocessed_twice_keeps_both_readings() -> None:
     """A model's postprocessor and then a dataset's: the answer stays the answer and the joined text the joined
     text, each through both (a second pass never falls back to the joined text for the answer)."""
-    from needlebench.record import postprocessed, scored_text, server_prediction
+    from needlebench.record import ModelAnswer, postprocessed, scored_text
 
-    once = postprocessed(server_prediction("answer", reasoning="reason"), str.upper)
+    once = postprocessed(ModelAnswer("answer", reasoning="reason", think_tag="</think>").to_prediction(), str.upper)
     twice = postprocessed(once, lambda text: f"[{text}]")
     assert scored_text(twice, "answer") == "[ANSWER]"
     assert scored_text(twice, "joined") == "[REASON</THINK>ANSWER]"
     assert postprocessed("plain", str.upper) == "PLAIN"
+
+
+def test_a_model_answer_is_saved_as_the_prediction_json_of_before_and_read_back_whole() -> None:
+    """The typed answer writes the prediction object older runs wrote (the same keys, in the same order, facts not
+    set left out) and reads every fact back; a plain text is no answer record; a failed request is unanswered."""
+    from needlebench.record import ModelAnswer, prediction_text, unanswered
+
+    answer = ModelAnswer(
+        "Paris",
+        finish="stop",
+        reasoning="think",
+        think_tag="</think>",
+        output_tokens=12,
+        reasoning_tokens=5,
+        thinking_budget=8,
+        kv_cache={"press": "SnapKVPress", "kept": [3]},
+    )
+    saved = answer.to_prediction()
+    assert list(saved) == [
+        "prediction",
+        "needlebench_finish_reason",
+        "needlebench_reasoning",
+        "needlebench_think_tag",
+        "needlebench_output_tokens",
+        "needlebench_reasoning_tokens",
+        "needlebench_thinking_budget",
+        "needlebench_kv_cache",
+    ]
+    assert ModelAnswer.of(json.loads(json.dumps(saved))) == answer
+    assert prediction_text(saved) == "think</think>Paris"
+    assert ModelAnswer("x", finish="length").to_prediction() == {
+        "prediction": "x",
+        "needlebench_finish_reason": "length",
+    }
+    assert ModelAnswer.of("plain text") is None and ModelAnswer.of({"prediction": "x"}) is None
+    failed = ModelAnswer.failed("").to_prediction()
+    assert failed == {"prediction": "", "needlebench_request_failed": "request failed"}
+    assert unanswered(failed).detail == "request failed"  # type: ignore[union-attr]

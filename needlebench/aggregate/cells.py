@@ -97,7 +97,7 @@ def truncated_rate(answered: Sequence[GradedSample]) -> float:
     Args:
         answered: the cell's records that count or are left out only for being cut off (``GradedSample.answered``).
     """
-    return percent(sum(r.truncated for r in answered), len(answered))
+    return percent(sum(r.output.truncated for r in answered), len(answered))
 
 
 def output_notes(answered: Sequence[GradedSample], planned: int) -> list[str]:
@@ -110,15 +110,15 @@ def output_notes(answered: Sequence[GradedSample], planned: int) -> list[str]:
         planned: the cell's planned samples (the notes' denominator, as for the other counts).
     """
     excluded = sum(r.unscored == "truncated" for r in answered)
-    scored = sum(r.truncated for r in answered) - excluded
-    unclosed = sum(r.think_unclosed for r in answered)
-    ran_out = sum(r.ran_out_reasoning for r in answered)
+    scored = sum(r.output.truncated for r in answered) - excluded
+    unclosed = sum(r.output.think_unclosed for r in answered)
+    ran_out = sum(r.output.ran_out_reasoning for r in answered)
     notes = [f"{excluded} of {planned} truncated (excluded)"] if excluded else []
     notes += [f"{scored} of {planned} truncated (scored as written)"] if scored else []
     notes += [f"{unclosed} of {planned} left a think block open"] if unclosed else []
     notes += [f"{ran_out} of {planned} no answer: budget ran out while reasoning"] if ran_out else []
-    ignored = sum(r.budget_ignored for r in answered)
-    reached = sum(r.budget_reached for r in answered)
+    ignored = sum(r.output.budget_ignored for r in answered)
+    reached = sum(r.output.budget_reached for r in answered)
     notes += [f"{ignored} of {planned} thinking budget not enforced (reasoned past it)"] if ignored else []
     notes += [f"{reached} of {planned} reasoning stopped at the thinking budget"] if reached else []
     return notes

@@ -77,7 +77,7 @@ def summarise_details(details: Sequence[GradedSample], error_kinds: Iterable[str
         "num_scored": len(scored),
         "num_failed": sum(d.failed for d in details),  # a shortened prompt is counted as shortened
         "num_shortened": sum(d.shortened for d in details),
-        "num_truncated": sum(d.truncated for d in answered),
+        "num_truncated": sum(d.output.truncated for d in answered),
         "num_truncated_excluded": sum(d.unscored == "truncated" for d in details),
         "truncated_rate": truncated_rate(answered),
     }

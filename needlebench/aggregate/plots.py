@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["pyplot", "png", "length_label", "percent_axes"]
+__all__ = ["pyplot", "png", "percent_axes"]
 
 
 @functools.cache
@@ -35,11 +35,6 @@ def png(fig: Figure) -> bytes:
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     pyplot().close(fig)
     return buf.getvalue()
-
-
-def length_label(n: int) -> str:
-    """A token count as an axis label (``4000`` -> ``4k``)."""
-    return f"{n // 1000}k" if n >= 1000 and n % 1000 == 0 else str(n)
 
 
 def percent_axes(ax: Axes, xlabel: str, ylabel: str, title: str) -> None:

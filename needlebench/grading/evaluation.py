@@ -13,6 +13,7 @@ import logging
 import math
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,13 +26,14 @@ from ..record import (
     DETAIL_CHARS,
     RESERVED_KEYS,
     GradedSample,
+    OutputFacts,
     SampleScore,
     ScoreOptions,
     scored_text,
     unanswered,
 )
 from ..taskspec import planned_values
-from .outputs import OutputFacts, OutputMeter, measure, tiktoken_meter
+from .outputs import OutputMeter, measure, tiktoken_meter
 
 if TYPE_CHECKING:
     from ..taskspec import TaskSpec
@@ -131,17 +133,9 @@ def grade_rows(
                 gold=evidence.get("gold"),
                 context=evidence.get("context"),
                 prediction="" if missing else _text(pred)[:PREDICTION_CHARS],
-                output_tokens=facts.output_tokens,
-                output_tokenizer=facts.output_tokenizer,
-                truncated=facts.truncated,
-                think_unclosed=facts.think_unclosed,
-                reasoning=None if facts.reasoning is None else _ends(facts.reasoning, PREDICTION_CHARS),
-                ran_out_reasoning=facts.ran_out_reasoning,
-                reasoning_tokens=facts.reasoning_tokens,
-                thinking_budget=facts.thinking_budget,
-                budget_ignored=facts.budget_ignored,
-                budget_reached=facts.budget_reached,
-                kv_cache=facts.kv_cache,
+                output=facts
+                if facts.reasoning is None
+                else replace(facts, reasoning=_ends(facts.reasoning, PREDICTION_CHARS)),
             )
         )
     return records

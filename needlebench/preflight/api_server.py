@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ConfigError
+from ..placement import asked_budget
 from ..runfolder.keys import key_from_env
 
 __all__ = ["check_api_server", "check_thinking_budget", "served_window"]
@@ -125,9 +126,10 @@ def check_thinking_budget(model: Mapping[str, Any], timeout: float = 60.0) -> No
         ConfigError: the server refuses the request (HTTP 400 or 422): one line naming the model, the setting
             and what the server said.
     """
-    budget = model.get("thinking_budget")
-    if budget is None:
+    asked = asked_budget(model)
+    if asked is None:
         return
+    budget = asked["budget"]
     abbr = model.get("abbr", model.get("path"))
     key = _key(model)
     body = {
@@ -156,7 +158,7 @@ def check_thinking_budget(model: Mapping[str, Any], timeout: float = 60.0) -> No
                 continue  # refused for another reason (max_tokens, say): the run's own requests will tell
             raise ConfigError(
                 f"model {abbr}: the server at {base} refuses thinking_budget={budget} "
-                f"(thinking_field={model.get('thinking_field')!r}): {said}. Start the server so that it takes it "
+                f"(thinking_field={asked['field']!r}): {said}. Start the server so that it takes it "
                 "(vLLM: --reasoning-parser), pick the field it takes, or drop thinking_budget. No prompt of the run was sent."
             ) from None
         except (urllib.error.URLError, OSError):

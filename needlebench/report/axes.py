@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..aggregate.effective_length import length_text
 from ..aggregate.metrics import mean
-from ..aggregate.plots import length_label, png, pyplot
+from ..aggregate.plots import png, pyplot
 from ..methods.kv_press import PressSpec
 from ..planning.variants import AXES, Variant
 from ..record import GradedSample
@@ -48,7 +49,7 @@ def _kept(cache: Mapping[str, Any]) -> list[int]:
 
 
 def _press_facts(records: Sequence[GradedSample], setting: Mapping[str, Any] | None) -> dict[str, Any]:
-    caches = [r.kv_cache for r in records if r.kv_cache is not None]
+    caches = [r.output.kv_cache for r in records if r.output.kv_cache is not None]
     ratio = float(setting["compression_ratio"]) if setting else 0.0
     shares = [np.mean(_kept(c)) / c["compressed_tokens"] for c in caches if c.get("compressed_tokens")]
     as_said = [all(abs(k - expected_kept(int(c["compressed_tokens"]), ratio)) <= 1 for k in _kept(c)) for c in caches]
@@ -63,12 +64,12 @@ def _press_facts(records: Sequence[GradedSample], setting: Mapping[str, Any] | N
 
 
 def _budget_facts(records: Sequence[GradedSample], setting: Mapping[str, Any] | None) -> dict[str, Any]:
-    tokens = [r.reasoning_tokens for r in records if r.reasoning_tokens is not None]
+    tokens = [r.output.reasoning_tokens for r in records if r.output.reasoning_tokens is not None]
     return {
         "reasoning tokens p50": float(np.median(tokens)) if tokens else None,
         "reasoning tokens max": max(tokens) if tokens else None,
-        "stopped at the budget": sum(r.budget_reached for r in records),
-        "not enforced": sum(r.budget_ignored for r in records),
+        "stopped at the budget": sum(r.output.budget_reached for r in records),
+        "not enforced": sum(r.output.budget_ignored for r in records),
     }
 
 
@@ -132,13 +133,13 @@ def variants_of(planned: Mapping[str, Variant], records: Sequence[GradedSample])
         model = str(r.model)
         if model in out:
             continue
-        if r.kv_cache is not None:
-            c = r.kv_cache
+        if r.output.kv_cache is not None:
+            c = r.output.kv_cache
             s = PressSpec.of({k: c[k] for k in ("press", "compression_ratio", "query", "settings") if k in c}).to_dict()
             out[model] = Variant("press", s, float(s["compression_ratio"]), AXES["press"].series(s), None)
-        elif r.thinking_budget is not None:
-            s = {"budget": int(r.thinking_budget), "field": ""}
-            out[model] = Variant("thinking_budget", s, float(r.thinking_budget), "", None)
+        elif r.output.thinking_budget is not None:
+            s = {"budget": int(r.output.thinking_budget), "field": ""}
+            out[model] = Variant("thinking_budget", s, float(r.output.thinking_budget), "", None)
     return out
 
 
@@ -240,7 +241,7 @@ def axis_curve_png(table: pd.DataFrame, axis: str, baseline: str, task: str, lan
         ax.set_xticks(range(len(values)), [f"{v:g}" for v in values])
         ax.set_ylim(-5, 105)
         ax.set_xlabel(AXES[axis].title)
-        ax.set_title(length_label(int(length)) if length is not None else "all", fontsize=9)
+        ax.set_title(length_text(int(length)) if length is not None else "all", fontsize=9)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("score")
     axes[0][-1].legend(fontsize=7)

@@ -77,7 +77,7 @@ class CutOff:
             budgets: each (model, dataset)'s output budget.
         """
         seen = {id(r): r for r in records if r.answered}
-        cut = [r for r in seen.values() if r.truncated]
+        cut = [r for r in seen.values() if r.output.truncated]
         found = {budgets.get((str(r.model), str(r.dataset))) for r in cut}
         return cls(len(cut), len(seen), tuple(sorted(b for b in found if b)))
 

@@ -22,7 +22,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..aggregate.plots import length_label, pyplot
+from ..aggregate.effective_length import length_text
+from ..aggregate.plots import pyplot
 from ..grading.evaluation import CONTEXT_CHARS, GOLD_CHARS
 from ..record import GradedSample
 from ..tasks import get_task, task_names
@@ -85,16 +86,16 @@ def _compact(r: GradedSample) -> dict[str, Any]:
         "gold": _cut(r.gold, GOLD_CHARS),
         "context": context,
     }
-    if r.reasoning is not None:  # only where a server returned reasoning apart: the page stays as small
-        out["reasoning"] = _cut(r.reasoning, REASONING_CHARS)
+    if r.output.reasoning is not None:  # only where a server returned reasoning apart: the page stays as small
+        out["reasoning"] = _cut(r.output.reasoning, REASONING_CHARS)
     return out
 
 
 def _ending(r: GradedSample) -> str:
     """How the output ended, where it matters: cut off at its budget, or a think block left open."""
-    parts = [f"cut off at {r.output_tokens} tokens"] if r.truncated else []
-    parts += ["no answer: budget ran out while reasoning"] if r.ran_out_reasoning else []
-    return ", ".join(parts + (["think block open"] if r.think_unclosed else []))
+    parts = [f"cut off at {r.output.output_tokens} tokens"] if r.output.truncated else []
+    parts += ["no answer: budget ran out while reasoning"] if r.output.ran_out_reasoning else []
+    return ", ".join(parts + (["think block open"] if r.output.think_unclosed else []))
 
 
 @dataclass
@@ -158,7 +159,7 @@ def grid_html(hm: Heatmap) -> str:
     Args:
         hm: the heatmap.
     """
-    head = "".join(f"<th>{length_label(int(c))}</th>" for c in hm.grid.columns)
+    head = "".join(f"<th>{length_text(int(c))}</th>" for c in hm.grid.columns)
     rows = []
     for depth, values in hm.grid.iterrows():
         cells = []

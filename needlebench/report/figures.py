@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ..aggregate.plots import length_label, png, pyplot
+from ..aggregate.effective_length import length_text
+from ..aggregate.plots import png, pyplot
 from .cutoff import COLOUR, CutOff
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ def heatmap_figure(
     else:
         im = ax.imshow(masked, cmap=_CMAP, vmin=0, vmax=100, aspect="auto")
     ax.set_facecolor("#dddddd")
-    ax.set_xticks(range(len(table.columns)), [length_label(int(c)) for c in table.columns])
+    ax.set_xticks(range(len(table.columns)), [length_text(int(c)) for c in table.columns])
     ax.set_yticks(range(len(rows)), rows)
     ax.axhline(len(rows) - 1.5, color="black", linewidth=1.5)
     depths: list[float | None] = [float(d) for d in table.index] + [None]

@@ -373,7 +373,7 @@ class _Summary:
             {
                 f"{model} fmt_fail%": _rate([r for c in cells for r in c.rows]),
                 f"{model} truncated%": truncated_rate(answered),
-                f"{model} truncated": sum(r.truncated for r in answered),
+                f"{model} truncated": sum(r.output.truncated for r in answered),
                 f"{model} planned": planned,
                 f"{model} scored": sum(len(c.rows) for c in cells),
                 f"{model} shortened": shortened,

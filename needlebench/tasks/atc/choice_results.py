@@ -119,7 +119,7 @@ def _report(records: Sequence[GradedSample], models: Sequence[str], skipped: Ski
             by_row[(str(r.model), r.lang, str(r.get("style") or ""))].append(r)
     keys = list(zip(table["model"], table["lang"], table["style"]))
     table["truncated%"] = [truncated_rate(by_row[key]) for key in keys]
-    table["truncated"] = [sum(r.truncated for r in by_row[key]) for key in keys]
+    table["truncated"] = [sum(r.output.truncated for r in by_row[key]) for key in keys]
     table["truncated_excluded"] = [sum(r.unscored == "truncated" for r in by_row[key]) for key in keys]
     return ReportParts(tables={"needlebench_atc_v1": table})
 

@@ -223,7 +223,7 @@ def _atc_row(
     mine = [r for rs in by_n.values() for r in rs]
     row["fmt_fail%"] = format_failure_rate(mine)
     row["truncated%"] = truncated_rate([*mine, *cut])
-    row["truncated"] = sum(r.truncated for r in (*mine, *cut))
+    row["truncated"] = sum(r.output.truncated for r in (*mine, *cut))
     n_skipped = sum(int(skipped.get((model, "atc", lang, n), 0)) for n in all_n)
     planned = len(mine) + n_skipped + len(cut)
     row.update(planned=planned, scored=len(mine), skipped=n_skipped, truncated_excluded=len(cut))
@@ -284,9 +284,11 @@ def error_class(record: GradedSample) -> str | None:
     """
     if record.correct:
         return None
-    if record.truncated:
+    if record.output.truncated:
         return "truncated"
-    if record.budget_reached:  # its reasoning was stopped at the thinking budget asked for: not the model's choice
+    if (
+        record.output.budget_reached
+    ):  # its reasoning was stopped at the thinking budget asked for: not the model's choice
         return "thinking_budget"
     error = (record.error or "wrong").split(":")[0]
     return "under_thinking" if error == "stopped_early" else error
@@ -319,7 +321,7 @@ def atc_error_table(records: Sequence[GradedSample], models: Sequence[str]) -> p
         for (model, lang, n), mine in sorted(groups.items()):
             if model != m:
                 continue
-            tokens = [r.output_tokens for r in mine if r.output_tokens is not None]
+            tokens = [r.output.output_tokens for r in mine if r.output.output_tokens is not None]
             wrong = [error_class(r) for r in mine if not r.correct]
             row: dict[str, Any] = {"model": m, "lang": lang.upper(), "N": n, "answered": len(mine)}
             row["output tokens p50"] = _percentile(tokens, 50)

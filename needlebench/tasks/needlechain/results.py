@@ -179,7 +179,7 @@ def chain_table(records: Sequence[GradedSample], models: Sequence[str], skipped:
                 row[f"{m} {kind}%"] = percent(sum(c.error == kind for c in cell), len(cell))
             answered = [*cell, *cut.get((variant, k, question, m), [])]
             row[f"{m} truncated%"] = truncated_rate(answered)
-            row[f"{m} truncated"] = sum(r.truncated for r in answered)
+            row[f"{m} truncated"] = sum(r.output.truncated for r in answered)
             row[f"{m} scored"] = len(cell)
             nfail = row[f"{m} failed"] = failed.get((variant, k, question, m), 0)
             ncut = row[f"{m} truncated_excluded"] = len(answered) - len(cell)
