@@ -1,8 +1,8 @@
 """KV-cache compression as an axis: kvpress presses on the bundled SmolLM2, each press and ratio a model of one run.
 
 The checks made before any model loads (one line each); then real OpenCompass runs: the wiring (the plain model,
-SnapKV at ratio 0 swept and at 0.5 built by hand, YaRN x2 swept and Finch over it: two axes, each variant's
-baseline from the plan) in the default set, and the
+SnapKV at ratio 0 built by hand, YaRN x2 swept and Finch at 0.5 swept over it: two axes, each variant's baseline
+from the plan) in the default set, and the
 issue's whole sweep (three presses, one of them StreamingLLM and one query-aware only, at three ratios, S-RT
 and M-RT at 1k-4k in both languages) in the opt-in ``methods`` set (``bash scripts/test.sh -m methods``).
 
@@ -233,25 +233,46 @@ def _check_caches(run: Path, models: list[str]) -> int:
     return checked
 
 
-PRESSED = ["half-kept", "smollm2@snapkv-0.00-agnostic", "smollm2@yarn-x2@finch-0.50-aware"]
+def test_each_variant_of_the_wiring_config_is_planned_with_the_model_it_varies() -> None:
+    """The wiring config as ``needlebench plan`` reads it: the press built by hand finds the plain model by identity,
+    the press over the RoPE-swept model finds that model, and the plan's text says each (no model loads)."""
+    from needlebench.commands.plan import format_plan, plan_config
+
+    plan = plan_config("tests/configs/e2e_variants.py")
+    said = [line.strip() for line in format_plan(plan).splitlines() if line.strip().startswith("variant of")]
+    assert said == [
+        "variant of smollm2: press SnapKVPress, ratio 0.00, query agnostic",
+        "variant of smollm2: rope yarn, factor 2",
+        "variant of smollm2@yarn-x2: press FinchPress, ratio 0.50, query aware",
+    ]
+    # the same press by hand with another output budget is a model of its own: no baseline, one line says so
+    from needlebench.planning.variants import plan_variants
+
+    other = kvpress_model("budget-99", smollm2_folder(), 8192, press="SnapKVPress", max_out_len=99, num_gpus=0)
+    variants, notes = plan_variants([_base(), other])
+    assert variants["budget-99"].of is None and len(notes) == 1 and "'budget-99'" in notes[0], notes
+
+
+PRESSED = ["press-on", "smollm2@yarn-x2@finch-0.50-aware"]
 
 
 @pytest.mark.e2e
 def test_presses_and_a_rope_factor_run_as_models_of_one_opencompass_run(tmp_path: Path) -> None:
-    """The wiring: the plain model, a swept press, a press built by hand, a RoPE-swept model and a press over it,
-    through the real opencompass. Ratio 0 answers byte for byte as the plain model; each sample's cache as its
-    ratio says; each loaded engine says the scaling it ran; every variant finds the model it varies in the plan
-    (the hand-built one by identity, the press over the scaled model that model), never from a name; the tables,
-    curves, difference maps, board labels and the bundle follow."""
+    """The wiring: the plain model, a press built by hand, a RoPE-swept model and a press swept over it, through
+    the real opencompass. Ratio 0 answers byte for byte as the plain model; each sample's cache as its ratio says
+    (the question prefilled after compression, whole, before the question is seen); each loaded engine says the
+    scaling it ran; every variant finds the model it varies in the plan (the hand-built one by identity, the press
+    over the scaled model that model), never from a name; the tables, curves, difference maps, board labels and
+    the bundle follow."""
     from needlebench.runfolder.plan_file import read_plan
     from needlebench.runfolder.request_log import read_requests
 
     run = _run("tests/configs/e2e_variants.py", tmp_path / "work")
-    plain, zero = _predictions(run, "smollm2"), _predictions(run, "smollm2@snapkv-0.00-agnostic")
+    plain, zero = _predictions(run, "smollm2"), _predictions(run, "press-on")
     assert plain and {k: v["prediction"] for k, v in zero.items()} == plain  # type: ignore[index]
-    assert _check_caches(run, PRESSED) == 6
+    assert _check_caches(run, PRESSED) == 4
     # the question part is the row's (meta question_chars): its tokens are the prompt's last ones, uncompressed
-    questions = {r["kv_cache"]["question_tokens"] for r in _records(run, "half-kept")}
+    questions = {r["kv_cache"]["question_tokens"] for r in _records(run, "press-on")}
     # the reference question's part, as SmolLM2 tokenizes it: "\n</Document>\n\nBased on the information in the
     # document, now please answer: What is the official instrument of the Stiskstoulfoun Guild? Please answer in
     # the format of 'The official instrument of the Stiskstoulfoun Guild is ______.'\n" (from the token holding its
@@ -264,22 +285,24 @@ def test_presses_and_a_rope_factor_run_as_models_of_one_opencompass_run(tmp_path
     }
     assert ran == {"smollm2": [None], "smollm2@yarn-x2": [scaled]}  # what each loaded engine's config says
     plan = read_plan(run)
-    assert {
-        m.abbr: ((m.window or {}).get("usable"), m.model_variant and (m.model_variant["axis"], m.model_variant["of"]))
-        for m in plan.models
-    } == {
-        "smollm2": (8192, None),
-        "smollm2@snapkv-0.00-agnostic": (8192, ("press", "smollm2")),
-        "half-kept": (8192, ("press", "smollm2")),
-        "smollm2@yarn-x2": (16384, ("rope", "smollm2")),
-        "smollm2@yarn-x2@finch-0.50-aware": (16384, ("press", "smollm2@yarn-x2")),
+    variant = {m.abbr: m.model_variant and (m.model_variant["axis"], m.model_variant["of"]) for m in plan.models}
+    assert {m.abbr: (m.window or {}).get("usable") for m in plan.models} == {
+        "smollm2": 8192,
+        "press-on": 8192,
+        "smollm2@yarn-x2": 16384,
+        "smollm2@yarn-x2@finch-0.50-aware": 16384,
+    }
+    assert variant == {
+        "smollm2": None,
+        "press-on": ("press", "smollm2"),
+        "smollm2@yarn-x2": ("rope", "smollm2"),
+        "smollm2@yarn-x2@finch-0.50-aware": ("press", "smollm2@yarn-x2"),
     }
     with (run / "summary" / "needlebench_methods.csv").open(encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     assert {r["model"]: r["baseline"] for r in rows} == {
         "smollm2": "smollm2",
-        "smollm2@snapkv-0.00-agnostic": "smollm2",
-        "half-kept": "smollm2",
+        "press-on": "smollm2",
         "smollm2@yarn-x2": "smollm2@yarn-x2",
         "smollm2@yarn-x2@finch-0.50-aware": "smollm2@yarn-x2",
     }
@@ -289,26 +312,20 @@ def test_presses_and_a_rope_factor_run_as_models_of_one_opencompass_run(tmp_path
         factors = {r["model"]: (r["factor"], r["baseline"], r["scored"]) for r in csv.DictReader(fh)}
     assert factors == {"smollm2": ("1.00", "smollm2", "2"), "smollm2@yarn-x2": ("2.00", "smollm2", "2")}
     bundle = json.loads((run / "summary" / "results.json").read_text(encoding="utf-8"))
-    assert {m: (v["axis"], v["of"]) for m, v in bundle["variants"].items()} == {
-        "smollm2@snapkv-0.00-agnostic": ("press", "smollm2"),
-        "half-kept": ("press", "smollm2"),
-        "smollm2@yarn-x2": ("rope", "smollm2"),
-        "smollm2@yarn-x2@finch-0.50-aware": ("press", "smollm2@yarn-x2"),
-    }
+    assert {m: (v["axis"], v["of"]) for m, v in bundle["variants"].items()} == {k: v for k, v in variant.items() if v}
     board = {r["model"]: r["labels"] for r in bundle["leaderboard"]}
-    assert {k: board["half-kept"][k] for k in ("press", "ratio", "query")} == {
-        "press": "SnapKVPress",
+    assert {k: board["smollm2@yarn-x2@finch-0.50-aware"][k] for k in ("press", "ratio", "query")} == {
+        "press": "FinchPress",
         "ratio": "0.50",
-        "query": "agnostic",
+        "query": "aware",
     }
     assert board["smollm2"]["press"] == "none" and board["smollm2"]["rope"] == "none"
     assert (board["smollm2@yarn-x2"]["factor"], board["smollm2@yarn-x2"]["press"]) == ("2", "none")
     figures = {p.name for p in (run / "summary" / "figures").iterdir()}
-    assert {"kv_ratio_S-RT_en_smollm2.png", "rope_factor_S-RT_en_smollm2.png"} <= figures
+    assert {"kv_ratio_S-RT_en_smollm2_yarn-x2.png", "rope_factor_S-RT_en_smollm2.png"} <= figures
     # each variant against the model it varies, and nothing else
     assert {p for p in figures if p.startswith("diffmap_")} == {
-        "diffmap_srt_en_smollm2_snapkv-0.00-agnostic_vs_smollm2.png",
-        "diffmap_srt_en_half-kept_vs_smollm2.png",
+        "diffmap_srt_en_press-on_vs_smollm2.png",
         "diffmap_srt_en_smollm2_yarn-x2_vs_smollm2.png",
         "diffmap_srt_en_smollm2_yarn-x2_finch-0.50-aware_vs_smollm2_yarn-x2.png",
     }

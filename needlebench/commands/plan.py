@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..planning.run import ModelRun, RunPlan, plan_run
+from ..planning.variants import Variant
 from ..planning.window import Window
 
 log = logging.getLogger(__name__)
@@ -680,13 +681,12 @@ def format_plan(plan: PlanReport, verbose: bool = False) -> str:
         lines += _table(head, rows) + _cut_lines(m, verbose) + _window_lines(plan.run, m.abbr, verbose)
         if m.devices:
             lines.append(f"  {m.devices}")
-        method = plan.run.model(m.abbr).method if plan.run.model(m.abbr) else None
-        if method:  # a KV-cache press: the same prompts and prefill tokens as the plain model, one at a time
-            lines.append(
-                f"  method: {method['press']} ratio {method['compression_ratio']:.2f}, query {method['query']}"
-                + (f", {method['settings']}" if method["settings"] else "")
-                + " (KV-cache press: each prompt's tokens are prefilled as above, then compressed)"
-            )
+        ran = plan.run.model(m.abbr)
+        varied = ran.model_variant if ran else None
+        if varied:  # what it varies, of which model (the plan's record): a press prefills as above, then compresses
+            v = Variant.from_dict(varied)
+            labels = ", ".join(f"{k} {x}" for k, x in v.labels.items())
+            lines.append(f"  variant of {v.of or '(no model of the run)'}: {labels}")
         lines += _cost_lines(m) + _thinking_lines(plan, m)
         for s in m.shards:
             lines.append(

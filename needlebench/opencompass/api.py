@@ -46,10 +46,11 @@ from typing import Any
 from opencompass.models.openai_api import OpenAISDK  # the module, not the package: task_entry.py
 
 from ..errors import ConfigError
-from ..flow import THROTTLE_STATUSES, FlowControl, FlowLimits
+from ..flow import THROTTLE_STATUSES, FlowControl
 from ..record import ModelAnswer, cut_prediction, failed_prediction, postprocessed, unanswered
 from ..runfolder.keys import REDACTED, clear_keys, key_from_env, scrub_text
 from ..runfolder.provider_batch import capture_transport, replay_transport
+from .api_options import ApiOptions
 
 __all__ = ["ResilientOpenAISDK", "keep_unanswered"]
 
@@ -59,56 +60,32 @@ class ResilientOpenAISDK(OpenAISDK):
     answers keep the server's ``finish_reason`` and reasoning, and whose requests go out by tokens in flight.
 
     Args:
-        tokenizer_kwargs: the keyword arguments the model's tokenizer loads with (as a local model's config
-            gives them), so the flow counts prompt tokens as the plan counts them (``limits.model_tokenizer``).
-        key_env: the environment variable that holds the API key (comma-separated keys are used in turn),
-            read when each request is sent; None: OpenCompass's ``key`` (a key, or ``"ENV"`` for
-            ``$OPENAI_API_KEY`` read when the model is built).
-        retry_passes: passes after an infer task's batches that ask its failed requests again (0: none;
-            ``inferencer.BatchGenInferencer`` reads it).
-        retry_waits: seconds to wait before each pass (the last repeats); each pass sends half as many
-            requests at a time as the one before.
-        max_tokens_in_flight: the cap on the prompt plus output tokens of the requests in flight
-            (:mod:`needlebench.flow`; None: no cap).
-        max_requests_in_flight: the cap on requests in flight (None: a batch's requests all at once).
-        throttle_patience: seconds one request may wait on 429/503 answers before it counts as failed.
-        thinking_budget: the thinking budget each request asks for (sent in ``extra_body`` as the server
-            spells it, ``thinking_field``); each answer keeps it, with the reasoning tokens the server reports.
-        thinking_field: how the server spells the budget (``models.THINKING_FIELDS``), for the record.
-        kwargs: ``OpenAISDK``'s arguments.
+        kwargs: ``OpenAISDK``'s arguments and ours (:class:`~needlebench.opencompass.api_options.ApiOptions`,
+            declared once there: the API key's variable, the tokenizer's arguments, the retry passes and their
+            waits, the caps on what is in flight, the thinking budget and how the server spells it).
     """
 
-    def __init__(
-        self,
-        key_env: str | None = None,
-        tokenizer_kwargs: dict[str, Any] | None = None,
-        retry_passes: int = 0,
-        retry_waits: tuple[float, ...] = (30.0, 120.0),
-        max_tokens_in_flight: int | None = None,
-        max_requests_in_flight: int | None = None,
-        throttle_patience: float = 900.0,
-        thinking_budget: int | None = None,
-        thinking_field: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self.thinking_budget = thinking_budget  # asked through extra_body (models.api_model); kept in each answer
-        self.thinking_field = thinking_field
-        self.flow_limits = FlowLimits(max_tokens_in_flight, max_requests_in_flight, throttle_patience)
+    def __init__(self, **kwargs: Any) -> None:
+        self.options = options = ApiOptions.take(kwargs, str(kwargs.get("path")))
+        self.thinking_budget = (
+            options.thinking_budget
+        )  # asked through extra_body (models.api_model); kept in each answer
+        self.flow_limits = options.flow_limits
         self._local = threading.local()
         self._offline = False  # answering from batch files: no rate limit, no server
-        self.key_env = key_env
+        self.key_env = options.key_env
         self._key_turn = itertools.count()
         self._sent_keys: set[str] = set()  # every key this model has sent or holds: kept out of its logs
-        if key_env is not None:  # OpenAISDK's default key "ENV" would demand $OPENAI_API_KEY now
+        if options.key_env is not None:  # OpenAISDK's default key "ENV" would demand $OPENAI_API_KEY now
             kwargs["key"] = "EMPTY"
         super().__init__(**kwargs)
         self._sent_keys.update(clear_keys({"key": self.keys}))
         self.logger.addFilter(_KeyScrub(self._sent_keys))
-        self.retry_passes = retry_passes
-        self.retry_waits = tuple(retry_waits)
+        self.retry_passes = options.retry_passes
+        self.retry_waits = tuple(options.retry_waits)
         self.flow = FlowControl(self.flow_limits, log=self.logger.warning) if self.flow_limits.active else None
         self._tokenizer: Any = None
-        self.tokenizer_kwargs = dict(tokenizer_kwargs or {})
+        self.tokenizer_kwargs = dict(options.tokenizer_kwargs or {})
 
     def _next_valid_key(self) -> Any:
         """The key ``OpenAISDK._create_fresh_client`` gives the ``openai`` client: with ``key_env``, none (the

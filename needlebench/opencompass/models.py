@@ -19,7 +19,6 @@ from typing import Any
 from mmengine.config import Config
 
 from ..errors import ConfigError, checked_keywords
-from ..flow import FlowLimits
 from ..methods.kv_press import AWARE_ONLY, QUERY_MODES, PressSpec, check_press
 from ..placement import (
     API,
@@ -38,6 +37,7 @@ from ..planning.limits import DEFAULT_MAX_SEQ_LEN
 from ..planning.variants import VARIANT_KEY, stamp, variant_abbr
 from ..planning.variants import axis as variant_axis
 from ..tasks import type_name
+from .api_options import API_OPTIONS, ApiOptions
 from .signatures import class_params
 from .smollm2 import smollm2_folder, smollm2_gguf
 
@@ -460,7 +460,7 @@ def lmdeploy_model(
     return place_rope(cfg, rope) if rope else cfg
 
 
-@checked_keywords(lambda: _takes(API))
+@checked_keywords(lambda: _takes(API) | set(API_OPTIONS))
 def api_model(
     abbr: str,
     model: str,
@@ -468,19 +468,10 @@ def api_model(
     max_seq_len: int,
     max_out_len: int = 1024,
     key: str = "EMPTY",
-    key_env: str | None = None,
     batch_size: int = 8,
     tokenizer_path: str | None = None,
-    tokenizer_kwargs: dict[str, Any] | None = None,
     temperature: float = 0.0,
     timeout: int = 3600,
-    retry_passes: int = 2,
-    retry_waits: tuple[float, ...] = (30.0, 120.0),
-    max_tokens_in_flight: int | None = None,
-    max_requests_in_flight: int | None = None,
-    throttle_patience: float = 900.0,
-    thinking_budget: int | None = None,
-    thinking_field: str = "vllm",
     **kwargs: Any,
 ) -> dict[str, Any]:
     """Any OpenAI-compatible server (vLLM serve, SGLang, llama.cpp, LMDeploy serve).
@@ -499,53 +490,34 @@ def api_model(
             ``$OPENAI_API_KEY``, read when the model is built). A key written here is kept out of the run folder
             (moved to an environment variable for the run, :mod:`~needlebench.runfolder.keys`), but it
             is still in your config file: prefer ``key_env``.
-        key_env: the environment variable that holds the API key (comma-separated keys are used in turn),
-            read when each request is sent, never when the config loads: the config, OpenCompass's dump of it
-            and its task files name the variable only. An unset variable stops the run with one message naming
-            it, before the first request (and, in a task, before its next one; answers saved are kept).
         batch_size: requests per batch.
         tokenizer_path: a tokenizer OpenCompass counts prompt tokens with, if given.
-        tokenizer_kwargs: the keyword arguments that tokenizer loads with, as a local model's config gives them:
-            the plan's room and the flow's token counts both load it so (``limits.model_tokenizer``).
         temperature: the sampling temperature (0: greedy).
         timeout: seconds per request.
-        retry_passes: after an infer task's batches, passes that ask its failed requests again (0: none).
-            A resume (``opencompass CONFIG -r``, ``needlebench retry RUN``) asks again what still failed.
-        retry_waits: seconds before each pass (the last repeats); ``Retry-After`` is honoured by the client
-            within each pass. Each pass sends half as many requests at a time as the one before.
-        max_tokens_in_flight: the most prompt plus output tokens in flight at once (None: no cap); a batch's
-            requests are admitted in order as they fit, so long prompts go out fewer at a time.
-        max_requests_in_flight: the most requests in flight at once (None: a batch's all at once).
-            With either cap, a 429/503 halves the limits (honouring ``Retry-After``) and answers grow them
-            back; each change is logged and ``results.json`` counts them (``needlebench.flow``).
-        throttle_patience: seconds one request may wait on 429/503 answers before it counts as failed.
-        thinking_budget: the most tokens the model may reason before it answers, asked of the server with each
-            request (None: none asked). Each answer keeps it with the reasoning tokens the server reports; one
-            that reasoned past it is flagged "thinking budget not enforced" in every table. Before the first
-            prompt, the server is asked once whether it takes the field.
-        thinking_field: how the server spells the budget (:data:`THINKING_FIELDS`): ``"vllm"``
-            (``thinking_token_budget``), ``"chat_template"`` (``chat_template_kwargs.thinking_budget``: SGLang and
-            vLLM pass it to the chat template, which may ignore it) or ``"nim"`` (``nvext.max_thinking_tokens``).
-        kwargs: further arguments of ``OpenAISDK`` or OpenCompass's model config (checked); ``retry``
-            defaults to 2, ``query_per_second`` to 8 and ``meta_template`` to ``CHAT_META_TEMPLATE`` (the
-            model gets a dataset's turns as chat messages). A ``pred_postprocessor`` is
-            wrapped so that it never sees a failed request's prediction (``api.keep_unanswered``).
+        kwargs: our API options, declared once in :class:`~needlebench.opencompass.api_options.ApiOptions`
+            (``key_env``, ``tokenizer_kwargs``, ``retry_passes`` (2), ``retry_waits``, ``max_tokens_in_flight``,
+            ``max_requests_in_flight``, ``throttle_patience``, ``thinking_budget``, ``thinking_field``), and further
+            arguments of ``OpenAISDK`` or OpenCompass's model config (checked); ``retry`` defaults to 2,
+            ``query_per_second`` to 8 and ``meta_template`` to ``CHAT_META_TEMPLATE`` (the model gets a dataset's
+            turns as chat messages). A ``pred_postprocessor`` is wrapped so that it never sees a failed request's
+            prediction (``api.keep_unanswered``).
 
     Raises:
-        ConfigError: an argument the model class does not take, both ``key`` and ``key_env``, or a thinking
-            budget that is not a whole number of tokens (0 or more), or an unknown ``thinking_field``.
+        ConfigError: an argument the model class does not take, both ``key`` and ``key_env``, a thinking budget
+            that is not a whole number of tokens (0 or more), an unknown ``thinking_field``, or flow limits out of
+            range.
     """
-    if thinking_budget is not None:
-        kwargs.update(place_thinking_budget(abbr, thinking_budget, thinking_field, kwargs.get("extra_body")))
-    if key_env is not None and key != "EMPTY":
+    options = ApiOptions.take(kwargs, abbr)
+    if options.key_env is not None and key != "EMPTY":
         raise ConfigError(f"api_model({abbr!r}): give key or key_env, not both (key_env names the key's variable)")
     if kwargs.get("pred_postprocessor"):  # it must let a failed request's prediction object through
         kwargs["pred_postprocessor"] = dict(type=KEEP_UNANSWERED, inner=kwargs["pred_postprocessor"])
+    written = options.config(abbr, kwargs.get("extra_body"))
     cfg = dict(
         type=API,
         abbr=abbr,
         path=model,
-        **(dict(key_env=str(key_env)) if key_env is not None else dict(key=key)),
+        **({} if options.key_env is not None else dict(key=key)),
         openai_api_base=base_url,
         max_seq_len=max_seq_len,
         max_out_len=max_out_len,
@@ -554,17 +526,12 @@ def api_model(
         temperature=temperature,
         retry=kwargs.pop("retry", 2),
         timeout=timeout,
-        retry_passes=retry_passes,
-        retry_waits=tuple(retry_waits),
-        **_flow_settings(max_tokens_in_flight, max_requests_in_flight, throttle_patience),
         run_cfg=dict(num_gpus=0),
         meta_template=kwargs.pop("meta_template", CHAT_META_TEMPLATE),
-        **kwargs,
     )
+    cfg = {**cfg, **kwargs, **written}
     if tokenizer_path:
         cfg["tokenizer_path"] = tokenizer_path
-    if tokenizer_kwargs:
-        cfg["tokenizer_kwargs"] = dict(tokenizer_kwargs)
     return cfg
 
 
@@ -584,17 +551,6 @@ def thinking_sweep(model: dict[str, Any], budgets: list[int] | tuple[int, ...]) 
         ConfigError: a model that is not an API model, no budgets, a repeated one, or a bad one (named).
     """
     return sweep(model, "thinking_budget", list(budgets))
-
-
-def _flow_settings(tokens: int | None, requests: int | None, patience: float) -> dict[str, Any]:
-    """The flow limits as model config keys, checked now (a config error, not a failed run); none when unset."""
-    try:
-        limits = FlowLimits(tokens, requests, patience)
-    except ValueError as exc:
-        raise ConfigError(f"api_model: {exc}") from None
-    if not limits.active:
-        return {}
-    return dict(max_tokens_in_flight=tokens, max_requests_in_flight=requests, throttle_patience=float(patience))
 
 
 # Keys of an OpenCompass model config that belong to OpenCompass's framework, not to the model class.

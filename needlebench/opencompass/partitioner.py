@@ -47,7 +47,7 @@ from ..planning.limits import is_api_model
 from ..planning.run import ModelRun, part_config
 from ..planning.settings import RunSettings
 from ..planning.variants import VARIANT_KEY
-from ..preflight.api_server import check_api_server, check_thinking_budget
+from ..preflight.api_server import check_api_server, check_budget_field
 from ..preflight.devices import check_devices, task_gpus
 from ..preflight.slurm import check_slurm, is_slurm_runner
 from ..runfolder.keys import clear_keys, hide_keys, redact, scrub_file
@@ -210,7 +210,7 @@ class NeedleBenchPartitioner(BasePartitioner):
                     # a dead server, a wrong model name or a short --max-model-len: one message now,
                     # not a run of failed requests
                     check_api_server(model)
-                    check_thinking_budget(model)  # a server that refuses the budget field: one line, now
+                    check_budget_field(model)  # a server that refuses the budget field: one line, now
                 if shards:
                     needs.append((run.abbr, task_gpus(model)))
                 tasks.extend(shards)

@@ -20,7 +20,7 @@ from ..errors import ConfigError
 from ..placement import asked_budget
 from ..runfolder.keys import key_from_env
 
-__all__ = ["check_api_server", "check_thinking_budget", "served_window"]
+__all__ = ["check_api_server", "check_budget_field", "served_window"]
 
 
 def _bases(model: Mapping[str, Any]) -> list[str]:
@@ -110,7 +110,7 @@ def check_api_server(model: Mapping[str, Any], timeout: float = 15.0) -> dict[st
     return info
 
 
-def check_thinking_budget(model: Mapping[str, Any], timeout: float = 60.0) -> None:
+def check_budget_field(model: Mapping[str, Any], timeout: float = 60.0) -> None:
     """Ask the server once whether it takes the model's thinking-budget field, before any prompt of the run.
 
     A server that refuses the field (vLLM without a reasoning parser answers 400) would fail every request

@@ -23,5 +23,5 @@ models = [
         run_cfg=dict(num_gpus=0),
     )
 ]
-infer, eval = runtime(beyond_window=os.environ.get("NEEDLEBENCH_TEST_BEYOND", "stop"))
+infer, eval = runtime(beyond_window=os.environ.get("NEEDLEBENCH_TEST_BEYOND", "stop"), eval_workers=1)
 summarizer = dict(type=SUMMARIZER)
