@@ -260,10 +260,14 @@ def plan_variants(models: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Varian
                 continue  # a scaled or budgeted model with nothing to compare it with is a model of its own
             value = ax.value(setting) if setting is not None else ax.neutral
             out[abbr] = Variant(name, setting, value, ax.series(setting) if setting else "", of)
-            if of is None or of not in identities and name == "press":
+            if of is None:
                 notes.append(
-                    f"model {abbr!r}: a {name} variant with no model in the run that it varies (the same model without "
-                    f"its {name} setting); give {VARIANT_KEY}=dict(axis={name!r}, of=...) or add that model"
+                    f"model {abbr!r}: no model of the run is the same without its {name} setting, so it has no "
+                    "baseline; name one with kvpress_model(..., baseline=...) or add that model to the run"
+                )
+            elif of not in identities and name == "press":
+                notes.append(
+                    f"model {abbr!r}: compresses {of!r}, which is not in the run: it is shown without a baseline"
                 )
             break
     return out, notes
