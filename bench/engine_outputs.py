@@ -64,7 +64,7 @@ def answers(port: int, name: str, order: Order, concurrency: int, max_tokens: in
 
 def score(request: Request, text: str) -> float | None:
     """The answer's score by the task's own grader (default options: the reference protocol's)."""
-    from needlebench.record import ScoreOptions
+    from needlebench.scoring import ScoreOptions
     from needlebench.tasks import get_task
 
     return get_task(request.task).grade(text, request.gold, ScoreOptions()).score

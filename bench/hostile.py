@@ -23,7 +23,8 @@ from typing import Any
 
 from bench.hostile_outputs import hostile_outputs
 from needlebench.opencompass.outputs import reference_strip
-from needlebench.record import SampleScore, ScoreOptions
+from needlebench.record import SampleScore
+from needlebench.scoring import ScoreOptions
 from needlebench.tasks import get_task, make_params
 
 __all__ = ["grading_cases", "failed_safely", "SIZES", "main"]

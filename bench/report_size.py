@@ -31,8 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     from needlebench.cache.rows import load_rows
     from needlebench.grading.evaluation import grade_rows, write_results
     from needlebench.opencompass.configs import needlebench_datasets
-    from needlebench.record import ScoreOptions
     from needlebench.report import build
+    from needlebench.scoring import ScoreOptions
     from needlebench.seeding import stable_hash
     from needlebench.tasks import config_params, get_task
 

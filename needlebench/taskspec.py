@@ -19,8 +19,9 @@ from .aggregate.cells import Estimate
 from .aggregate.metrics import breakdown
 from .errors import ConfigError
 from .protocol import Option
-from .record import GradedSample, SampleScore, ScoreOptions
+from .record import GradedSample, SampleScore
 from .sample import RECORD_KEYS, Sample
+from .scoring import ScoreOptions
 
 __all__ = [
     "TaskSpec",

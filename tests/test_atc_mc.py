@@ -12,19 +12,21 @@ import warnings
 import pytest
 from conftest import assert_linear
 
-from needlebench.record import GradedSample, ScoreOptions
+from needlebench.record import GradedSample
+from needlebench.scoring import ScoreOptions
 from needlebench.tasks.atc import choice as atc_mc
+from needlebench.tasks.atc import option_letter
 from needlebench.tasks.atc.choice import (
     V1_TEMPLATES,
     V1_TERMS,
     AtcMcParams,
-    first_option,
     generate_atc_mc,
     grade_atc_mc,
     oc_template_rounds,
     render_question,
 )
 from needlebench.tasks.atc.choice_results import atc_mc_table, circular_scores
+from needlebench.tasks.atc.option_letter import first_option
 from needlebench.tasks.kinship import load_name_pool
 
 oc_choice = pytest.importorskip("opencompass.datasets.needlebench.atc_choice")
@@ -240,7 +242,7 @@ def _oc_patterns() -> list[str]:
 
 
 def test_option_patterns_are_opencompass_verbatim() -> None:
-    assert list(atc_mc._OPTION_PATTERNS) == _oc_patterns()
+    assert list(option_letter._OPTION_PATTERNS) == _oc_patterns()
 
 
 _SAMPLES = [
@@ -308,7 +310,7 @@ def test_each_pattern_finder_equals_python_re(tokens: list[str]) -> None:
     r = random.Random(len(tokens))
     for _ in range(1500):
         text = "".join(r.choice(tokens) for _ in range(r.randint(0, 25))).strip()
-        for pattern, find in zip(atc_mc._OPTION_PATTERNS, atc_mc._FINDERS):
+        for pattern, find in zip(option_letter._OPTION_PATTERNS, option_letter._FINDERS):
             m = re.search(pattern, text, re.DOTALL)
             want = None if m is None else (m.group(1) or m.group(0))
             if pattern.startswith("(\\s|^)") and not (want and any(x in want for x in "ABCD")):

@@ -51,17 +51,19 @@ from opencompass.openicl.icl_evaluator import CircularEvaluator  # noqa: E402
 from opencompass.utils.text_postprocessors import extract_non_reasoning_content, first_option_postprocess  # noqa: E402
 from prediction_variants import boxed_outputs, chain_outputs, keyword_outputs, letter_outputs  # noqa: E402
 
-from needlebench.record import GradedSample, ScoreOptions  # noqa: E402
+from needlebench.record import GradedSample  # noqa: E402
+from needlebench.scoring import ScoreOptions
 from needlebench.tasks.atc.choice import AtcMcParams, generate_atc_mc, grade_atc_mc  # noqa: E402
 from needlebench.tasks.atc.open_answer import AtcParams, generate_atc  # noqa: E402
+from needlebench.tasks.needlechain.answer import INT_DIGIT_LIMIT  # noqa: E402
 from needlebench.tasks.needlechain.task import (  # noqa: E402
-    INT_DIGIT_LIMIT,
     ChainParams,
     generate_needlechain,
     grade_needlechain,
 )
 from needlebench.tasks.sparse.mrs import generate_mrs, grade_mrs  # noqa: E402
-from needlebench.tasks.sparse.retrieval import SparseParams, generate_mrt, generate_srt, grade_mrt, grade_srt  # noqa: E402  # noqa: E402
+from needlebench.tasks.sparse.recall import grade_mrt, grade_srt
+from needlebench.tasks.sparse.retrieval import SparseParams, generate_mrt, generate_srt  # noqa: E402  # noqa: E402
 
 PER_FAMILY = 10_000
 # (family, why) -> a predicate over (prediction, gold) that says the disagreement is that exception.

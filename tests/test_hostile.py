@@ -32,7 +32,7 @@ from needlebench.grading.matching import (
 from needlebench.opencompass.dataset import NeedleBenchDataset
 from needlebench.tasks import config_params, get_task
 from needlebench.tasks.kinship_answer import reference_clean
-from needlebench.tasks.needlechain.task import mentioned_positions, parse_answer, released_value
+from needlebench.tasks.needlechain.answer import mentioned_positions, parse_answer, released_value
 
 OUTPUTS = hostile_outputs()
 SMALL = hostile_outputs(1_000_000 // 8)  # the same outputs an eighth as long, for the linear-time ratios
@@ -216,7 +216,7 @@ def test_oracle_model_answers_every_prompt_with_full_marks(loaded: list[dict]) -
     import json
 
     from needlebench.opencompass.scripted import OracleModel
-    from needlebench.record import ScoreOptions
+    from needlebench.scoring import ScoreOptions
 
     oracle = OracleModel(datasets=[{k: v for k, v in cfg.items() if k != "rows"} for cfg in loaded])
     for cfg in loaded:
@@ -243,7 +243,7 @@ def test_oracle_model_refuses_a_prompt_it_does_not_know(loaded: list[dict]) -> N
 def test_garbage_model_scores_zero_on_every_task(loaded: list[dict]) -> None:
     import json
 
-    from needlebench.record import ScoreOptions
+    from needlebench.scoring import ScoreOptions
 
     garbage = GarbageModel(size=20_000)
     for cfg in loaded:

@@ -39,8 +39,8 @@ from conftest import (
 from needlebench.grading.evaluation import PREDICTION_CHARS
 from needlebench.jsonl import read_jsonl
 from needlebench.opencompass.evaluator import SUMMARY_HEADLINE
-from needlebench.record import ScoreOptions
 from needlebench.report.drilldown import ANSWER_CHARS
+from needlebench.scoring import ScoreOptions
 from needlebench.tasks import get_task
 
 pytestmark = pytest.mark.e2e

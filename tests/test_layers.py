@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "aggregate": 2,
     "sample": 2,
     "protocol": 2,
+    "scoring": 2,
     "files": 2,
     "flow": 3,
     "taskspec": 3,

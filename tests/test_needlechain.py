@@ -11,8 +11,10 @@ import pytest
 from conftest import assert_linear, run_export
 
 from needlebench.errors import ConfigError
-from needlebench.record import GradedSample, ScoreOptions
+from needlebench.record import GradedSample
+from needlebench.scoring import ScoreOptions
 from needlebench.tasks.kinship import load_name_pool
+from needlebench.tasks.needlechain.answer import mentioned_positions, parse_answer
 from needlebench.tasks.needlechain.task import (
     CLARIFIED,
     OPTION_CHOICES,
@@ -26,8 +28,6 @@ from needlebench.tasks.needlechain.task import (
     generate_needlechain,
     grade_needlechain,
     make_datapoint,
-    mentioned_positions,
-    parse_answer,
     render,
 )
 

@@ -11,8 +11,8 @@ from conftest import run_export
 from kinship_solver import solve
 
 from needlebench.errors import ConfigError
-from needlebench.record import ScoreOptions
 from needlebench.report.tables import suite_weights
+from needlebench.scoring import ScoreOptions
 from needlebench.tasks.atc.open_answer import AtcParams, generate_atc
 from needlebench.tasks.atc.open_answer_results import atc_weighted_score, enl
 from needlebench.tasks.kinship import QUESTION_TYPES, load_name_pool, make_chain, ordinal

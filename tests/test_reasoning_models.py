@@ -28,7 +28,8 @@ from needlebench.grading.evaluation import grade_rows
 from needlebench.grading.outputs import TIKTOKEN, OutputMeter, measure, think_unclosed, tiktoken_meter
 from needlebench.opencompass.outputs import is_reasoning_model, reference_strip
 from needlebench.planning.limits import Limits
-from needlebench.record import GradedSample, ScoreOptions, cut_prediction, failed_prediction
+from needlebench.record import GradedSample, cut_prediction, failed_prediction
+from needlebench.scoring import ScoreOptions
 from needlebench.tasks import get_task
 
 

@@ -12,15 +12,8 @@ import pytest
 
 from needlebench.cache.rows import load_rows
 from needlebench.grading.evaluation import dataset_results, grade_rows, write_results
-from needlebench.record import (
-    GradedSample,
-    OutputFacts,
-    ScoreOptions,
-    Unanswered,
-    cut_prediction,
-    failed_prediction,
-    unanswered,
-)
+from needlebench.record import GradedSample, OutputFacts, Unanswered, cut_prediction, failed_prediction, unanswered
+from needlebench.scoring import ScoreOptions
 from needlebench.tasks import get_task
 
 # one small real dataset per task (as the install check's oracle runs them)

@@ -14,8 +14,8 @@ from needlebench.grading.matching import (
     normalise_answer,
     strip_thinking,
 )
-from needlebench.record import ScoreOptions
-from needlebench.tasks.sparse.retrieval import grade_mrt, grade_srt
+from needlebench.scoring import ScoreOptions
+from needlebench.tasks.sparse.recall import grade_mrt, grade_srt
 
 SRT_GOLD = {
     "keywords": ["Pothgon spyglass"],
@@ -143,7 +143,7 @@ def test_the_haystack_around_a_needle_is_the_same_read_from_text_or_from_utf8_by
 
 
 def test_the_scoring_options_are_declared_once_and_every_signature_follows_the_declaration() -> None:
-    """``record.SCORING_OPTIONS`` names, defaults and checks every scoring option: ``ScoreOptions`` has exactly those
+    """``scoring.SCORING_OPTIONS`` names, defaults and checks every scoring option: ``ScoreOptions`` has exactly those
     fields and defaults, the evaluator takes them by name (declaring none itself), each dataset builder's scoring
     arguments are declared ones defaulting to None (the declared default), and a bad value is refused with the
     declaration's one message, by the builder when the config is read and by the evaluator alike."""
@@ -153,7 +153,7 @@ def test_the_scoring_options_are_declared_once_and_every_signature_follows_the_d
     from needlebench.errors import ConfigError
     from needlebench.opencompass import configs
     from needlebench.opencompass.evaluator import NeedleBenchEvaluator
-    from needlebench.record import SCORING_NAMES, SCORING_OPTIONS, ScoreOptions
+    from needlebench.scoring import SCORING_NAMES, SCORING_OPTIONS, ScoreOptions
 
     fields = [f for f in dataclasses.fields(ScoreOptions) if f.name != "reference_strip"]
     assert [(f.name, f.default) for f in fields] == [(o.name, o.default) for o in SCORING_OPTIONS]

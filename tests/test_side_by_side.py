@@ -276,8 +276,8 @@ def _mrt_scores(builtin_run: Path, theirs: dict, ours: dict) -> None:
     numbers; its evaluator on our outputs and golds (in its answer form) gives our per-sample scores."""
     from opencompass.datasets.needlebench_v2.parallel import NeedleBenchParallelEvaluator
 
-    from needlebench.record import ScoreOptions
-    from needlebench.tasks.sparse.retrieval import grade_mrt
+    from needlebench.scoring import ScoreOptions
+    from needlebench.tasks.sparse.recall import grade_mrt
 
     by_abbr: dict[str, list[dict]] = defaultdict(list)
     for key, v in theirs.items():

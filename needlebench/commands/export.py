@@ -17,8 +17,8 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..files import atomic_write
-from ..record import SCORING_NAMES
 from ..sample import DATASET_VERSION, Sample
+from ..scoring import SCORING_NAMES
 from ..terminal import Counting
 
 __all__ = [
@@ -74,7 +74,7 @@ def iter_config_samples(config_path: str) -> Iterator[tuple[str, Sample]]:
 
 
 def score_options(dataset: dict[str, Any]) -> dict[str, Any]:
-    """The scoring options a dataset config gives its evaluator (declared once: ``record.SCORING_OPTIONS``).
+    """The scoring options a dataset config gives its evaluator (declared once: ``scoring.SCORING_OPTIONS``).
 
     Args:
         dataset: one needlebench dataset config.

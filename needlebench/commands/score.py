@@ -24,8 +24,9 @@ from ..errors import ConfigError
 from ..files import atomic_write
 from ..grading.evaluation import grade_rows, metric_names, write_results
 from ..jsonl import iter_jsonl
-from ..record import ScoreOptions, Unanswered, cut_prediction
+from ..record import Unanswered, cut_prediction
 from ..runfolder.score_record import write_score_record
+from ..scoring import ScoreOptions
 from ..tasks import get_task
 from ..terminal import Counting
 from .export import ExportedDataset, read_parquet_export

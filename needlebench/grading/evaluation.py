@@ -22,16 +22,8 @@ from ..aggregate.effective_length import EffectiveRule, LengthCell, effective_le
 from ..aggregate.metrics import COMMON_METRICS, GRADER_ERROR, summarise_details
 from ..errors import ConfigError
 from ..files import atomic_write
-from ..record import (
-    DETAIL_CHARS,
-    RESERVED_KEYS,
-    GradedSample,
-    OutputFacts,
-    SampleScore,
-    ScoreOptions,
-    scored_text,
-    unanswered,
-)
+from ..record import DETAIL_CHARS, RESERVED_KEYS, GradedSample, OutputFacts, SampleScore, scored_text, unanswered
+from ..scoring import ScoreOptions
 from ..taskspec import planned_values
 from .outputs import OutputMeter, measure, tiktoken_meter
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import Levenshtein
 
 from ..errors import ConfigError
-from ..record import ScoreOptions
+from ..scoring import ScoreOptions
 
 __all__ = [
     "as_text",

@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import ConfigError, unknown_option_error
 from ..planning.settings import RunSettings
 from ..protocol import ProtocolParams
-from ..record import ScoreOptions
+from ..scoring import ScoreOptions
 from ..tasks import all_tasks, get_task, is_needlebench, make_params
 from ..tasks.profiles import get_profile
 from ..tasks.sparse.retrieval import LANGS
@@ -182,7 +182,7 @@ def check_raw_messages(model: Mapping[str, Any], datasets: Sequence[Mapping[str,
 
 def _scoring(**given: Any) -> dict[str, Any]:
     """The scoring options a builder was given (None: not given), checked once, against their one declaration
-    (:data:`~needlebench.record.SCORING_OPTIONS`), where the config is read; the evaluator gets these.
+    (:data:`~needlebench.scoring.SCORING_OPTIONS`), where the config is read; the evaluator gets these.
 
     Args:
         given: option name -> value.

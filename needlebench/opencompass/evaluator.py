@@ -27,7 +27,8 @@ from ..grading.evaluation import (
     planned_lengths,
     write_results,
 )
-from ..record import ScoreOptions, postprocessed
+from ..record import postprocessed
+from ..scoring import ScoreOptions
 from ..tasks import get_task
 from ..taskspec import TaskSpec
 from .outputs import output_meter, reference_strip
@@ -69,7 +70,7 @@ class NeedleBenchEvaluator(BaseEvaluator):
         effective_length: how the effective length is read (``summarizer``'s ``effective_length``, which the
             eval stage passes on); None: the default rule.
         scoring: the scoring options, by name, as declared once in
-            :data:`~needlebench.record.SCORING_OPTIONS` (``metric``, ``strip_think``, ``alpha``, ``truncated``,
+            :data:`~needlebench.scoring.SCORING_OPTIONS` (``metric``, ``strip_think``, ``alpha``, ``truncated``,
             ``reasoning_apart``); the others take their declared defaults. ``strip_think=True`` on reference
             samples is OpenCompass's ``extract_non_reasoning_content``.
 

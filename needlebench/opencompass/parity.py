@@ -30,8 +30,8 @@ from typing import Any
 
 from ..context.tokenizer import get_encoding
 from ..errors import ConfigError
-from ..record import ScoreOptions
 from ..report.parity_link import file_digest
+from ..scoring import ScoreOptions
 from ..tasks import get_task
 from ..tasks.profiles import get_profile
 from ..tasks.sparse.alignment import (

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 
 from ..grading.matching import is_repetitive, last_boxed, normalise_answer, parse_int, prepare, reference_boxed
-from ..record import SampleScore, ScoreOptions
+from ..record import SampleScore
+from ..scoring import ScoreOptions
 from .kinship import KinshipChain, KinshipQuestion
 
 __all__ = ["BOXED_ERRORS", "grade_boxed", "kinship_gold", "kinship_meta", "oracle_boxed", "reference_clean"]

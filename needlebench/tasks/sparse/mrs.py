@@ -33,8 +33,9 @@ from ...context.tokenizer import count_tokens
 from ...errors import ConfigError
 from ...files import file_version
 from ...grading.matching import prepare
-from ...record import SampleScore, ScoreOptions
+from ...record import SampleScore
 from ...sample import Sample
+from ...scoring import ScoreOptions
 from ...seeding import rng
 from ..kinship import (
     QUESTION_TYPES,
@@ -49,16 +50,14 @@ from ..kinship import (
 from ..kinship_answer import BOXED_ERRORS, grade_boxed, kinship_gold, kinship_meta, oracle_boxed
 from ..reference_text import MRS_REFERENCE_FRAMES, MRS_REFERENCE_QUESTION
 from .prompts import PromptParts, sparse_prompt
+from .recall import RECALL_ERRORS, grade_srt, oracle_srt
 from .reference_v1 import v1_prompt, v1_question
 from .retrieval import (
-    RECALL_ERRORS,
     SparseParams,
     cell_order,
-    grade_srt,
     haystack_for,
     haystack_sample,
     needle_text,
-    oracle_srt,
     prefix_order,
     sparse_task,
     validate_sparse,
