@@ -67,9 +67,6 @@ class ResilientOpenAISDK(OpenAISDK):
 
     def __init__(self, **kwargs: Any) -> None:
         self.options = options = ApiOptions.take(kwargs, str(kwargs.get("path")))
-        self.thinking_budget = (
-            options.thinking_budget
-        )  # asked through extra_body (models.api_model); kept in each answer
         self.flow_limits = options.flow_limits
         self._local = threading.local()
         self._offline = False  # answering from batch files: no rate limit, no server
@@ -322,7 +319,8 @@ class ResilientOpenAISDK(OpenAISDK):
         if noted is None or not isinstance(text, str):
             return text
         apart = bool(noted.reasoning) and text == noted.read_by_opencompass(self.think_tag)  # apart: keep both
-        if apart or self.thinking_budget is not None:  # and a budget asked for, with every answer, and the counts
+        # kept apart, and a budget asked for: with every answer, with the counts
+        if apart or self.options.thinking_budget is not None:
             reasoning = noted.reasoning if apart else None
             return ModelAnswer(
                 noted.content if apart else text,
@@ -332,7 +330,7 @@ class ResilientOpenAISDK(OpenAISDK):
                 think_tag=self.think_tag if reasoning else None,
                 output_tokens=noted.completion_tokens,
                 reasoning_tokens=noted.reasoning_tokens,
-                thinking_budget=self.thinking_budget,
+                thinking_budget=self.options.thinking_budget,
             ).to_prediction()
         if noted.finish == "length":
             return cut_prediction(text, "length")

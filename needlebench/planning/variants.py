@@ -76,10 +76,6 @@ def _press_labels(s: Mapping[str, Any] | None) -> dict[str, str]:
     return {"press": str(s["press"]), "ratio": f"{float(s['compression_ratio']):.2f}", "query": str(s["query"])}
 
 
-def _rope(model: Mapping[str, Any]) -> dict[str, Any] | None:
-    return asked_rope(model)
-
-
 def _no_rope(model: dict[str, Any]) -> dict[str, Any]:
     return place_rope(model, None) if asked_rope(model) else model
 
@@ -121,7 +117,7 @@ AXES: dict[str, Axis] = {
             "rope",
             "RoPE scaling factor",
             1.0,
-            _rope,
+            asked_rope,
             lambda s: float(s["factor"]),
             lambda s: str(s["kind"]),
             _rope_part,
