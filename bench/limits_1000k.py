@@ -52,7 +52,7 @@ from typing import Any
 
 import psutil
 
-from needlebench.opencompass import driver
+from needlebench.launch import driver
 
 ROOT = Path(__file__).resolve().parents[1]
 # the two ways to start OpenCompass's command line: its own script, and ``needlebench run``'s lean start

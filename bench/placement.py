@@ -1,7 +1,7 @@
 """How far the ``split`` fix moves needles: every prompt of the 4k and 8k suites, v2 and v1, measured.
 
 OpenCompass's loaders build each prompt from the project's stand-in data files (``bench/standin.py``) and
-``needlebench parity`` (``opencompass/parity.py``) rebuilds it with the fix applied to OpenCompass's own
+``needlebench parity`` (``parity.py``) rebuilds it with the fix applied to OpenCompass's own
 token list; this records, per profile and task, the share of prompts the fix touches and how many tokens the
 moved needles went (max and median). ``tools/docs_pages.py`` renders the differences page's table from the
 JSON, and ``tests/test_docs.py`` fails when the page and the JSON differ.
@@ -25,7 +25,7 @@ PROFILES = ("v2", "v1")
 def measure(suites: tuple[str, ...] = SUITES) -> dict:
     """Per profile and task, over every prompt of the suites: prompts, those ``split`` touches, needle moves."""
     from bench.standin import build_standin
-    from needlebench.opencompass.parity import check_parity
+    from needlebench.parity import check_parity
 
     out: dict = {"suites": list(suites), "profiles": {}}
     with tempfile.TemporaryDirectory() as tmp:

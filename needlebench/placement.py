@@ -217,9 +217,7 @@ def place_sampling(model: Mapping[str, Any], temperature: float, top_p: float) -
     return out
 
 
-def place_thinking_budget(
-    abbr: str, budget: Any, field_name: str, extra_body: Mapping[str, Any] | None
-) -> dict[str, Any]:
+def place_budget(abbr: str, budget: Any, field_name: str, extra_body: Mapping[str, Any] | None) -> dict[str, Any]:
     """The API model config keys that ask a server for a thinking budget: the body field and the record of it.
 
     Args:
@@ -248,7 +246,7 @@ def place_thinking_budget(
 
 def asked_budget(model: Mapping[str, Any]) -> dict[str, Any] | None:
     """The thinking budget a model config asks its server for (``{"budget", "field"}``), read where
-    :func:`place_thinking_budget` writes it; None for none.
+    :func:`place_budget` writes it; None for none.
 
     Args:
         model: a model config.
@@ -257,9 +255,9 @@ def asked_budget(model: Mapping[str, Any]) -> dict[str, Any] | None:
     return None if budget is None else {"budget": int(budget), "field": str(model.get("thinking_field") or "vllm")}
 
 
-def without_thinking_budget(model: Mapping[str, Any]) -> dict[str, Any]:
+def without_budget(model: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``model`` that asks for no thinking budget: its record and its body field taken off (what
-    :func:`place_thinking_budget` wrote), the rest of the body as it was.
+    :func:`place_budget` wrote), the rest of the body as it was.
 
     Args:
         model: a model config.

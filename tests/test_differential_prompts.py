@@ -49,7 +49,7 @@ import pytest
 
 from needlebench.context import corpora, haystack
 from needlebench.context.tokenizer import get_encoding
-from needlebench.opencompass.parity import TokenRecorder
+from needlebench.parity import TokenRecorder
 from needlebench.tasks import get_task, kinship, make_params
 from needlebench.tasks.sparse import needles
 from needlebench.tasks.sparse.alignment import (

@@ -399,15 +399,11 @@ def test_infer_and_eval_task_memory_does_not_grow_with_the_shard(tmp_path: Path)
         )
         Config(task).dump(str(config))
         # each task starts as a run starts it (the lean entry point): the inferencer is the one difference
-        peaks = {
-            "infer": _peaks([sys.executable, "-m", "needlebench.opencompass.task_entry", "infer", str(config)], env)
-        }
+        peaks = {"infer": _peaks([sys.executable, "-m", "needlebench.launch.task_entry", "infer", str(config)], env)}
         (prediction,) = (work / "predictions" / "garbage").glob("*.json")
         assert len(dict(iter_prediction_file(prediction))) == len(rows)
         if evaluate:
-            peaks["eval"] = _peaks(
-                [sys.executable, "-m", "needlebench.opencompass.task_entry", "eval", str(config)], env
-            )
+            peaks["eval"] = _peaks([sys.executable, "-m", "needlebench.launch.task_entry", "eval", str(config)], env)
             result = json.loads((work / "results" / "garbage" / prediction.name).read_text(encoding="utf-8"))
             assert result["num_scored"] == len(rows) and result["score"] == 0  # every hostile answer graded
         return prompt_bytes, peaks

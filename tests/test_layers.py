@@ -37,8 +37,10 @@ LAYERS: dict[str, int] = {
     "runfolder": 8,
     "report": 9,
     "preflight": 9,
-    "opencompass": 10,
-    "commands": 11,
+    "launch": 10,
+    "parity": 10,
+    "opencompass": 11,
+    "commands": 12,
 }
 
 

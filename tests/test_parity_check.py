@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from needlebench import parity
 from needlebench.commands.cli import main
-from needlebench.opencompass import parity
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Our task processes' entry point (``needlebench.opencompass.task_entry``): OpenCompass's task code runs without
+"""Our task processes' entry point (``needlebench.launch.task_entry``): OpenCompass's task code runs without
 importing every dataset and model module OpenCompass ships, and whatever asks for a package's names still gets them.
 
 Behaviour, not time: which modules a fresh process holds (the time it saves is in ``bench/``)."""
@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT, bin_path, run_opencompass
 from mmengine.config import Config
 
-from needlebench.opencompass.task_entry import typed_by_path
+from needlebench.launch.task_entry import typed_by_path
 
 
 def _fresh(code: str, *args: str) -> dict:
@@ -27,7 +27,7 @@ def _fresh(code: str, *args: str) -> dict:
 def _modules_after(code: str) -> dict:
     """Run ``code`` in a fresh interpreter after installing the lazy packages; what it prints (JSON)."""
     prelude = (
-        "import sys, json\nfrom needlebench.opencompass.task_entry import install_lazy_packages, import_with_stand_ins\n"
+        "import sys, json\nfrom needlebench.launch.task_entry import install_lazy_packages, import_with_stand_ins\n"
         "install_lazy_packages()\nimport_with_stand_ins()\n"
     )
     return _fresh(prelude + code)
@@ -133,7 +133,7 @@ def test_the_lean_driver_imports_only_what_a_run_uses_and_finds_registry_names()
     sklearn or the dataset modules; a short registry name (``MMLUDataset``) still found, the packages
     loaded whole."""
     code = (
-        "import sys, json\nfrom needlebench.opencompass import driver\n"
+        "import sys, json\nfrom needlebench.launch import driver\n"
         "assert driver.start_lean(driver.DRIVER_LAZY_PACKAGES, driver.DRIVER_STAND_INS) is None\n"
         "driver.load_whole_on_registry_miss()\n"
         "import opencompass.cli.main, needlebench.opencompass.partitioner, needlebench.opencompass.summarizer\n"
@@ -167,7 +167,7 @@ def test_the_driver_imports_no_model_class_until_the_command_line_reads_one(tmp_
     config = tmp_path / "accelerated.py"
     config.write_text(ACCELERATED, encoding="utf-8")
     code = (
-        "import sys, json, importlib\nfrom needlebench.opencompass import driver\n"
+        "import sys, json, importlib\nfrom needlebench.launch import driver\n"
         "assert driver.start_lean(driver.DRIVER_LAZY_PACKAGES, driver.DRIVER_STAND_INS) is None\n"
         "driver.real_classes_when_read()\n"
         "from opencompass.cli.main import parse_args\nfrom opencompass.utils import run\n"
@@ -184,7 +184,7 @@ def test_the_driver_imports_no_model_class_until_the_command_line_reads_one(tmp_
     # what decides it is the parsed accelerator: every spelling OpenCompass's parser takes reads as one (one process)
     spellings = [["--accelerator", "vllm"], ["-avllm"], ["--acc", "vllm"], ["--accel=lmdeploy"], ["-a", "lmdeploy"]]
     parsed = (
-        "import sys, json\nfrom needlebench.opencompass import driver\n"
+        "import sys, json\nfrom needlebench.launch import driver\n"
         "assert driver.start_lean(driver.DRIVER_LAZY_PACKAGES, driver.DRIVER_STAND_INS) is None\n"
         "from opencompass.cli.main import parse_args\nread = []\n"
         f"for option in {spellings!r}:\n"
@@ -230,7 +230,7 @@ def test_another_release_or_a_renamed_module_turns_the_lean_start_off() -> None:
     target that cannot be imported leaves no lazy shell or stand-in in ``sys.modules``."""
     code = (
         "import json, sys\n"
-        "import needlebench.opencompass.task_entry as t\n"
+        "import needlebench.launch.task_entry as t\n"
         "before = set(sys.modules)\n"
         "t.WRITTEN_FOR['opencompass'] = (('opencompass',), r'9\\.9\\.9')\n"
         "other = t.start_lean()\n"
@@ -264,7 +264,7 @@ def test_a_task_whose_lean_start_fails_imports_opencompass_in_full_and_writes_th
     lean.rename(run / "predictions" / "lean")
     code = (
         "import json, sys\n"
-        "import needlebench.opencompass.task_entry as t\n"
+        "import needlebench.launch.task_entry as t\n"
         "t.STAND_INS['opencompass.renamed_in_another_release'] = t.StandIns(first=(), packages={'torch': {'Tensor': t.LAZY}})\n"
         "t.main(['infer', sys.argv[1]])\n"
         "print(json.dumps({'datasets': sum(m.startswith('opencompass.datasets.') for m in sys.modules),"
@@ -283,7 +283,7 @@ def test_a_task_whose_lean_start_fails_imports_opencompass_in_full_and_writes_th
 
 
 def test_a_task_command_without_its_script_is_refused_not_swapped_quietly() -> None:
-    from needlebench.opencompass.task_entry import MODULE, through_entry
+    from needlebench.launch.task_entry import MODULE, through_entry
 
     assert through_entry("python /oc/openicl_infer.py cfg.py", "/oc/openicl_infer.py", "infer") == (
         f"python -m {MODULE} infer cfg.py"

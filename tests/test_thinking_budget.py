@@ -1,7 +1,7 @@
 """Thinking budgets as an axis: asked of the server as it spells them, and checked against what it reports.
 
 The builders (``api_model(thinking_budget=...)``, ``thinking_sweep``) and the one rule that reads a record
-(``grading.outputs.budget_verdict``); then real OpenCompass runs of a two-budget sweep against the scripted
+(``record.budget_verdict``); then real OpenCompass runs of a two-budget sweep against the scripted
 server (``tools/flaky_server.py --thinking``): a server that honours the budget (every record's reasoning at
 most its budget, reasoning stopped at it counted), one that ignores it (flagged "not enforced" in the table),
 and one that refuses the field (one line before any prompt).
@@ -21,8 +21,8 @@ import pytest
 from conftest import ROOT, bin_path, free_port, start_flaky_server, stop_server
 
 from needlebench.errors import ConfigError
-from needlebench.grading.outputs import budget_verdict
 from needlebench.opencompass.models import api_model, hf_model, thinking_sweep, vllm_model
+from needlebench.record import budget_verdict
 
 CONFIG = "tests/configs/e2e_thinking.py"
 MODELS = ("think@think-8", "think@think-30")
@@ -128,7 +128,7 @@ def test_an_honoured_budget_keeps_every_reasoning_within_it_and_counts_those_it_
     assert notes["think@think-8"]["all"] == "6 of 6 reasoning stopped at the thinking budget"  # the server said 20+
     assert "not enforced" not in json.dumps(notes)
     # score by budget, per length: the table and the curve of the swept model
-    rows = list(csv.DictReader((run / "summary" / "needlebench_thinking_budgets.csv").open(encoding="utf-8")))
+    rows = list(csv.DictReader((run / "summary" / "needlebench_budgets.csv").open(encoding="utf-8")))
     assert sorted((r["budget"], r["length"]) for r in rows) == [
         ("30", "1000"),
         ("30", "2000"),
@@ -139,7 +139,7 @@ def test_an_honoured_budget_keeps_every_reasoning_within_it_and_counts_those_it_
     assert [int(r["stopped at the budget"]) for r in rows if r["budget"] == "8"] == [3, 3]
     from PIL import Image
 
-    with Image.open(run / "summary" / "figures" / "thinking_budget_S-RT_en_think.png") as figure:
+    with Image.open(run / "summary" / "figures" / "budget_S-RT_en_think.png") as figure:
         assert figure.format == "PNG" and min(figure.size) > 100  # a drawn figure, not an empty file
 
 
@@ -155,7 +155,7 @@ def test_an_ignored_budget_is_flagged_in_the_tables(tmp_path: Path) -> None:
     ignored = sum(r["budget_ignored"] for r in _records(run, "think@think-30"))
     assert ignored and f"{ignored} of 6 thinking budget not enforced" in notes["think@think-30"]["all"]
     assert "thinking budget not enforced" in (run / "summary" / "report.html").read_text(encoding="utf-8")
-    rows = list(csv.DictReader((run / "summary" / "needlebench_thinking_budgets.csv").open(encoding="utf-8")))
+    rows = list(csv.DictReader((run / "summary" / "needlebench_budgets.csv").open(encoding="utf-8")))
     assert sum(int(r["not enforced"]) for r in rows if r["budget"] == "8") == 6
 
 
@@ -164,7 +164,10 @@ def test_a_server_that_refuses_the_budget_stops_the_run_in_one_line_before_any_p
     done, work, log = _run(tmp_path, "reject")
     said = [x for x in done.stderr.splitlines() if x.startswith("needlebench: ")]
     assert done.returncode != 0 and len(said) == 1, done.stderr[-3000:]
-    assert "model think@think-8: " in said[0] and "refuses thinking_budget=8 (thinking_field='vllm')" in said[0]
+    assert (
+        "model think@think-8: " in said[0]
+        and "refuses a thinking budget of 8 tokens (thinking_field='vllm')" in said[0]
+    )
     assert "--reasoning-parser" in said[0]
     assert not log.exists() or log.read_text() == ""  # no prompt reached the server
     assert not list(work.glob("*/predictions/*/*.json"))

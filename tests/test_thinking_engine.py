@@ -53,7 +53,7 @@ def test_vllm_enforces_each_thinking_budget_and_the_records_show_it(tmp_path: Pa
             continue
         assert all(budget - 1 <= n <= budget for n in counts), counts  # ended by the engine, at the budget
         assert all(r["budget_reached"] and not r["budget_ignored"] for r in records)
-    with (run / "summary" / "needlebench_thinking_budgets.csv").open(encoding="utf-8") as fh:
+    with (run / "summary" / "needlebench_budgets.csv").open(encoding="utf-8") as fh:
         rows = {r["budget"]: r for r in csv.DictReader(fh)}
     assert {b: (r["stopped at the budget"], r["not enforced"], r["samples"]) for b, r in rows.items()} == {
         "8": ("3", "0", "3"),

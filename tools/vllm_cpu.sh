@@ -141,7 +141,7 @@ build_model() {
     folder="$(sed -n 1p <<<"$GGUF")"
     name="$(sed -n 2p <<<"$GGUF")"
     log "converting $folder/$name -> $BUILD"
-    if ! TQDM_DISABLE=1 "$VENV/bin/python" "$ROOT/tools/convert_smollm2.py" "$folder" "$name" "$BUILD" >&2; then
+    if ! TQDM_DISABLE=1 "$VENV/bin/python" "$ROOT/needlebench/opencompass/smollm2.py" "$folder" "$name" "$BUILD" --dtype bfloat16 >&2; then
         log "model conversion failed"
         rm -rf "$BUILD"
         exit 4
@@ -159,7 +159,7 @@ ensure_model() {
     # named by the GGUF file (its size and name), the converter and the venv that runs it
     local gguf key folder
     gguf="$(sed -n 1p <<<"$GGUF")/$(sed -n 2p <<<"$GGUF")"
-    key="$(store_key "$(basename "$gguf") $(stat -c %s "$gguf")" "$ROOT/tools/convert_smollm2.py" \
+    key="$(store_key "$(basename "$gguf") $(stat -c %s "$gguf")" "$ROOT/needlebench/opencompass/smollm2.py" \
         "$(readlink -f "$VENV")")"
     folder="$ENVS/smollm2-135m-hf-$key"
     build_once "$folder" "$key" build_model

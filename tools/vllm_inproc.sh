@@ -85,7 +85,7 @@ ensure_model() {
         log "model conversion failed: cannot locate the SmolLM2 GGUF in $VENV"
         exit 4
     fi
-    if ! TQDM_DISABLE=1 "$VENV/bin/python" "$ROOT/tools/convert_smollm2.py" "$(sed -n 1p <<<"$src")" \
+    if ! TQDM_DISABLE=1 "$VENV/bin/python" "$ROOT/needlebench/opencompass/smollm2.py" --dtype bfloat16 "$(sed -n 1p <<<"$src")" \
         "$(sed -n 2p <<<"$src")" "$MODEL_DIR" >&2; then
         log "model conversion failed"
         exit 4

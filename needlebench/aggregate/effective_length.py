@@ -35,6 +35,7 @@ __all__ = [
     "EffectiveLength",
     "EffectiveRule",
     "LengthCell",
+    "length_cell",
     "effective_length",
     "length_text",
 ]
@@ -134,6 +135,18 @@ class LengthCell:
     length: int
     scores: tuple[float, ...]
     complete: bool
+
+
+def length_cell(length: int, scores: Sequence[float], planned: int) -> LengthCell:
+    """One tested length's cell, as the dataset's metrics and the summary's table both build it: complete when
+    every sample planned there was scored (and one was).
+
+    Args:
+        length: the tested length (tokens).
+        scores: the scored samples' scores.
+        planned: the samples the plan gives the length.
+    """
+    return LengthCell(int(length), tuple(float(s) for s in scores), bool(scores) and len(scores) == planned)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..jsonl import read_jsonl
-from ..opencompass import driver
+from ..launch import driver
 from ..runfolder.plan_file import resume_command
 from ..runfolder.provider_batch import read_batch_results, replay_table, write_table
 from ..runfolder.request import BatchMode, RunRequest, write_request

@@ -1,6 +1,6 @@
 """``needlebench parity``: the parity proof a user runs on their own OpenCompass and data files.
 
-A thin layer over ``opencompass/parity.py``: it runs the check, prints the report, and writes it as
+A thin layer over ``parity.py``: it runs the check, prints the report, and writes it as
 ``parity.json`` (the figures a leaderboard or a reviewer reads) and ``parity.md`` beside each other.
 """
 
@@ -48,7 +48,7 @@ def run_parity(
         ConfigError: a missing or partial data folder (a file the tasks read missing, empty or not UTF-8), an
             output that is a file, or an unknown profile, suite, render or task.
     """
-    from ..opencompass.parity import check_parity
+    from ..parity import check_parity
 
     if out.exists() and not out.is_dir():  # found before the check's minutes, not after
         raise ConfigError(f"--output: {out} is a file; give a folder for parity.json and parity.md")

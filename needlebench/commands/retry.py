@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..jsonl import BadLine, iter_jsonl
-from ..opencompass import driver
+from ..launch import driver
 from ..runfolder.plan_file import PLAN_FILE, StoredPlan
 from ..runfolder.request import RunRequest, write_request
 from ..runfolder.retries import failed_requests

@@ -67,7 +67,7 @@ def run_config(config: str, options: Sequence[str], replan: bool = False, retry:
         replan: re-plan a resumed run whose config gives another plan, keeping every answer still valid.
         retry: ask again the failed requests of these models (comma-separated abbrs; ``""``: every model's).
     """
-    from ..opencompass.driver import main as drive
+    from ..launch.driver import main as drive
 
     if replan or retry is not None:
         models = tuple(m for m in (retry or "").split(",") if m) or None

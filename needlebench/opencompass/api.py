@@ -320,7 +320,8 @@ class ResilientOpenAISDK(OpenAISDK):
             return text
         apart = bool(noted.reasoning) and text == noted.read_by_opencompass(self.think_tag)  # apart: keep both
         # kept apart, and a budget asked for: with every answer, with the counts
-        if apart or self.options.thinking_budget is not None:
+        asked = self.options.answer_facts
+        if apart or asked:
             reasoning = noted.reasoning if apart else None
             return ModelAnswer(
                 noted.content if apart else text,
@@ -330,7 +331,7 @@ class ResilientOpenAISDK(OpenAISDK):
                 think_tag=self.think_tag if reasoning else None,
                 output_tokens=noted.completion_tokens,
                 reasoning_tokens=noted.reasoning_tokens,
-                thinking_budget=self.options.thinking_budget,
+                **asked,
             ).to_prediction()
         if noted.finish == "length":
             return cut_prediction(text, "length")

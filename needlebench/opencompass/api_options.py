@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..flow import FlowLimits
-from ..placement import place_thinking_budget
+from ..placement import place_budget
 
 __all__ = ["API_OPTIONS", "ApiOptions"]
 
@@ -78,13 +78,18 @@ class ApiOptions:
         except ValueError as exc:
             raise ConfigError(f"api_model({abbr!r}): {exc}") from None
         if found.thinking_budget is not None:
-            place_thinking_budget(abbr, found.thinking_budget, found.thinking_field, None)
+            place_budget(abbr, found.thinking_budget, found.thinking_field, None)
         return found
 
     @property
     def flow_limits(self) -> FlowLimits:
         """The caps on what is in flight (:mod:`needlebench.flow`)."""
         return FlowLimits(self.max_tokens_in_flight, self.max_requests_in_flight, float(self.throttle_patience))
+
+    @property
+    def answer_facts(self) -> dict[str, Any]:
+        """What every answer records of what its request asked (the thinking budget); empty when nothing was."""
+        return {} if self.thinking_budget is None else {"thinking_budget": self.thinking_budget}
 
     def config(self, abbr: str, extra_body: Mapping[str, Any] | None) -> dict[str, Any]:
         """The model config keys these options write: the retries always, the rest where set (a thinking budget
@@ -104,7 +109,7 @@ class ApiOptions:
                 throttle_patience=float(self.throttle_patience),
             )
         if self.thinking_budget is not None:
-            out.update(place_thinking_budget(abbr, self.thinking_budget, self.thinking_field, extra_body))
+            out.update(place_budget(abbr, self.thinking_budget, self.thinking_field, extra_body))
         if self.tokenizer_kwargs:
             out["tokenizer_kwargs"] = dict(self.tokenizer_kwargs)
         return out

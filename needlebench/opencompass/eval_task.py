@@ -33,8 +33,8 @@ from opencompass.tasks.openicl_eval import OpenICLEvalTask  # the module, not th
 from opencompass.utils import get_infer_output_path, get_logger
 
 from ..cache.pages import releasing
+from ..launch.task_entry import through_entry
 from ..runfolder.predictions import PROMPT_KEY, dataset_prediction_files, iter_prediction_file
-from .task_entry import through_entry
 
 __all__ = ["NeedleBenchEvalTask"]
 

@@ -1,7 +1,7 @@
 """OpenCompass's infer task, started through our entry point (``task_entry.py``).
 
 The task itself is OpenCompass's ``OpenICLInferTask``, unchanged; only the command its runner starts
-differs: ``python -m needlebench.opencompass.task_entry infer CONFIG`` instead of OpenCompass's script, so
+differs: ``python -m needlebench.launch.task_entry infer CONFIG`` instead of OpenCompass's script, so
 the process does not import every dataset and model OpenCompass ships before its first sample.
 ``runtime()`` names it as the infer stage's task.
 """
@@ -12,7 +12,7 @@ import inspect
 
 from opencompass.tasks.openicl_infer import OpenICLInferTask
 
-from .task_entry import through_entry
+from ..launch.task_entry import through_entry
 
 __all__ = ["NeedleBenchInferTask"]
 

@@ -33,6 +33,7 @@ from opencompass.utils import batched, get_logger
 from ..cache.pages import dataset_mappings, release_mapped
 from ..errors import ConfigError
 from ..files import atomic_write
+from ..launch.task_entry import torch_imported
 from ..placement import engine_rope
 from ..planning.settings import PROMPT_RECORDS
 from ..record import unanswered
@@ -43,7 +44,6 @@ from ..runfolder.provider_batch import batch_line
 from ..runfolder.request import BatchMode
 from ..runfolder.request_log import record_requests
 from ..runfolder.retries import record_retries
-from .task_entry import torch_imported
 
 __all__ = ["BatchGenInferencer", "REQUEST_ORDER", "loaded_rope"]
 

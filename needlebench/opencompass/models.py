@@ -23,9 +23,9 @@ from ..placement import (
     THINKING_FIELDS,
     VLLM,
     engine_of,
+    place_budget,
     place_rope,
     place_sampling,
-    place_thinking_budget,
 )
 from ..planning.variants import VARIANT_KEY, stamp, variant_abbr
 from ..planning.variants import axis as variant_axis
@@ -286,13 +286,13 @@ def _budgeted(model: dict[str, Any], budget: int) -> dict[str, Any]:
     if engine_of(model) != API:
         raise ConfigError(f"thinking_sweep({abbr!r}): an api_model config; its server is asked for each budget")
     field_name = str(model.get("thinking_field") or "vllm")
-    return {**model, **place_thinking_budget(str(abbr), budget, field_name, model.get("extra_body"))}
+    return {**model, **place_budget(str(abbr), budget, field_name, model.get("extra_body"))}
 
 
 # How each axis's value is set on a model config (model, value, vLLM's rope key): where a sweep builds its variants
 _SET_ON: dict[str, Any] = {
     "press": lambda model, spec, _key: _pressed(model, spec),
-    "thinking_budget": lambda model, budget, _key: _budgeted(model, budget),
+    "thinking": lambda model, budget, _key: _budgeted(model, budget),
     "rope": place_rope,
 }
 
@@ -314,7 +314,7 @@ def sweep(
     Args:
         model: a model config, or a list of them.
         axis: ``"press"`` (values: ``kv_press`` dicts: press, compression_ratio, query, settings),
-            ``"thinking_budget"`` (values: budgets in tokens) or ``"rope"`` (values: :func:`rope_scaling` blocks;
+            ``"thinking"`` (values: thinking budgets in tokens) or ``"rope"`` (values: :func:`rope_scaling` blocks;
             None for the model's own rotation).
         values: the settings, none repeated.
         baseline: put each model as it is before its variants.
@@ -522,7 +522,7 @@ def api_model(
 @checked_keywords()
 def thinking_sweep(model: dict[str, Any], budgets: list[int] | tuple[int, ...]) -> list[dict[str, Any]]:
     """One model per thinking budget, each named for it (``<abbr>@think-<N>``), for one run: the budget as an axis
-    (:func:`sweep` over ``"thinking_budget"``).
+    (:func:`sweep` over ``"thinking"``).
 
     Each copy asks its server for its budget as the model's ``thinking_field`` spells it (:func:`api_model`).
     ``needlebench plan`` counts every budget's requests.
@@ -534,7 +534,7 @@ def thinking_sweep(model: dict[str, Any], budgets: list[int] | tuple[int, ...]) 
     Raises:
         ConfigError: a model that is not an API model, no budgets, a repeated one, or a bad one (named).
     """
-    return sweep(model, "thinking_budget", list(budgets))
+    return sweep(model, "thinking", list(budgets))
 
 
 # Keys of an OpenCompass model config that belong to OpenCompass's framework, not to the model class.

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..methods.kv_press import PressSpec
-from ..placement import HF, KVPRESS, asked_budget, asked_rope, engine_of, place_rope, without_thinking_budget
+from ..placement import HF, KVPRESS, asked_budget, asked_rope, engine_of, place_rope, without_budget
 
 __all__ = ["AXES", "VARIANT_KEY", "Axis", "Variant", "axis", "plan_variants", "stamp", "variant_abbr"]
 
@@ -36,7 +36,7 @@ class Axis:
     """One way a model is varied.
 
     Args:
-        name: the axis (``"press"``, ``"thinking_budget"``, ``"rope"``).
+        name: the axis (``"press"``, ``"thinking"``, ``"rope"``).
         title: the curve's x-axis title.
         neutral: the value of a model without the setting (ratio 0, factor 1); None where it has none.
         read: the setting a config holds, as JSON data; None where it holds none.
@@ -103,7 +103,7 @@ AXES: dict[str, Axis] = {
             _no_press,
         ),
         Axis(
-            "thinking_budget",
+            "thinking",
             "thinking budget (tokens)",
             None,
             asked_budget,
@@ -111,7 +111,7 @@ AXES: dict[str, Axis] = {
             lambda s: "",
             lambda s: f"think-{s['budget']}" if s else "think-none",
             lambda s: {"thinking budget": str(s["budget"]) if s else "none"},
-            without_thinking_budget,
+            without_budget,
         ),
         Axis(
             "rope",

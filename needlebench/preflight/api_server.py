@@ -118,7 +118,7 @@ def check_budget_field(model: Mapping[str, Any], timeout: float = 60.0) -> None:
     enforced". One chat request of one token, with the model's ``extra_body``; nothing is asked without a budget.
 
     Args:
-        model: an API model config with ``thinking_budget`` (``models.api_model``).
+        model: an API model config that asks for a thinking budget (``models.api_model``).
         timeout: seconds to wait for the answer.
 
     Raises:
@@ -157,9 +157,9 @@ def check_budget_field(model: Mapping[str, Any], timeout: float = 60.0) -> None:
             if not any(word in said.lower() for word in ("thinking", "budget", "reasoning")):
                 continue  # refused for another reason (max_tokens, say): the run's own requests will tell
             raise ConfigError(
-                f"model {abbr}: the server at {base} refuses thinking_budget={budget} "
+                f"model {abbr}: the server at {base} refuses a thinking budget of {budget} tokens "
                 f"(thinking_field={asked['field']!r}): {said}. Start the server so that it takes it "
-                "(vLLM: --reasoning-parser), pick the field it takes, or drop thinking_budget. No prompt of the run was sent."
+                "(vLLM: --reasoning-parser), pick the field it takes, or drop the budget. No prompt of the run was sent."
             ) from None
         except (urllib.error.URLError, OSError):
             continue  # check_api_server has said whether the server is up

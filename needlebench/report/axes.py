@@ -108,9 +108,9 @@ VIEWS: dict[str, View] = {
         _press_facts,
         lambda row: not _false(row["kept as the ratio says"]),
     ),
-    "thinking_budget": View(
-        "needlebench_thinking_budgets",
-        "thinking_budget",
+    "thinking": View(
+        "needlebench_budgets",
+        "budget",
         "budget",
         int,
         _budget_facts,
@@ -122,7 +122,7 @@ VIEWS: dict[str, View] = {
 
 def variants_of(planned: Mapping[str, Variant], records: Sequence[GradedSample]) -> dict[str, Variant]:
     """Each varied model's variant: the plan's, else (a run whose plan predates them) what its records say it ran
-    (a press, a thinking budget), with no model it varies.
+    (a press: its ``kv_cache``), with no model it varies.
 
     Args:
         planned: the plan's variants (``RunResults.variants``).
@@ -137,9 +137,6 @@ def variants_of(planned: Mapping[str, Variant], records: Sequence[GradedSample])
             c = r.output.kv_cache
             s = PressSpec.of({k: c[k] for k in ("press", "compression_ratio", "query", "settings") if k in c}).to_dict()
             out[model] = Variant("press", s, float(s["compression_ratio"]), AXES["press"].series(s), None)
-        elif r.output.thinking_budget is not None:
-            s = {"budget": int(r.output.thinking_budget), "field": ""}
-            out[model] = Variant("thinking_budget", s, float(r.output.thinking_budget), "", None)
     return out
 
 

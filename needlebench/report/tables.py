@@ -24,7 +24,7 @@ from ..aggregate.cells import NAN as _NAN
 from ..aggregate.cells import format_failure_rate as _rate
 from ..aggregate.cells import output_notes, truncated_rate
 from ..aggregate.cells import put_interval as _ci
-from ..aggregate.effective_length import EffectiveRule, LengthCell, effective_length, length_text
+from ..aggregate.effective_length import EffectiveRule, effective_length, length_cell, length_text
 from ..aggregate.metrics import mean
 from ..aggregate.uncertainty import resample_means, significant
 from ..record import GradedSample
@@ -474,9 +474,7 @@ def effective_length_table(
         for task, langs in summary.layout.items():
             for lang, lengths in langs.items():
                 cells = [
-                    LengthCell(
-                        int(n), tuple(float(r.score) for r in mine[(task, lang, n)].rows), mine[(task, lang, n)].whole
-                    )
+                    length_cell(n, [r.score for r in mine[(task, lang, n)].rows], mine[(task, lang, n)].planned)
                     for n in lengths
                     if n is not None and (task, lang, n) in mine
                 ]

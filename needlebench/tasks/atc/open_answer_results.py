@@ -10,7 +10,7 @@ Appendix H, which annotated errors of "eldest ancestor" questions by hand):
 
 * ``truncated``: the output was cut off at its budget (ran out of thinking room); not in the paper's
   table, where such an output would have been read as one of the others;
-* ``thinking_budget``: an answer whose reasoning the server stopped at the thinking budget the run asked
+* ``budget_reached``: an answer whose reasoning the server stopped at the thinking budget the run asked
   for (``GradedSample.budget_reached``): cut by the budget, which in a score looks like under-thinking;
 * ``under_thinking``: an answer, not cut off, that names a person of the chain between the one asked
   about and the answer (for an "eldest ancestor" question: an ancestor who is not the eldest): the model
@@ -266,7 +266,7 @@ def atc_curve_png(records: Sequence[GradedSample], title: str) -> bytes:
 # the error classes in the table's order; a grader's other kinds (``grader_error``) follow them
 ERROR_CLASSES = (
     "truncated",
-    "thinking_budget",
+    "budget_reached",
     "under_thinking",
     "no_boxed_answer",
     "repetition",
@@ -289,7 +289,7 @@ def error_class(record: GradedSample) -> str | None:
     if (
         record.output.budget_reached
     ):  # its reasoning was stopped at the thinking budget asked for: not the model's choice
-        return "thinking_budget"
+        return "budget_reached"
     error = (record.error or "wrong").split(":")[0]
     return "under_thinking" if error == "stopped_early" else error
 

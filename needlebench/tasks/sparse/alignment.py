@@ -5,7 +5,7 @@ configs); this module names which of ours answer an entry (``ours_for_cells``), 
 reads ours (``opencompass_answer``), and why a prompt of ours differs from the one OpenCompass built
 (``Explainer``): each listed fix is applied to OpenCompass's own output (its token list, or its loader run
 again), never taken from our generator, so a difference no fix explains stays ``UNATTRIBUTED``.
-``needlebench parity`` (``opencompass/parity.py``) runs OpenCompass's loaders and hands the rows here.
+``needlebench parity`` (``parity.py``) runs OpenCompass's loaders and hands the rows here.
 """
 
 from __future__ import annotations

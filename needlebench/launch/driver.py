@@ -30,7 +30,7 @@ A config that names a type by its short registry name (``type="OpenICLInferTask"
 registry lookup that finds nothing imports the lazy packages whole and looks again
 (``task_entry.load_whole_on_registry_miss``).
 
-    python -m needlebench.opencompass.driver CONFIG [options]   # = needlebench run CONFIG [options]
+    python -m needlebench.launch.driver CONFIG [options]   # = needlebench run CONFIG [options]
 """
 
 from __future__ import annotations

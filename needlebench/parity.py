@@ -28,13 +28,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from ..context.tokenizer import get_encoding
-from ..errors import ConfigError
-from ..report.parity_link import file_digest
-from ..scoring import ScoreOptions
-from ..tasks import get_task
-from ..tasks.profiles import get_profile
-from ..tasks.sparse.alignment import (
+from .context.tokenizer import get_encoding
+from .errors import ConfigError
+from .report.parity_link import file_digest
+from .scoring import ScoreOptions
+from .tasks import get_task
+from .tasks.profiles import get_profile
+from .tasks.sparse.alignment import (
     CONFIG_FILES,
     LOADER_FILES,
     UNATTRIBUTED,
@@ -392,9 +392,9 @@ def _in_data_folder(data: Path) -> Iterator[Path]:
     OpenCompass's configs read), and a copy whose corpus files hold their documents twice (``wrap``)."""
     import os
 
-    from ..context import corpora, haystack
-    from ..tasks import kinship
-    from ..tasks.sparse import needles
+    from .context import corpora, haystack
+    from .tasks import kinship
+    from .tasks.sparse import needles
 
     caches = (corpora.load_corpus, corpora.corpus_digest, haystack.load_tokenized, needles.load_needle_bank)
     with tempfile.TemporaryDirectory(prefix="needlebench-parity-") as tmp:

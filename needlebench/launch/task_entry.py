@@ -23,7 +23,7 @@ own script does, saying so once in its log (``start_lean``). Measured on a 4k or
 2.4 s (infer) and 3.3 s (eval) with the lazy packages, then the task modules' imports 3.7 -> 1.9 s without
 torch (the 4k pipeline 11.6 -> 7.9 s of CPU per 1,000 samples, `bench/pipeline_cost_4k.json`).
 
-    python -m needlebench.opencompass.task_entry infer|eval TASK_CONFIG.py
+    python -m needlebench.launch.task_entry infer|eval TASK_CONFIG.py
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ __all__ = [
     "WRITTEN_FOR",
 ]
 
-MODULE = "needlebench.opencompass.task_entry"
+MODULE = "needlebench.launch.task_entry"
 LAZY_PACKAGES = (
     "opencompass.tasks",
     "opencompass.datasets",
