@@ -274,3 +274,12 @@ def without_budget(model: Mapping[str, Any]) -> dict[str, Any]:
             node.pop(last, None)
         out["extra_body"] = {k: v for k, v in body.items() if v != {}}
     return out
+
+
+def task_gpus(model: Mapping[str, Any]) -> int:
+    """The GPUs each infer task of a model asks for: its ``run_cfg.num_gpus``, 0 where unset (as OpenCompass reads it).
+
+    Args:
+        model: an OpenCompass model config.
+    """
+    return int((model.get("run_cfg") or {}).get("num_gpus", 0) or 0)

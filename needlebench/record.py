@@ -36,6 +36,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from .request_cost import RequestCost
+
 __all__ = [
     "SampleScore",
     "GradedSample",
@@ -92,6 +94,10 @@ def _written(when: str, read: Callable[[Any], Any]) -> Any:
     return {"when": when, "read": read}
 
 
+def _plain(value: Any) -> Any:
+    return dict(value) if isinstance(value, Mapping) else value
+
+
 def _opt_int(value: Any) -> int | None:
     return None if value is None else int(value)
 
@@ -131,6 +137,8 @@ class OutputFacts:
         kv_cache: what a KV-cache press kept of the prompt's cache (a ``kvpress_model``'s sample): the press
             and its settings, the tokens compressed, the cache entries kept per layer, and the tokens
             prefilled after compression; None for every other model.
+        cost: what the request cost (:class:`~needlebench.request_cost.RequestCost`: the clock, the engine's
+            timings and cached tokens), from its prediction entry; None for an answer not asked in this run.
     """
 
     output_tokens: int | None = field(default=None, metadata=_written("always", _opt_int))
@@ -146,6 +154,8 @@ class OutputFacts:
     kv_cache: Mapping[str, Any] | None = field(
         default=None, metadata=_written("set", lambda v: dict(v) if isinstance(v, Mapping) else None)
     )
+    # the clock's, so only in samples.jsonl: OpenCompass's result files stay the same bytes on every run
+    cost: RequestCost | None = field(default=None, metadata=_written("text", RequestCost.from_json))
 
     def to_json(self, prediction: bool = True) -> dict[str, Any]:
         """The facts as a record line holds them (flat; each written as its field says).
@@ -158,7 +168,7 @@ class OutputFacts:
             value, when = getattr(self, f.name), f.metadata["when"]
             if when == "always" or (when in ("set", "text") and value is not None):
                 if when != "text" or prediction:
-                    out[f.name] = dict(value) if isinstance(value, Mapping) else value
+                    out[f.name] = value.to_json() if isinstance(value, RequestCost) else _plain(value)
             elif when not in ("set", "text") and getattr(self, when) is not None:
                 out[f.name] = value
         return out

@@ -89,10 +89,24 @@ def _files(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
 
 
+def _same(a: Path, b: Path) -> bool:
+    """The same bytes; for a ``samples.jsonl``, the same records once each request's cost (the clock's, and
+    only where our inferencer logged one: ``runfolder/cost_log.py``) is set aside."""
+    if not a.name.endswith(".samples.jsonl"):
+        return filecmp.cmp(a, b, shallow=False)
+
+    def records(path: Path) -> list[dict]:
+        return [{k: v for k, v in json.loads(x).items() if k != "cost"} for x in path.read_text().splitlines()]
+
+    return records(a) == records(b)
+
+
 def test_predictions_and_results_are_opencompass_bytes(runs: tuple[Path, Path, Path]) -> None:
     """Every prediction and result file of the batch-bounded path equals the stock path's, byte for byte; beside
-    them, ours adds only its record of how each file's requests went out (``needlebench_requests.jsonl``) and
-    its progress log (``needlebench_progress.jsonl``)."""
+    them, ours adds only its record of how each file's requests went out (``needlebench_requests.jsonl``), its
+    progress log (``needlebench_progress.jsonl``) and its cost log (``needlebench_costs.jsonl``), and each graded
+    record the cost of its request."""
+    from needlebench.runfolder.cost_log import COSTS_FILE
     from needlebench.runfolder.progress_log import PROGRESS_FILE
     from needlebench.runfolder.request_log import REQUESTS_FILE
 
@@ -100,11 +114,11 @@ def test_predictions_and_results_are_opencompass_bytes(runs: tuple[Path, Path, P
     for sub in ("predictions", "results"):
         names = _files(stock / sub)
         theirs = _files(ours / sub)
-        added = [n for n in theirs if Path(n).name in (REQUESTS_FILE, PROGRESS_FILE)]
-        sidecars = {f"{Path(n).parent}/{f}" for n in names for f in (REQUESTS_FILE, PROGRESS_FILE)}
+        added = [n for n in theirs if Path(n).name in (REQUESTS_FILE, PROGRESS_FILE, COSTS_FILE)]
+        sidecars = {f"{Path(n).parent}/{f}" for n in names for f in (REQUESTS_FILE, PROGRESS_FILE, COSTS_FILE)}
         assert added == ([] if sub == "results" else sorted(sidecars))
         assert names == [n for n in theirs if n not in added]
-        mismatched = [n for n in names if not filecmp.cmp(stock / sub / n, ours / sub / n, shallow=False)]
+        mismatched = [n for n in names if not _same(stock / sub / n, ours / sub / n)]
         assert mismatched == []
     names = _files(stock / "predictions")
     assert not [n for n in names if "tmp_" in n]  # finished tasks leave no tmp_*.jsonl, in either path
@@ -134,7 +148,7 @@ def test_prompts_kept_as_digests_change_no_answer_or_result_and_name_every_sampl
 
     _, text, digest = runs
     assert _files(text / "predictions") == _files(digest / "predictions")
-    assert [n for n in _files(text / "results") if not filecmp.cmp(text / "results" / n, digest / "results" / n)] == []
+    assert [n for n in _files(text / "results") if not _same(text / "results" / n, digest / "results" / n)] == []
     by_dataset: dict[tuple[str, str], list[str]] = {}
     text_bytes = digest_bytes = 0
     for name in _files(text / "predictions"):
@@ -217,6 +231,7 @@ def test_resume_from_each_others_tmp_file(tmp_path: Path, first: str, second: st
 
     from needlebench.opencompass.configs import needlebench_datasets
     from needlebench.opencompass.inferencer import BatchGenInferencer
+    from needlebench.runfolder.cost_log import COSTS_FILE
     from needlebench.runfolder.progress_log import PROGRESS_FILE
 
     (cfg,) = needlebench_datasets(suite="4k", tasks=["srt"], langs=["zh"], lengths=[1000, 2000], repeats=2)
@@ -232,7 +247,8 @@ def test_resume_from_each_others_tmp_file(tmp_path: Path, first: str, second: st
         infer(first, tmp_path / "resumed", _stops_after(PromptScriptedModel(), 3))
     tmp = tmp_path / "resumed" / "tmp_srt.jsonl"
     assert len(tmp.read_text(encoding="utf-8").splitlines()) == 12  # 3 batches of 4 written before the kill
-    left = sorted(p.name for p in tmp.parent.iterdir() if p.name != PROGRESS_FILE)  # ours logs its batches
+    ours = (PROGRESS_FILE, COSTS_FILE)  # ours logs its batches and what they cost
+    left = sorted(p.name for p in tmp.parent.iterdir() if p.name not in ours)
     assert left == ["tmp_srt.jsonl"]  # ours drops its unfinished file
     model = PromptScriptedModel()
     asked: list[int] = []

@@ -14,6 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "needlebench"
 
 # docs/reference/layout.md's layer table, bottom (1) to top (11)
 LAYERS: dict[str, int] = {
+    "request_cost": 0,
     "record": 1,
     "errors": 1,
     "seeding": 1,

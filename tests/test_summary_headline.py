@@ -149,6 +149,7 @@ def test_a_typo_in_the_summarizers_options_names_the_nearest_one(tmp_path: Path)
         "effective_length",
         "claimed",
         "all_metrics",
+        "prices",
         "dataset_abbrs",
         "summary_groups",
         "prompt_db",

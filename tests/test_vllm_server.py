@@ -252,6 +252,16 @@ def test_opencompass_against_vllm_summary_matches_samples(
     assert after["local_compute"] > before.get("local_compute", 0.0)
     assert processed >= 0.8 * sum(s["prompt_tokens"] for s in every), (before, after)
 
+    # each request's cost as vLLM said it (tools/vllm_cpu.sh turns on --enable-prompt-tokens-details and
+    # --enable-per-request-metrics): its cached prompt tokens, its first-token time within the clock's
+    pinned = (ROOT / "tools" / "vllm-cpu-requirements.txt").read_text(encoding="utf-8")
+    version = next(x.split("==")[1].strip() for x in pinned.splitlines() if x.startswith("vllm-cpu=="))
+    costs = [s["cost"] for s in every + atc_rows]
+    assert {(c["engine"], c["engine_version"]) for c in costs} == {("openai-api", version)}
+    for c in costs:
+        assert 0 <= c["cached_tokens"] <= c["prompt_tokens"], c  # cached + computed = the prompt's tokens
+        assert 0 < c["ttft_ms"] <= c["wall_s"] * 1000 and c["decode_ms"] >= 0 and c["queue_ms"] >= 0, c
+
 
 def _model_dicts(config: Path) -> str:
     """The ``models`` of a config file as JSON, loaded with mmengine in the project's .venv."""

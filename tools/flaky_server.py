@@ -61,6 +61,7 @@ def _completion(
     reasoning: str | None = None,
     tokens: int = 1,
     reasoning_tokens: int | None = None,
+    cost: dict[str, Any] | None = None,
 ) -> bytes:
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if reasoning is not None:  # as a server with a reasoning parser returns it (vLLM, SGLang, DeepSeek's API)
@@ -75,7 +76,25 @@ def _completion(
     }
     if reasoning_tokens is not None:  # as vLLM and OpenAI report them
         body["usage"]["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
+    if cost is not None:  # --costs: as vLLM reports them with its two flags on
+        body["usage"].update(prompt_tokens=cost["prompt_tokens"], total_tokens=cost["prompt_tokens"] + tokens)
+        body["usage"]["prompt_tokens_details"] = {"cached_tokens": cost["cached_tokens"]}
+        body["metrics"] = {k: cost[k] for k in ("queue_time_ms", "time_to_first_token_ms", "generation_time_ms")}
     return json.dumps(body).encode()
+
+
+def costed(digest: str) -> dict[str, Any]:
+    """``--costs``: what a prompt's answer says it cost, fixed by the prompt (its digest), logged with it: prompt
+    and cached tokens (``usage``) and vLLM's per-request ``metrics``."""
+    h = int(digest[:12], 16)
+    prompt = 100 + h % 900
+    return {
+        "prompt_tokens": prompt,
+        "cached_tokens": (h >> 12) % (prompt + 1),
+        "queue_time_ms": (h % 13) / 8,
+        "time_to_first_token_ms": 1 + (h % 97) / 4,
+        "generation_time_ms": 5.0 + h % 31,
+    }
 
 
 # --hostile: what a model may write, as the bytes between the quotes of the response's JSON "content" string, so
@@ -196,10 +215,12 @@ def make_handler(args: argparse.Namespace, state: dict[str, Any]) -> type[BaseHT
             return True
 
         def do_GET(self) -> None:
-            if self.path.rstrip("/") != "/health" and self._refused():
+            if self.path.rstrip("/") not in ("/health", "/version") and self._refused():
                 return
             if self.path.rstrip("/") == "/health":
                 self._send(200, b'{"status": "ok"}')
+            elif self.path.rstrip("/") == "/version":  # as vLLM's, open without the key
+                self._send(200, b'{"version": "flaky-1"}')
             elif self.path.rstrip("/") == "/v1/models":
                 self._send(200, json.dumps({"object": "list", "data": [listing]}).encode())
             else:
@@ -240,6 +261,8 @@ def make_handler(args: argparse.Namespace, state: dict[str, Any]) -> type[BaseHT
                 entry: dict[str, Any] = {"prompt": digest, "attempt": attempt, "fault": fault}
                 if args.log_messages:
                     entry["messages"] = req["messages"]
+                if args.costs and fault == "ok":
+                    entry["cost"] = costed(digest)
                 if not ((args.reasoning or args.thinking) and fault == "ok"):  # logged with its parts below
                     with open(args.log, "a", encoding="utf-8") as fh:
                         fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
@@ -256,7 +279,7 @@ def make_handler(args: argparse.Namespace, state: dict[str, Any]) -> type[BaseHT
                     fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
                 self._send(200, _completion(content, finish, reasoning, tokens))
             elif fault == "ok":
-                self._send(200, _completion(answer))
+                self._send(200, _completion(answer, cost=entry.get("cost")))
             elif fault in ("http_500", "http_503"):
                 self._send(int(fault[-3:]), b'{"error": {"message": "injected server error"}}')
             elif fault == "http_429":
@@ -338,6 +361,9 @@ def main() -> None:
         choices=("honour", "ignore", "reject"),
         help="answer with reasoning apart, its tokens reported; a request's thinking_token_budget is honoured, "
         "ignored, or refused with HTTP 400 (thought())",
+    )
+    parser.add_argument(
+        "--costs", action="store_true", help="answer with usage's cached tokens and vLLM's metrics (costed())"
     )
     parser.add_argument("--max-requests", type=int, default=2000)
     parser.add_argument("--max-seconds", type=float, default=900.0)

@@ -18,6 +18,9 @@
 # .cache/vllm-venv and .cache/smollm2-135m-hf: a fresh clone on a machine that built them once links them in
 # seconds instead of building for ~200 s. Everything else it writes (server log, pid, caches) stays under .cache/.
 #
+# The server reports each request's cost: its cached prompt tokens (--enable-prompt-tokens-details) and its
+# queue, first-token and decode times (--enable-per-request-metrics), kept on each sample (needlebench/request_cost.py).
+#
 # Environment: VLLM_PORT (8011), VLLM_SERVED_NAME (smollm2-135m-instruct), VLLM_START_TIMEOUT (300 s),
 # VLLM_PYTHON (a python >= 3.11 for the venv), VLLM_CPU_KVCACHE_SPACE (2 GiB), VLLM_MAX_MODEL_LEN (8192),
 # VLLM_DTYPE (bfloat16 where the CPU has bf16 instructions, else float32: on an AVX2-only CPU, bf16
@@ -216,7 +219,7 @@ cmd_up() {
     setsid "$VENV/bin/python" -m vllm.entrypoints.openai.api_server \
         --model "$MODEL_DIR" --served-model-name "$NAME" --host 127.0.0.1 --port "$PORT" \
         --max-model-len "${VLLM_MAX_MODEL_LEN:-8192}" --enable-prefix-caching --dtype "$(dtype)" --enforce-eager \
-        ${VLLM_EXTRA_ARGS:-} >"$LOG" 2>&1 </dev/null &
+        --enable-per-request-metrics --enable-prompt-tokens-details ${VLLM_EXTRA_ARGS:-} >"$LOG" 2>&1 </dev/null &
     local pid=$!
     echo "$pid" >"$PIDFILE"
     while ! healthy; do

@@ -129,6 +129,7 @@ _ROW_SOURCES = (
     "protocol.py",
     "taskspec.py",
     "record.py",
+    "request_cost.py",
     "scoring.py",
     "aggregate/*.py",
     "files.py",

@@ -51,6 +51,7 @@ def _plan(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     from ..aggregate.effective_length import EffectiveRule
+    from ..planning.costs import load_prices
     from ..report.html import build, significance_lines
 
     rule = EffectiveRule(args.effective_rule, args.effective_share, args.effective_threshold)
@@ -61,7 +62,8 @@ def _report(args: argparse.Namespace) -> int:
             raise ConfigError(f"report --claimed {item!r}: give MODEL=TOKENS, e.g. qwen2.5-7b=131072")
         claimed[model] = int(tokens)
     out = Path(args.output) if args.output else None
-    path, rep = build([Path(p) for p in args.work_dirs], out, args.quiet, rule, claimed)
+    prices = load_prices(args.prices) if args.prices else None
+    path, rep = build([Path(p) for p in args.work_dirs], out, args.quiet, rule, claimed, prices)
     print(f"report written to {path}")
     for line in significance_lines(rep):
         print(line)
@@ -237,6 +239,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rp.add_argument("--effective-share", type=float, default=0.85, help="the relative rule's share, in (0, 1]")
     rp.add_argument("--effective-threshold", type=float, default=85.6, help="the absolute rule's score, in (0, 100]")
+    rp.add_argument(
+        "--prices",
+        metavar="FILE",
+        help="a prices file (as for `needlebench plan --prices`; device_hour for a model on your own devices): "
+        "the cost ledger's money column",
+    )
     rp.add_argument(
         "--claimed",
         action="append",

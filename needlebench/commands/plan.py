@@ -389,7 +389,7 @@ def _plan_model(
         shared = _shared_prefixes(_prompt_bytes(rows), tokens)
         prefix = int(round(sum(shared)))
         cost = None
-        if price is not None:  # billed in the model's tokens where its tokenizer was measured
+        if price is not None and price.tiers:  # billed in the model's tokens where its tokenizer was measured
             scale = ratio if tok is not None else 1.0
             cost = request_costs(price, [t * scale for t in tokens], [c * scale for c in shared], per_out)
         plans.append(

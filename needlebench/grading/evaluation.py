@@ -23,6 +23,7 @@ from ..aggregate.metrics import COMMON_METRICS, GRADER_ERROR, summarise_details
 from ..errors import ConfigError
 from ..files import atomic_write
 from ..record import DETAIL_CHARS, RESERVED_KEYS, GradedSample, OutputFacts, SampleScore, scored_text, unanswered
+from ..request_cost import RequestCost
 from ..scoring import ScoreOptions
 from ..taskspec import planned_values
 from .outputs import OutputMeter, measure, tiktoken_meter
@@ -56,6 +57,7 @@ def grade_rows(
     options: ScoreOptions,
     raw: Sequence[Any] | None = None,
     meter: OutputMeter | None = None,
+    costs: Sequence[RequestCost | None] | None = None,
 ) -> list[GradedSample]:
     """One :class:`GradedSample` per row: its metadata, grade and failure kind; never raises on a bad prediction.
 
@@ -75,12 +77,15 @@ def grade_rows(
         raw: the outputs as the model wrapper saved them, before any postprocessor (think blocks, finish
             reasons), in the same order; default ``predictions``.
         meter: how outputs are counted and their budget; default cl100k counts, no budget.
+        costs: each row's request cost (``runfolder.cost_log``), in the same order, None for a row without one
+            (an answer carried over); None: none kept (predictions made elsewhere).
 
     Raises:
         ConfigError: a row of another task than ``task``.
     """
     records = []
     raw = predictions if raw is None else raw
+    paid = iter(costs if costs is not None and len(costs) == len(predictions) else [None] * len(predictions))
     meter = meter or tiktoken_meter()
     for pred, ref, row, out in zip(predictions, references, test_set, raw, strict=False):
         if row["task"] != task.name:
@@ -92,6 +97,9 @@ def grade_rows(
         # as the options say (its answer alone by default, OpenCompass's joined text under "joined")
         pred = scored_text(pred, options.reasoning_apart)
         facts = measure(out, meter) if missing is None else OutputFacts()
+        cost = next(paid, None)
+        if cost is not None:  # a failed request cost too: the ledger counts what was spent
+            facts = replace(facts, cost=cost)
         detail: str | None = None
         if missing is not None:  # no answer to grade: not the model's wrong answer, and never scored
             result, detail = None, missing.detail[:DETAIL_CHARS]

@@ -39,8 +39,9 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from opencompass.models.openai_api import OpenAISDK  # the module, not the package: task_entry.py
@@ -48,11 +49,15 @@ from opencompass.models.openai_api import OpenAISDK  # the module, not the packa
 from ..errors import ConfigError
 from ..flow import THROTTLE_STATUSES, FlowControl
 from ..record import ModelAnswer, cut_prediction, failed_prediction, postprocessed, unanswered
+from ..request_cost import RequestCost
 from ..runfolder.keys import REDACTED, clear_keys, key_from_env, scrub_text
 from ..runfolder.provider_batch import capture_transport, replay_transport
 from .api_options import ApiOptions
 
-__all__ = ["ResilientOpenAISDK", "keep_unanswered"]
+__all__ = ["API_ENGINE", "ResilientOpenAISDK", "keep_unanswered"]
+
+API_ENGINE = "openai-api"  # a request cost's engine for a server: its version is what GET /version answers
+_UNASKED: Any = object()  # the server's version before it was asked
 
 
 class ResilientOpenAISDK(OpenAISDK):
@@ -70,6 +75,9 @@ class ResilientOpenAISDK(OpenAISDK):
         self.flow_limits = options.flow_limits
         self._local = threading.local()
         self._offline = False  # answering from batch files: no rate limit, no server
+        self._server_version: str | None = _UNASKED
+        self._costs: dict[int, RequestCost | None] = {}
+        self.request_costs: list[RequestCost | None] = []  # the last batch's, in its order (the inferencer's)
         self.key_env = options.key_env
         self._key_turn = itertools.count()
         self._sent_keys: set[str] = set()  # every key this model has sent or holds: kept out of its logs
@@ -154,6 +162,7 @@ class ResilientOpenAISDK(OpenAISDK):
         def noting_create(*args: Any, **kwargs: Any) -> Any:
             slot = getattr(local, "slot", None)
             while True:
+                started = time.perf_counter()
                 try:
                     response = create(*args, **kwargs)
                     break
@@ -163,7 +172,8 @@ class ResilientOpenAISDK(OpenAISDK):
                         raise
                     if not self.flow.throttled(slot, status, _retry_after(exc)):
                         raise
-            local.response = noted = _Noted.of(response)
+            cost = _cost_of(response, time.perf_counter() - started, self._server_version)
+            local.response = noted = replace(_Noted.of(response), cost=cost)
             if noted.spent_on_nothing:  # an answer, not a fault: stop OpenCompass's loop from asking again
                 raise _SpentOnNothing
             return response
@@ -180,6 +190,29 @@ class ResilientOpenAISDK(OpenAISDK):
             temperature: the sampling temperature (the model's own wins, as in OpenCompass).
             kwargs: OpenCompass's further arguments.
         """
+        self._costs: dict[int, RequestCost | None] = {}
+        if self._server_version is _UNASKED:
+            self._server_version = None if self._offline else self._ask_version()
+        answers = self._generate_all(inputs, max_out_len, temperature, **kwargs)
+        self.request_costs = [self._costs.get(id(prompt)) for prompt in inputs]
+        return answers
+
+    def _ask_version(self) -> str | None:
+        """The version the server says it runs (vLLM's ``GET /version``), asked once, without the key; None where
+        it says none."""
+        import json
+        import urllib.request
+
+        base = str(self.url[0] if isinstance(self.url, list) else self.url).rstrip("/")
+        root = base[: -len("/v1")] if base.endswith("/v1") else base
+        try:
+            with urllib.request.urlopen(f"{root}/version", timeout=3) as answer:
+                version = json.loads(answer.read(4096).decode("utf-8", errors="replace")).get("version")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return str(version)[:80] if isinstance(version, (str, int, float)) and str(version) else None
+
+    def _generate_all(self, inputs: list[Any], max_out_len: int, temperature: float, **kwargs: Any) -> list[Any]:
         if self.flow is None:
             return super().generate(inputs, max_out_len, temperature, **kwargs)
         if self.temperature is not None:
@@ -316,6 +349,8 @@ class ResilientOpenAISDK(OpenAISDK):
             self.logger.error(f"request failed after {self.retry} tries, recorded as request_failed: {error}")
             return failed_prediction(error)
         noted: _Noted | None = getattr(self._local, "response", None)
+        if noted is not None:
+            self._costs[id(input)] = noted.cost
         if noted is None or not isinstance(text, str):
             return text
         apart = bool(noted.reasoning) and text == noted.read_by_opencompass(self.think_tag)  # apart: keep both
@@ -348,6 +383,7 @@ class _Noted:
     completion_tokens: int | None
     reasoning_tokens: int | None = None
     reasoning_read: bool = True  # the reasoning came as ``reasoning_content``, the field OpenAISDK reads
+    cost: RequestCost | None = None  # the clock and what the response says it cost
 
     @classmethod
     def of(cls, response: Any) -> _Noted:
@@ -384,6 +420,30 @@ class _Noted:
         if not self.reasoning_read or not self.reasoning:
             return self.content
         return f"{self.reasoning}{think_tag}{self.content}" if self.content else self.reasoning
+
+
+def _cost_of(response: Any, wall_s: float, version: str | None) -> RequestCost:
+    """What a response says it cost (``usage``'s prompt and cached tokens, vLLM's per-request ``metrics``), with
+    the clock around the request; a fact the response leaves out stays None."""
+    usage = getattr(response, "usage", None)
+    cached = getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", None)
+    metrics = getattr(response, "metrics", None)
+    metrics = metrics if isinstance(metrics, dict) else {}
+
+    def number(value: Any) -> float | None:
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    prompt = getattr(usage, "prompt_tokens", None)
+    return RequestCost(
+        wall_s=wall_s,
+        queue_ms=number(metrics.get("queue_time_ms")),
+        ttft_ms=number(metrics.get("time_to_first_token_ms")),
+        decode_ms=number(metrics.get("generation_time_ms")),
+        prompt_tokens=int(prompt) if isinstance(prompt, int) else None,
+        cached_tokens=int(cached) if isinstance(cached, int) else None,
+        engine=API_ENGINE,
+        engine_version=version,
+    )
 
 
 class _SpentOnNothing(BaseException):  # noqa: N818 - a signal, not an error

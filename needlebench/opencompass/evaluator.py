@@ -28,6 +28,8 @@ from ..grading.evaluation import (
     write_results,
 )
 from ..record import postprocessed
+from ..request_cost import RequestCost
+from ..runfolder.cost_log import dataset_costs
 from ..scoring import ScoreOptions
 from ..tasks import get_task
 from ..taskspec import TaskSpec
@@ -126,7 +128,8 @@ class NeedleBenchEvaluator(BaseEvaluator):
             meter = output_meter(self.output_tokenizer, self.output_tokenizer_kwargs, self.max_out_len)
             # each row's prompt decoded once (for the evidence), the RSS a few prompts
             rows = released_every(rows_on_demand(test_set), dataset_mappings(test_set), every=RELEASE_EVERY)
-            records = grade_rows(predictions, references, rows, task, self.options, raw=raw, meter=meter)
+            costs = self._costs(test_set)
+            records = grade_rows(predictions, references, rows, task, self.options, raw=raw, meter=meter, costs=costs)
         names = self.metric_names
         if names is None and task is not None:
             names = metric_names(task, [json.loads(m) for m in _column(test_set, "meta")])
@@ -141,6 +144,16 @@ class NeedleBenchEvaluator(BaseEvaluator):
         else:
             metrics = dataset_results(records, task, names, effective)[0]
         return {**metrics, "details": [r.to_json(prediction=False) for r in records]}
+
+    def _costs(self, test_set: Any) -> list[RequestCost | None] | None:
+        """Each row's request cost, from its model's cost log (``runfolder.cost_log``) by sample id; None outside
+        a run (no result folder: ``needlebench score``)."""
+        out = getattr(self, "_out_dir", None)  # <run>/results/<model>/<dataset>
+        if not out:
+            return None
+        result = Path(str(out))
+        paid = dataset_costs(result.parent.parent.parent / "predictions" / result.parent.name, result.name)
+        return [paid.get(str(i)) for i in _column(test_set, "id")] if paid else None
 
     def group(self, n: int, details: list[dict[str, Any]], test_set: Any) -> dict[str, list[dict[str, Any]]]:
         """OpenCompass's grouping of the details by sample (``<subdivision>_<idx>``), reading two columns.

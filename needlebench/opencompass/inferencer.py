@@ -19,6 +19,7 @@ Options it does not take over (``multiround``, ``dump_only_message_path``, ``dum
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import json
 import time
@@ -37,7 +38,9 @@ from ..launch.task_entry import torch_imported
 from ..placement import engine_rope
 from ..planning.settings import PROMPT_RECORDS
 from ..record import unanswered
+from ..request_cost import RequestCost
 from ..runfolder.carryover import CarriedAnswer, read_pool
+from ..runfolder.cost_log import record_costs
 from ..runfolder.predictions import PredictionFile, PredictionLog, digested_entry, prompt_digest
 from ..runfolder.progress_log import Step, record_progress
 from ..runfolder.provider_batch import batch_line
@@ -174,8 +177,12 @@ class BatchGenInferencer(GenInferencer):
                 out.extend(note(entries))
                 self._progress(folder, filename, len(seen), len(entries), failed)
 
-            self._answer(retriever, ice_template, prompt_template, range(index, len(retriever.retrieve())), keep, pool)
-            self._ask_again(retriever, ice_template, prompt_template, failed, keep, folder, filename)
+            def paid(costs: dict[str, RequestCost]) -> None:
+                record_costs(folder, Path(filename).stem, costs)
+
+            rows = range(index, len(retriever.retrieve()))
+            self._answer(retriever, ice_template, prompt_template, rows, keep, pool, paid=paid)
+            self._ask_again(retriever, ice_template, prompt_template, failed, keep, folder, filename, paid)
             self._record_requests(folder, filename)
         except BaseException:
             out.discard()  # the tmp_ file holds what was answered; a resume writes the file again from it
@@ -255,6 +262,7 @@ class BatchGenInferencer(GenInferencer):
         keep: Callable[[list[tuple[str, dict[str, Any]]]], None],
         folder: Path,
         filename: str,
+        paid: Callable[[dict[str, RequestCost]], None] | None = None,
     ) -> None:
         """Ask the rows whose request failed again, after a cool-down, with fewer in flight each pass.
 
@@ -283,7 +291,7 @@ class BatchGenInferencer(GenInferencer):
             )
             time.sleep(wait)
             failed.clear()
-            self._answer(retriever, ice_template, prompt_template, rows, keep, batch=batch)
+            self._answer(retriever, ice_template, prompt_template, rows, keep, batch=batch, paid=paid)
             asked, done = asked + len(rows), number + 1
             logger.warning(f"asked again: {len(rows)}; answered now: {len(rows) - len(set(failed))}")
         left = len(set(failed))
@@ -301,6 +309,7 @@ class BatchGenInferencer(GenInferencer):
         pool: Mapping[str, CarriedAnswer] | None = None,
         batch: int | None = None,
         ask: Callable[[list[Any]], list[Any]] | None = None,
+        paid: Callable[[dict[str, RequestCost]], None] | None = None,
     ) -> None:
         """Render, send and hand to ``keep`` these rows, one batch at a time.
 
@@ -317,6 +326,8 @@ class BatchGenInferencer(GenInferencer):
             batch: prompts per batch; default the model's ``batch_size``.
             ask: what answers a batch's parsed prompts (``parse_template``'s, made once here); default the
                 model's ``generate_from_template`` on their templates.
+            paid: takes each batch's request costs by sample id (``runfolder.cost_log``); None: not kept (a dataset
+                without ids, which no needlebench dataset is).
         """
         ice_idx_list = retriever.retrieve()  # one (empty, for ZeroRetriever) list per row: no prompt yet
         reader = retriever.dataset_reader
@@ -337,6 +348,7 @@ class BatchGenInferencer(GenInferencer):
         test = reader.dataset["test"]
         keyed = (pool or self.prompts == "digest") and "id" in test.column_names
         ids = test["id"] if keyed else None
+        named = ids if ids is not None or paid is None or "id" not in test.column_names else test["id"]
         carried_total = 0
         for at in range(0, len(rows), batch):
             chunk = list(rows[at : at + batch])
@@ -352,6 +364,7 @@ class BatchGenInferencer(GenInferencer):
                 parsed = self.model.parse_template(entry, mode="gen")
                 carried = _carried(parsed, [ids[i] for i in chunk], pool) if keyed and pool else {}
                 asked = [i for i in range(len(parsed)) if i not in carried]
+                clock = _Clock(self.model)
                 if not asked:
                     generated = []
                 elif ask is not None:
@@ -361,6 +374,7 @@ class BatchGenInferencer(GenInferencer):
                     if metas is not None:
                         extra["questions"] = [_question(metas[chunk[i]]) for i in asked]
                     generated = self.model.generate_from_template(templates, max_out_len=self.max_out_len, **extra)
+            costs = dict(zip(asked, clock.costs([parsed[i] for i in asked]), strict=False))
             answers = dict(zip(asked, batched(generated, returns), strict=False))
             carried_total += len(carried)
             handler = GenInferencerOutputHandler()  # OpenCompass's sample dict, for this batch only
@@ -376,12 +390,96 @@ class BatchGenInferencer(GenInferencer):
             if self.prompts == "digest" and keyed:
                 entries = [(key, digested_entry(value, ids[row])) for (key, value), row in zip(entries, chunk)]
             keep(entries)
+            if paid is not None and named is not None:  # an answer carried over has none: this run did not pay
+                paid({str(named[chunk[offset]]): cost for offset, cost in costs.items() if cost is not None})
             release_mapped(mapped)  # this batch's prompts leave the task's RSS with it
             end = at + len(chunk)
             if (end // batch) % 100 == 0 or end == len(rows):
                 logger.info(f"{end} of {len(rows)} prompts answered")
         if carried_total:
             logger.info(f"{carried_total} answers carried over from the run's earlier plan, not asked again")
+
+
+# the package whose version is an in-process engine's, by a word of its OpenCompass class's name
+_ENGINE_PACKAGES = (
+    ("KVPress", "kvpress"),
+    ("VLLM", "vllm"),
+    ("TurboMind", "lmdeploy"),
+    ("HuggingFace", "transformers"),
+)
+
+
+class _Clock:
+    """One batch's clock: started when the batch is sent, read when its answers are back.
+
+    Each answer's cost is the model's own where it measured one per request (``request_costs``: an API model);
+    else the batch's wall time shared over its prompts by their length, with the batch's peak device memory
+    where torch reports it, and the engine package's version (``needlebench.request_cost``).
+    """
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        if hasattr(model, "request_costs"):
+            model.request_costs = []  # a batch that sends nothing leaves none of the last batch's behind
+        self.cuda = _cuda()
+        if self.cuda is not None:
+            self.cuda.reset_peak_memory_stats()
+        self.started = time.perf_counter()
+
+    def costs(self, prompts: Sequence[Any]) -> list[RequestCost | None]:
+        """Each prompt's cost, in order.
+
+        Args:
+            prompts: the batch's prompts as sent (parsed), in order.
+        """
+        wall = time.perf_counter() - self.started
+        told = getattr(self.model, "request_costs", None)
+        if isinstance(told, list) and len(told) == len(prompts) and prompts:
+            return told
+        peak = self.cuda.max_memory_allocated() / 2**20 if self.cuda is not None else None
+        engine, version = _engine(self.model)
+        sizes = [_size(p) for p in prompts]
+        total = sum(sizes) or 1
+        return [
+            RequestCost(
+                wall_s=wall * n / total, shared=True, peak_memory_mb=peak, engine=engine, engine_version=version
+            )
+            for n in sizes
+        ]
+
+
+def _size(prompt: Any) -> int:
+    """A prompt's length in characters (a chat prompt's turns summed), for sharing its batch's clock."""
+    if isinstance(prompt, str):
+        return len(prompt)
+    return sum(len(str(m.get("prompt", ""))) if isinstance(m, dict) else len(str(m)) for m in prompt)
+
+
+def _cuda() -> Any:
+    """torch's CUDA module where a model imported torch and a GPU is there; None elsewhere (no peak to read)."""
+    if not torch_imported():
+        return None
+    import torch
+
+    return torch.cuda if torch.cuda.is_available() else None
+
+
+@functools.cache
+def _engine_of(name: str) -> tuple[str, str | None]:
+    from importlib import metadata
+
+    for word, package in _ENGINE_PACKAGES:
+        if word in name:
+            try:
+                return package, metadata.version(package)
+            except metadata.PackageNotFoundError:
+                return package, None
+    return name, None
+
+
+def _engine(model: Any) -> tuple[str, str | None]:
+    """(engine, version) of an in-process model: its engine package and that package's version, else its class."""
+    return _engine_of(type(model).__name__)
 
 
 def _question(row: Mapping[str, Any]) -> str | None:

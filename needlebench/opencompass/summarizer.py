@@ -35,6 +35,7 @@ from opencompass.utils import dataset_abbr_from_cfg, get_logger, model_abbr_from
 
 from ..aggregate.effective_length import EffectiveRule
 from ..errors import OutOfMemory, OutOfSpace
+from ..planning.costs import load_prices
 from ..report.html import build_report
 from ..runfolder.plan_file import retry_command
 from ..runfolder.retries import failed_requests
@@ -58,6 +59,8 @@ class NeedleBenchSummarizer:
         claimed: model abbr -> the context length it claims, where not its ``max_seq_len`` (the default).
         all_metrics: OpenCompass's ``summary_<time>`` files list every number of each dataset's result file
             under its own name (about 20 a dataset); False (the default): the headline (see the module).
+        prices: a prices file (``needlebench plan --prices``'s TOML: tokens, or ``device_hour`` for a model on
+            your own devices): the run's ledger counts its money at them (``report/ledger.py``).
         **kwargs: OpenCompass's ``DefaultSummarizer`` arguments (``dataset_abbrs``, ``summary_groups``): rows
             the config lists itself are shown as it lists them.
 
@@ -72,12 +75,14 @@ class NeedleBenchSummarizer:
         effective_length: Mapping[str, Any] | None = None,
         claimed: Mapping[str, int] | None = None,
         all_metrics: bool = False,
+        prices: str | None = None,
         **kwargs: Any,
     ) -> None:
         check_summarizer({"type": SUMMARIZER, **kwargs, "all_metrics": all_metrics})
         self.cfg = config
         self.rule = EffectiveRule.of(None if effective_length is None else dict(effective_length))
         self.claimed = None if claimed is None else dict(claimed)
+        self.prices = load_prices(prices) if prices is not None else None
         self.default = _OpenCompassSummary(config, all_metrics=all_metrics, **kwargs)
 
     def summarize(self, output_path: str | None = None, time_str: str | None = None) -> None:
@@ -109,7 +114,7 @@ class NeedleBenchSummarizer:
                     cut.unlink(missing_ok=True)
         run = Path(self.cfg["work_dir"])
         try:
-            path = build_report([run], run / "summary", rule=self.rule, claimed=self.claimed)
+            path = build_report([run], run / "summary", rule=self.rule, claimed=self.claimed, prices=self.prices)
         except OutOfSpace as exc:
             logger.error(f"report stage stopped: {exc}")
             raise SystemExit(f"needlebench: report stage stopped: {exc}") from None

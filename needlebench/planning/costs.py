@@ -21,6 +21,9 @@ A prices file, per model abbr (``[default]`` for the rest); dollars per million 
     cached_input = 2.5
     output = 15.0
 
+    [models.my-local-model]
+    device_hour = 2.0       # dollars per GPU-hour: a model on your own devices, priced by the run's ledger
+
 A file that names a model the config does not have is refused (a typo would leave the model it meant priced by
 ``[default]``, or not at all); a model the file does not name, with no ``[default]``, is not priced.
 """
@@ -29,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -67,12 +70,16 @@ class Price:
     """One model's prices: its base tier, the long-prompt tiers, and the batch fraction.
 
     Args:
-        tiers: the base tier (``above`` 0) and the long-prompt tiers, by ``above``.
+        tiers: the base tier (``above`` 0) and the long-prompt tiers, by ``above``; none for a model priced by
+            the device-hour only.
         batch: a batch job's price as a fraction of the online price (uncached).
+        device_hour: dollars per device-hour (a GPU the model's tasks hold), where given: the run's ledger
+            prices its device-seconds so (``report/ledger.py``).
     """
 
     tiers: tuple[Tier, ...]
     batch: float = 1.0
+    device_hour: float | None = None
 
     def tier(self, prompt_tokens: float) -> Tier:
         """The tier a request with this many prompt tokens is billed at.
@@ -104,6 +111,32 @@ class Prices:
             abbr: the model's abbr.
         """
         return self.models.get(abbr, self.default)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The prices as JSON data (what a results bundle records, so ``needlebench verify`` prices alike)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Prices:
+        """Prices from :meth:`to_dict`'s data.
+
+        Args:
+            data: the JSON data.
+        """
+
+        def price(p: Mapping[str, Any] | None) -> Price | None:
+            if p is None:
+                return None
+            tiers = tuple(
+                Tier(int(t["above"]), *(float(t[k]) for k in ("input", "cached_input", "output"))) for t in p["tiers"]
+            )
+            hour = p.get("device_hour")
+            return Price(tiers, float(p.get("batch", 1.0)), None if hour is None else float(hour))
+
+        models = {str(k): price(v) for k, v in dict(data.get("models") or {}).items()}
+        return cls(
+            {k: v for k, v in models.items() if v is not None}, price(data.get("default")), str(data.get("source", ""))
+        )
 
 
 @dataclass
@@ -200,7 +233,14 @@ def _unknown(table: Mapping[str, Any], known: set[str], where: str) -> None:
 
 def _price(table: Mapping[str, Any], where: str) -> Price:
     table = _table(table, where)
-    _unknown(table, {"input", "cached_input", "output", "batch", "tiers"}, where)
+    _unknown(table, {"input", "cached_input", "output", "batch", "tiers", "device_hour"}, where)
+    hour = table.get("device_hour")
+    if hour is not None and (isinstance(hour, bool) or not isinstance(hour, (int, float)) or not 0 <= hour < math.inf):
+        raise ConfigError(
+            f"prices: {where}: device_hour must be a number of dollars per device-hour >= 0, got {hour!r}"
+        )
+    if hour is not None and not {"input", "cached_input", "output", "tiers"} & set(table):
+        return Price((), device_hour=float(hour))  # a model on the user's own devices
     base_input = _number(table, "input", where)
     base = Tier(0, base_input, _number(table, "cached_input", where, base_input), _number(table, "output", where))
     tiers = [base]
@@ -225,7 +265,7 @@ def _price(table: Mapping[str, Any], where: str) -> Price:
         raise ConfigError(
             f"prices: {where}: batch is a fraction of the online price (a number from 0 to 1), got {batch!r}"
         )
-    return Price(tuple(sorted(tiers, key=lambda t: t.above)), float(batch))
+    return Price(tuple(sorted(tiers, key=lambda t: t.above)), float(batch), None if hour is None else float(hour))
 
 
 def check_priced_models(prices: Prices, abbrs: Sequence[str], config: str) -> None:

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..methods.kv_press import PressSpec
+from ..placement import task_gpus
 from ..tasks import is_needlebench
 from .limits import (
     Limit,
@@ -112,6 +113,7 @@ class ModelRun:
             a model without one.
         model_variant: what the model varies and which model it varies (``planning.variants.Variant.to_dict``); None
             for a model that is no variant.
+        devices: the GPUs each of its infer tasks holds (``run_cfg.num_gpus``): the ledger's device-seconds.
     """
 
     abbr: str
@@ -124,6 +126,7 @@ class ModelRun:
     beyond_window: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     method: Mapping[str, Any] | None = None
     model_variant: Mapping[str, Any] | None = None
+    devices: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True)
@@ -212,6 +215,7 @@ class RunPlan:
                 beyond_window=m.get("beyond_window", {}),
                 method=m.get("method"),
                 model_variant=m.get("model_variant"),
+                devices=int(m.get("devices", 0) or 0),
             )
             for m in data["models"]
         )
@@ -281,6 +285,7 @@ def _model_run(
         beyond,
         method,
         variant.to_dict() if variant else None,
+        task_gpus(model),
     )
 
 

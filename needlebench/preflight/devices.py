@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
+from ..placement import task_gpus
 
 __all__ = ["Visible", "check_devices", "device_line", "devices_note", "is_local_runner", "task_gpus", "visible_gpus"]
 
@@ -83,15 +84,6 @@ def is_local_runner(runner: Mapping[str, Any] | None) -> bool:
             config has none, and OpenCompass uses its local runner.
     """
     return runner is None or _runner_name(runner) == "LocalRunner"
-
-
-def task_gpus(model: Mapping[str, Any]) -> int:
-    """The GPUs each infer task of a model asks for: its ``run_cfg.num_gpus``, 0 where unset (as OpenCompass reads it).
-
-    Args:
-        model: an OpenCompass model config.
-    """
-    return int((model.get("run_cfg") or {}).get("num_gpus", 0) or 0)
 
 
 def _runner_name(runner: Mapping[str, Any] | None) -> str:

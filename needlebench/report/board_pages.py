@@ -19,7 +19,7 @@ from ..files import atomic_write
 from .csp import page_head
 from .cutoff import LEGEND, LEGEND_TEXT, MARK
 from .cutoff import STYLE as CUT_STYLE
-from .leaderboard import PUBLISHED, Board, Leaderboard, Row
+from .leaderboard import PUBLISHED, SPENT, Board, Leaderboard, Row
 
 __all__ = ["write_leaderboard", "leaderboard_csv", "leaderboard_markdown", "leaderboard_html", "number"]
 
@@ -77,6 +77,7 @@ def leaderboard_csv(lb: Leaderboard) -> str:
     for k in keys:
         head += [k, f"{k} ci_low", f"{k} ci_high", f"{k} complete"]
     head += ["vs above", "vs above ci_low", "vs above ci_high", "significant", "pairs", "vs row", "tied with"]
+    head += [k for k, _ in SPENT]
     buf = io.StringIO()
     out = csv.writer(buf, lineterminator="\n")
     out.writerow(head)
@@ -96,6 +97,7 @@ def leaderboard_csv(lb: Leaderboard) -> str:
                 line += [shown, number(cell.low) if has else "", number(cell.high) if has else ""]
                 line += [str(cell.complete) if measured and cell is not None else ""]
             line += [*_versus(r), str(r.pairs) if r.versus is not None else "", r.versus_row, "; ".join(r.tied_with)]
+            line += [number(r.spent[k]) if k in r.spent else "" for k, _ in SPENT]
             out.writerow(line)
     return buf.getvalue()
 
@@ -130,7 +132,9 @@ def leaderboard_markdown(lb: Leaderboard) -> str:
         if b.published:
             parts += [f"Published rows beside the measured ones: {', '.join(b.published)}.", ""]
         shown = [k for k in labels if any(r.labels.get(k) for r in b.rows)]
+        spent = _spent_columns(b)
         head = ["rank", "model", "source", *shown, *(h for _, h in b.columns), "comparable", "vs above"]
+        head += [h for _, h in spent]
         parts.append("| " + " | ".join(_md(h) for h in head) + " |")
         parts.append("|" + "---|" * len(head))
         for r in b.rows:
@@ -160,6 +164,7 @@ def leaderboard_markdown(lb: Leaderboard) -> str:
             versus = f"{value}{bounds}{' significant' if sig == 'yes' else ''}" if value else ""
             model = r.model + (footnote(f"tied with {', '.join(r.tied_with)}") if r.tied_with else "")
             line = [rank, model, r.source, *(r.labels.get(k, "") for k in shown), *cells, comparable, versus]
+            line += [_spent_text(r, k) for k, _ in spent]
             parts.append("| " + " | ".join(_md(x) for x in line) + " |")
         parts.append("")
         if b.classes:
@@ -240,7 +245,16 @@ def _html_cell(r: Row, key: str) -> str:
     return _td(text, repr(cell.value))
 
 
-def _html_row(b: Board, r: Row, labels: list[str]) -> str:
+def _spent_columns(b: Board) -> list[tuple[str, str]]:
+    """The run-cost columns a board shows: those any of its rows has a number for (``leaderboard.SPENT``)."""
+    return [(k, h) for k, h in SPENT if any(k in r.spent for r in b.rows)]
+
+
+def _spent_text(r: Row, key: str) -> str:
+    return f"{r.spent[key]:.4g}" if key in r.spent else ""
+
+
+def _html_row(b: Board, r: Row, labels: list[str], spent: Sequence[str] = ()) -> str:
     published = r.kind == PUBLISHED
     rank = "" if published else (f"{r.rank}<sup>{r.rank_class}</sup>" if r.rank else "-")
     tip = b.classes.get(r.rank_class, "") if r.rank else ""
@@ -268,6 +282,7 @@ def _html_row(b: Board, r: Row, labels: list[str]) -> str:
         cells.append(_td(text, value, title=f"paired over {r.pairs} samples with {r.versus_row}"))
     else:
         cells.append(_td("", ""))
+    cells += [_td(_spent_text(r, k), repr(r.spent[k]) if k in r.spent else "") for k in spent]
     return f"<tr class='{'published' if published else 'measured'}'>" + "".join(cells) + "</tr>"
 
 
@@ -291,10 +306,12 @@ def leaderboard_html(lb: Leaderboard) -> str:
         parts.append(f"<h2>{html.escape(b.title)}</h2>")
         if b.published:
             parts.append(f"<p>Published rows: {html.escape(', '.join(b.published))}.</p>")
+        spent = _spent_columns(b)
         head = ["rank", "model", "source", *shown, *(h for _, h in b.columns), "comparable", "vs above"]
+        head += [h for _, h in spent]
         parts.append("<table class='board'><thead><tr>")
         parts.append("".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr></thead><tbody>")
-        parts.extend(_html_row(b, r, shown) for r in b.rows)
+        parts.extend(_html_row(b, r, shown, [k for k, _ in spent]) for r in b.rows)
         parts.append("</tbody></table>")
         if b.classes:
             items = "".join(f"<li><b>{k}</b>: {html.escape(v)}</li>" for k, v in b.classes.items())

@@ -33,6 +33,7 @@ from ..aggregate.effective_length import EffectiveRule
 from ..context.corpora import corpus_digest
 from ..errors import ConfigError
 from ..files import atomic_write
+from ..planning.costs import Prices
 from ..record import GradedSample
 from ..runfolder.request_log import read_requests, request_totals
 from ..runfolder.retries import retry_totals
@@ -41,6 +42,7 @@ from ..tasks import all_tasks
 from .axes import VIEWS, axis_table, variants_of
 from .comparability import REFERENCE_CORPUS
 from .leaderboard import PUBLISHED, build_boards
+from .ledger import LEDGER_TABLE, cost_ledger
 from .parity_link import find_parity_link, installed_version
 from .results import RunResults, load_results, run_dirs
 from .tables import effective_length_table, summary_table
@@ -111,6 +113,9 @@ def report_tables(results: RunResults) -> dict[str, pd.DataFrame]:
         table = axis_table(results.records, variants, axis)
         if not table.empty:
             out[view.table] = table
+    ledger = cost_ledger(results.records, results.models, results.model_plans, results.prices)
+    if not ledger.empty:
+        out[LEDGER_TABLE] = ledger
     return out
 
 
@@ -118,10 +123,12 @@ def _samples(results: RunResults) -> dict[str, Any]:
     """Digests of the graded samples: per (model, dataset) one per sample id, one for the dataset, one for all.
 
     A sample's digest is of its whole record as written (:meth:`GradedSample.to_json`, model and dataset
-    included), keys sorted."""
+    included, its request's cost left out), keys sorted."""
     per: dict[str, dict[str, str]] = defaultdict(dict)
     for r in results.records:
-        text = json.dumps(r.to_json(), sort_keys=True, ensure_ascii=False, default=str)
+        # a request's cost is the clock's (two runs of one config differ there alone): the ledger's table checks it
+        kept = {k: v for k, v in r.to_json().items() if k != "cost"}
+        text = json.dumps(kept, sort_keys=True, ensure_ascii=False, default=str)
         per[f"{r.model}/{r.dataset}"][r.id] = _digest(text.encode("utf-8"))[:16]
     datasets = {}
     whole = hashlib.sha256()
@@ -228,6 +235,7 @@ def make_bundle(results: RunResults, runs: Sequence[Path]) -> dict[str, Any]:
         "config": _config(runs),
         "samples": _samples(results),
         "effective_length": {"rule": dataclasses.asdict(results.effective_rule), "claimed": results.claimed_given},
+        "prices": results.prices.to_dict() if results.prices is not None else None,
         "tables": {name: _plain(df.to_dict(orient="records")) for name, df in sorted(tables.items())},
         "leaderboard": _board_rows(results, runs[0].name if len(runs) == 1 else "work dir"),
         "retries": {m: _retries(runs, m) for m in results.models},
@@ -256,7 +264,11 @@ def _retries(runs: Sequence[Path], model: str) -> dict[str, int]:
 
 
 def write_bundle(
-    path: Path, out: Path, rule: EffectiveRule | None = None, claimed: Mapping[str, int] | None = None
+    path: Path,
+    out: Path,
+    rule: EffectiveRule | None = None,
+    claimed: Mapping[str, int] | None = None,
+    prices: Prices | None = None,
 ) -> Path:
     """Compute the bundle of one run or work dir and write it as ``out/results.json`` (atomically).
 
@@ -265,6 +277,7 @@ def write_bundle(
         out: the summary folder.
         rule: how effective lengths are read (default: ``EffectiveRule()``); recorded in the bundle.
         claimed: claimed lengths given explicitly (over the plan's ``max_seq_len``); recorded in the bundle.
+        prices: the prices the ledger's money is counted at; recorded in the bundle.
 
     Returns:
         The file written.
@@ -272,6 +285,7 @@ def write_bundle(
     results = load_results([path])
     results.effective_rule = rule or EffectiveRule()
     results.claim(claimed)
+    results.prices = prices
     bundle = make_bundle(results, run_dirs(path) or [path])
     target = out / BUNDLE
     with atomic_write(target) as tmp:
@@ -379,6 +393,11 @@ def verify_bundle(bundle: Path, run: Path) -> Verification:
             results.claim(read.get("claimed"))
         except ConfigError as exc:
             raise ConfigError(f"verify: {bundle}: effective_length {read!r} is not readable ({exc})") from None
+    if isinstance(posted.get("prices"), dict):  # the prices the bundle's ledger was priced at
+        try:
+            results.prices = Prices.from_dict(posted["prices"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"verify: {bundle}: prices are not readable ({type(exc).__name__}: {exc})") from None
     found = make_bundle(results, run_dirs(run) or [run])
     v = Verification(samples=found["samples"]["count"])
     unreadable = [r for r in results.records if r.unscored == "unreadable"]

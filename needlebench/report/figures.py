@@ -28,6 +28,7 @@ def heatmap_png(
     title: str,
     diverging: bool = False,
     cut_off: Mapping[tuple[float | None, int], CutOff] | None = None,
+    unit: str | None = None,
 ) -> bytes:
     """Depth (rows) x length (columns), with a bottom row of per-length means; missing cells grey, marked "-".
 
@@ -37,11 +38,12 @@ def heatmap_png(
         diverging: a difference map (red-blue, centred on 0) instead of scores on 0-100.
         cut_off: per (depth, length) (depth None: a length's mean) how many answers were cut off at their
             budget, for the cells with any: see :func:`heatmap_figure`.
+        unit: a cost map in this unit (``"s per request"``) instead of scores: colours from 0 to its largest cell.
 
     Returns:
         The figure as PNG bytes.
     """
-    return png(heatmap_figure(table, title, diverging, cut_off))
+    return png(heatmap_figure(table, title, diverging, cut_off, unit))
 
 
 def heatmap_figure(
@@ -49,6 +51,7 @@ def heatmap_figure(
     title: str,
     diverging: bool = False,
     cut_off: Mapping[tuple[float | None, int], CutOff] | None = None,
+    unit: str | None = None,
 ) -> Figure:
     """The heatmap as a matplotlib figure (:func:`heatmap_png` saves it), for the tests to inspect.
 
@@ -61,6 +64,7 @@ def heatmap_figure(
         title: the figure's title.
         diverging: a difference map.
         cut_off: as for :func:`heatmap_png`; None or empty: no marks.
+        unit: as for :func:`heatmap_png`.
     """
     from matplotlib.patches import Rectangle
 
@@ -70,7 +74,10 @@ def heatmap_figure(
     rows = [f"{d:g}" for d in table.index] + ["mean"]
     fig, ax = pyplot().subplots(figsize=(1.0 + 0.75 * len(table.columns), 1.0 + 0.38 * len(rows)))
     masked = np.ma.masked_invalid(values)
-    if diverging:
+    if unit is not None:
+        top = float(np.nanmax(values)) if np.isfinite(values).any() else 1.0
+        im = ax.imshow(masked, cmap="viridis", vmin=0, vmax=top or 1.0, aspect="auto")
+    elif diverging:
         lim = max(1.0, float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0)
         im = ax.imshow(masked, cmap="RdBu", vmin=-lim, vmax=lim, aspect="auto")
     else:
@@ -84,7 +91,7 @@ def heatmap_figure(
     for i in range(values.shape[0]):
         for j in range(values.shape[1]):
             v = values[i, j]
-            text = "-" if math.isnan(v) else f"{v:.0f}"
+            text = "-" if math.isnan(v) else f"{v:.3g}" if unit is not None else f"{v:.0f}"
             cut = cut_off.get((depths[i], int(table.columns[j])))
             if cut is not None and cut.any:
                 budgets.update(cut.budgets)
@@ -109,7 +116,9 @@ def heatmap_figure(
     ax.set_xlabel("context length (tokens)")
     ax.set_ylabel("needle depth (%)")
     ax.set_title(title, fontsize=10)
-    fig.colorbar(im, ax=ax, fraction=0.04)
+    bar = fig.colorbar(im, ax=ax, fraction=0.04)
+    if unit is not None:
+        bar.set_label(unit)
     if any(c.any for c in cut_off.values()):
         budget = f"the {'/'.join(map(str, sorted(budgets)))}-token" if budgets else "their"
         ax.annotate(  # under the x axis label, wherever the figure's size puts it

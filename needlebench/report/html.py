@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..aggregate.effective_length import EffectiveRule, length_text
 from ..files import atomic_write
+from ..planning.costs import Prices
 from ..record import GradedSample
 from ..tasks import all_tasks
 from ..terminal import Counting
@@ -27,6 +28,7 @@ from .axes import VIEWS, axis_curve_png, axis_table, variants_of
 from .csp import page_head
 from .cutoff import LEGEND, CutOff, grid_cut_offs
 from .drilldown import SCRIPT, STYLE, Heatmap, SampleIndex, cell_key, drilldown_script, grid_html
+from .ledger import LEDGER_TABLE, cost_grid, cost_ledger
 from .results import RunResults, check_comparable, load_results
 
 __all__ = ["build", "build_report", "write_report", "significance_lines", "how_to_read", "Report"]
@@ -168,6 +170,9 @@ def assemble(results: RunResults, progress: Counting | None = None) -> Report:
             rep.tables.update(parts.tables)
             rep.figures.update(parts.figures)
     pairs = _axis_views(rep, results, specs, skipped)
+    ledger = cost_ledger(results.records, results.models, results.model_plans, results.prices)
+    if not ledger.empty:
+        rep.tables[LEDGER_TABLE] = ledger
     for spec in specs:
         answered = [r for r in results.records if r.task == spec.name and r.answered]  # cut off and left out too
         for lang in sorted({r.lang for r in answered}):
@@ -179,6 +184,10 @@ def assemble(results: RunResults, progress: Counting | None = None) -> Report:
                 g = _with_cells(tables.grid_frame(members), cut)
                 label, key = f"{spec.short} {lang.upper()} - {m}", f"heatmap_{spec.name}_{lang}_{_safe(m)}"
                 rep.figures[key] = figures.heatmap_png(g, label, cut_off=cut)
+                spent = cost_grid(members)
+                if not spent.empty:  # beside it, what its cells cost (report/ledger.py)
+                    title = f"{label}: wall seconds per request"
+                    rep.figures[f"cost_{spec.name}_{lang}_{_safe(m)}"] = figures.heatmap_png(spent, title, unit="s")
                 bar.update()
                 cells = {cell_key(d, L): sorted({rep.samples.add(r) for r, _ in rs}) for (d, L), rs in members.items()}
                 rep.heatmaps.append(Heatmap(key, label, g, cells, cut))
@@ -409,6 +418,7 @@ def build(
     quiet: bool = True,
     rule: EffectiveRule | None = None,
     claimed: Mapping[str, int] | None = None,
+    prices: Prices | None = None,
 ) -> tuple[Path, Report]:
     """Rebuild everything from work dirs; the page written and what it holds (and, for one run, ``results.json``).
 
@@ -418,12 +428,15 @@ def build(
         quiet: no progress display (it shows only on a terminal anyway).
         rule: how effective lengths are read (default: ``EffectiveRule()``, the relative rule).
         claimed: model -> the length it claims, over its ``max_seq_len`` in the run's plan.
+        prices: the prices the ledger's money is counted at (``planning.costs.load_prices``); None: none.
+
     Raises:
         ConfigError: the dirs mix dataset versions or their prompts differ.
     """
     results = load_results(paths, label_by_dir=len(paths) > 1)
     results.effective_rule = rule or EffectiveRule()
     results.claim(claimed)
+    results.prices = prices
     with Counting("heatmaps", quiet=quiet) as bar:
         rep = assemble(results, bar)
     target = out or (paths[0] / "needlebench_report")
@@ -431,7 +444,7 @@ def build(
     if len(paths) == 1 and results.records:  # one run: its result bundle beside its tables (not for comparisons)
         from .bundle import write_bundle
 
-        write_bundle(paths[0], target, results.effective_rule, results.claimed_given)
+        write_bundle(paths[0], target, results.effective_rule, results.claimed_given, prices)
     return page, rep
 
 
@@ -440,6 +453,7 @@ def build_report(
     out: Path | None = None,
     rule: EffectiveRule | None = None,
     claimed: Mapping[str, int] | None = None,
+    prices: Prices | None = None,
 ) -> Path:
     """Rebuild everything from work dirs; two or more dirs are compared model by model.
 
@@ -448,11 +462,12 @@ def build_report(
         out: output folder (default: the first dir's ``needlebench_report``).
         rule: how effective lengths are read (see :func:`build`).
         claimed: claimed lengths given explicitly (see :func:`build`).
+        prices: the prices the ledger's money is counted at (see :func:`build`).
 
     Returns:
         The path of ``report.html``.
     """
-    return build(paths, out, rule=rule, claimed=claimed)[0]
+    return build(paths, out, rule=rule, claimed=claimed, prices=prices)[0]
 
 
 def significance_lines(rep: Report) -> list[str]:

@@ -43,9 +43,10 @@ from ..taskspec import Basis
 from .axes import board_labels, variants_of
 from .comparability import Comparability, row_comparability
 from .cutoff import Budgets, CutOff
+from .ledger import cost_ledger
 from .parity_link import find_parity_link
 from .published import PublishedTable, load_published
-from .results import RunResults, load_results, run_dirs
+from .results import RunResults, load_results, recorded_prices, run_dirs
 from .tables import effective_length_table, suite_weights, summary_table, summary_tasks
 
 __all__ = [
@@ -97,6 +98,7 @@ class Row:
             for the cells with any (the suite board's cells; :mod:`needlebench.report.cutoff`).
         texts: per column key, a measured cell shown as text rather than as a score (a length: ``2k [2k, 4k]``);
             its value is still the cell's, which the page sorts by.
+        spent: what the model's run cost, from its ledger (:data:`SPENT`: device-hours, dollars), where known.
     """
 
     board: str
@@ -121,6 +123,7 @@ class Row:
     pairs: int = 0
     cut_off: Mapping[str, CutOff] = field(default_factory=dict)
     texts: Mapping[str, str] = field(default_factory=dict)
+    spent: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -371,6 +374,7 @@ def measured_rows(results: RunResults, source: str) -> list[Row]:
         groups[(str(r.model), str(r.get("profile") or "v2"), str(r.get("protocol") or "not recorded"))].append(r)
     summary = set(summary_tasks())
     variants = variants_of(results.variants, results.records)
+    spent = _spent(results)
     rows: list[Row] = []
     for (model, profile, protocol), records in sorted(groups.items()):
         method = board_labels(model, variants, results.models)  # a variant's setting (press, ratio...), a column each
@@ -389,7 +393,8 @@ def measured_rows(results: RunResults, source: str) -> list[Row]:
                 results.claimed.get(model),
                 results.beyond,
             )
-            rows.append(dataclasses.replace(suite_row, labels={**suite_row.labels, **method}))
+            labels = {**suite_row.labels, **method}
+            rows.append(dataclasses.replace(suite_row, labels=labels, spent=spent.get(model, {})))
         for spec in all_tasks():
             board = spec.aggregation().board
             mine = [r for r in records if r.task == spec.name]
@@ -412,9 +417,27 @@ def measured_rows(results: RunResults, source: str) -> list[Row]:
                         comparability=comparability,
                         basis=b.basis,
                         layouts=b.layouts,
+                        spent=spent.get(model, {}),
                     )
                 )
     return rows
+
+
+# what a measured row shows of its run's cost (the ledger's model row): key, column heading
+SPENT = (("device_h", "device-h (run)"), ("money", "$ (run)"))
+
+
+def _spent(results: RunResults) -> dict[str, dict[str, float]]:
+    """Each model's device-hours and dollars over the whole run, from its ledger; a number it lacks is absent."""
+    ledger = cost_ledger(results.records, results.models, results.model_plans, results.prices)
+    out: dict[str, dict[str, float]] = {}
+    for row in ledger.to_dict(orient="records") if not ledger.empty else []:
+        if row["task"] != "all":
+            continue
+        found = {"device_h": row.get("device_s"), "money": row.get("money")}
+        found["device_h"] = found["device_h"] / 3600 if found["device_h"] is not None else None
+        out[str(row["model"])] = {k: float(v) for k, v in found.items() if v is not None and not pd.isna(v)}
+    return out
 
 
 def _attaches(table: PublishedTable, row: Row) -> bool:
@@ -575,6 +598,7 @@ def build_leaderboard(paths: Sequence[Path], published: bool = True) -> Leaderbo
     rows: list[Row] = []
     for path, source in zip(paths, _source_names(paths)):
         results = load_results([path])
+        results.prices = recorded_prices(run_dirs(path) or [path])  # what its report priced it at, if anything
         lb.sources.extend(results.sources)
         lb.warnings.extend(f"{source}: {w}" for w in results.warnings)
         link = find_parity_link(run_dirs(path) or [path], results.records)

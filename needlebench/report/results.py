@@ -16,6 +16,7 @@ as ``unreadable`` and placed in its cell by the plan, so its cell is counted who
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -26,6 +27,8 @@ from typing import Any
 from ..aggregate.effective_length import EffectiveRule
 from ..errors import ConfigError
 from ..jsonl import BadLine, iter_jsonl
+from ..planning.costs import Prices
+from ..planning.run import ModelRun
 from ..planning.variants import Variant
 from ..record import GradedSample
 from ..runfolder.plan_file import PLAN_FILE, StoredPlan
@@ -116,6 +119,8 @@ class RunResults:
     # (model, task, lang, cell) -> (samples past the model's context window, the window said), from the plan
     beyond: dict[tuple[str, str, str, Any], tuple[int, str]] = field(default_factory=dict)
     variants: dict[str, Variant] = field(default_factory=dict)  # model -> what it varies, from the plan
+    model_plans: dict[str, ModelRun] = field(default_factory=dict)  # model -> its plan (devices, planned tokens)
+    prices: Prices | None = None  # the prices the ledger's money is counted at, where given (report --prices)
     order: list[str] = field(default_factory=list)  # the models in their configs' order, from the plans
 
     def claim(self, given: Mapping[str, Any] | None) -> None:
@@ -223,7 +228,7 @@ def load_results(paths: list[Path], label_by_dir: bool = False) -> RunResults:
             out.sources.append(str(run))
             prefix = f"{root.name}/" if label_by_dir else ""
             entries, budgets, cut, claimed = _read_plan(
-                run / PLAN_FILE, out.warnings, prefix, out.beyond, out.variants, out.order
+                run / PLAN_FILE, out.warnings, prefix, out.beyond, out.variants, out.order, out.model_plans
             )
             out.claimed.update(claimed)
             for entry in cut:
@@ -355,6 +360,7 @@ def _read_plan(
     beyond: dict[tuple[str, str, str, Any], tuple[int, str]] | None = None,
     variants: dict[str, Variant] | None = None,
     order: list[str] | None = None,
+    model_plans: dict[str, ModelRun] | None = None,
 ) -> tuple[list[Planned], dict[tuple[str, str], int], list[Overlength], dict[str, int]]:
     """What the reports take from a run's plan (``runfolder.plan_file``): each (model, dataset)'s planned cells
     (none where the plan predates them), its output budget (``max_out_len``: its limit's ``out_len``, where
@@ -416,6 +422,8 @@ def _read_plan(
         for m in plan.models:
             if order is not None:
                 order.append(f"{prefix}{m.abbr}")
+            if model_plans is not None:
+                model_plans[f"{prefix}{m.abbr}"] = m
             if m.model_variant and variants is not None:
                 v = Variant.from_dict(m.model_variant)
                 variants[f"{prefix}{m.abbr}"] = dataclasses.replace(v, of=f"{prefix}{v.of}" if v.of else None)
@@ -463,3 +471,20 @@ def check_comparable(records: Sequence[GradedSample]) -> None:
                         f"(e.g. {sorted(only_a)[0]}), {len(only_b)} only in {b} (e.g. {sorted(only_b)[0]}); "
                         f"versions {version_of[a]} and {version_of[b]}. Compare runs of the same config and version."
                     )
+
+
+def recorded_prices(runs: Sequence[Path]) -> Prices | None:
+    """The prices a run's own report counted its ledger's money at (``summary/results.json``), for a reader that
+    shows its cost again (the leaderboard); None where its report had none.
+
+    Args:
+        runs: the run folders (:func:`run_dirs`); the first with recorded prices is read.
+    """
+    for run in runs:
+        try:
+            data = json.loads((run / "summary" / "results.json").read_text(encoding="utf-8")).get("prices")
+            if isinstance(data, dict):
+                return Prices.from_dict(data)
+        except (OSError, ValueError, AttributeError, KeyError, TypeError):
+            continue
+    return None

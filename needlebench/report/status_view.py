@@ -67,6 +67,29 @@ def _headline(status: RunStatus) -> list[RenderableType]:
     return [head, Text(f"{status.how}", style="dim"), Text(totals)]
 
 
+def spent_lines(status: RunStatus) -> list[str]:
+    """Per model, what its requests have cost so far (its cost log) against the plan's prompt tokens."""
+    lines = []
+    for m in status.models:
+        s = m.spent
+        if s is None:
+            continue
+        wall = s.sums.get("wall_s", 0.0)
+        hours = f", {wall * m.devices / 3600:,.2f} device-h" if m.devices else ""
+        cached = s.reported.get("cached_tokens", 0)
+        engine = (
+            f"; the engine counted {s.sums.get('prompt_tokens', 0):,.0f} prompt tokens "
+            f"({s.sums['cached_tokens']:,.0f} cached) over {cached:,} of them"
+            if cached
+            else ""
+        )
+        lines.append(
+            f"spent by {m.abbr}: {s.requests:,} requests, {duration(wall)} on the clock{hours}{engine}; "
+            f"the plan: {m.total('planned_tokens'):,} prompt tokens, {m.total('done_tokens'):,} answered"
+        )
+    return lines
+
+
 def status_view(status: RunStatus, compact: bool = False) -> RenderableType:
     """The status as rich renders it: headline, totals, the table, what is left and the command.
 
@@ -107,6 +130,7 @@ def status_view(status: RunStatus, compact: bool = False) -> RenderableType:
                 "" if compact else ("yes" if d.scored else "no"),
             )
     parts: list[RenderableType] = [*_headline(status), table]
+    parts += [Text(f"  {line}", style="dim") for line in spent_lines(status)]
     if status.state != "running":
         left = status.left()
         if left:

@@ -31,6 +31,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..planning.run import ModelRun, Part, Shard
+from .cost_log import CostTally, tally_costs
 from .pieces import piece_done
 from .plan_file import PLAN_FILE, StoredPlan, read_stored, resume_command, retry_command
 from .progress_log import Step, read_progress
@@ -110,6 +111,8 @@ class ModelProgress:
         rate: prompt tokens answered per second over the window; None where too little was answered in it.
         eta_s: seconds to the end of its infer tasks at that rate (a running run only).
         others: its datasets that are not needlebench's (OpenCompass runs them; not counted here).
+        spent: what its requests have cost so far (its cost log, ``runfolder.cost_log``); None before any.
+        devices: the GPUs each of its tasks holds (the plan's), for its device-hours.
     """
 
     abbr: str
@@ -118,6 +121,8 @@ class ModelProgress:
     rate: float | None
     eta_s: float | None
     others: tuple[str, ...] = ()
+    spent: CostTally | None = None
+    devices: int = 0
 
     def total(self, name: str) -> int:
         """A count summed over the model's datasets (``planned``, ``done``, ``planned_tokens``, ...).
@@ -328,6 +333,7 @@ class StatusReader:
         self._offsets: dict[str, int] = {}
         self._lines: dict[Path, tuple[int, int, int]] = {}
         self._whole: dict[Path, tuple[int, int]] = {}  # prediction file -> (size, mtime) when found whole
+        self._costs: dict[str, tuple[int, int, CostTally]] = {}  # model -> its cost log, read so far
 
     def _plan(self) -> StoredPlan:
         path = self.run / PLAN_FILE
@@ -478,7 +484,13 @@ class StatusReader:
             None,
             None,
             tuple(model_run.others),
+            self._spent(model_run.abbr, folder),
+            model_run.devices,
         )
+
+    def _spent(self, model: str, folder: Path) -> CostTally | None:
+        self._costs[model] = tally = tally_costs(folder, self._costs.get(model))
+        return tally[2] if tally[2].requests else None
 
     def _state(self, last_stage: dict[str, Any], last_write: float | None, now: float) -> tuple[str, str]:
         host, pid, at = last_stage.get("host"), last_stage.get("pid"), last_stage.get("at")
