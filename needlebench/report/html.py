@@ -348,13 +348,21 @@ def effective_headline(df: pd.DataFrame) -> str:
     )
 
 
+def _image(name: str, png: bytes, cls: str = "") -> str:
+    """A figure embedded in the page (the page holds everything it shows)."""
+    data = base64.b64encode(png).decode("ascii")
+    css = f" class='{cls}'" if cls else ""
+    return f"<img{css} alt='{html.escape(name)}' src='data:image/png;base64,{data}'>"
+
+
 def _html(rep: Report, sources: list[str]) -> str:
     style = (
         "body{font-family:sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;"
         "font-size:12px;margin:1em 0}td,th{border:1px solid #bbb;padding:2px 6px;text-align:right}"
         "th{background:#eee}img{max-width:100%;border:1px solid #ddd;margin:.5em 0}"
         ".warn{color:#a40}.ci{color:#666;font-size:10px;white-space:nowrap}.flag{color:#b00;font-weight:bold;cursor:help}"
-        ".badge{background:#fdd;color:#900;border-radius:3px;padding:0 3px;font-size:10px}" + STYLE
+        ".badge{background:#fdd;color:#900;border-radius:3px;padding:0 3px;font-size:10px}"
+        ".hmpair{display:flex;flex-wrap:wrap;align-items:flex-start;gap:1em}.hmcost{max-width:420px}" + STYLE
     )
     parts = [
         "<h1>NeedleBench report</h1>",
@@ -374,14 +382,16 @@ def _html(rep: Report, sources: list[str]) -> str:
         parts.append("<h2>Heatmaps</h2>")
         if any(hm.cut_off for hm in rep.heatmaps):
             parts.append(LEGEND)
-        parts.extend(grid_html(hm) for hm in rep.heatmaps)
+        for hm in rep.heatmaps:  # each with what its cells cost beside it, where the run kept costs
+            spent = f"cost_{hm.key.removeprefix('heatmap_')}"
+            beside = _image(spent, rep.figures[spent], "hmcost") if spent in rep.figures else ""
+            parts.append(f"<div class='hmpair'>{grid_html(hm)}{beside}</div>")
         parts.append(drilldown_script(rep.heatmaps, rep.samples))
-    shown = {hm.key for hm in rep.heatmaps}
+    shown = {hm.key for hm in rep.heatmaps} | {f"cost_{hm.key.removeprefix('heatmap_')}" for hm in rep.heatmaps}
     for name, png in rep.figures.items():
         if name in shown:
             continue
-        data = base64.b64encode(png).decode("ascii")
-        parts.append(f"<h3>{html.escape(name)}</h3><img alt='{html.escape(name)}' src='data:image/png;base64,{data}'>")
+        parts.append(f"<h3>{html.escape(name)}</h3>{_image(name, png)}")
     body = "\n".join(parts)
     # the policy allows the drill-down script and these styles by hash, and nothing else (csp.py)
     head = page_head("NeedleBench report", body, [style], [SCRIPT] if rep.heatmaps else [])
