@@ -3,9 +3,11 @@
 One row per model and cell (task, language, length), then one per model (``task`` "all"). Every number is a sum,
 a share or a percentile of what the engine or the clock said for that cell's requests
 (:class:`~needlebench.request_cost.RequestCost`), each fact as its field declares: nothing is estimated, and
-a fact no request of the cell reported is left empty, never 0. ``requests`` counts the requests this run paid
-for (an answer carried over from an earlier run has no cost here); ``with tokens`` and ``with timings`` say how
-many of them reported cached tokens and engine timings, so a sum over fewer requests than the cell's says so.
+a fact no request of the cell reported is left empty, never 0. ``requests`` counts the samples whose answer this
+run paid for, each once at its answer's cost (an answer carried over from an earlier run has none here; a request
+that failed and was asked again counts as its answer: ``needlebench status``'s spent line counts every request
+logged); ``with tokens`` and ``with timings`` say how many of them reported cached tokens and engine timings, so a
+sum over fewer requests than the cell's says so.
 
 Beside them: ``device_s``, the wall time times the GPUs each of the model's tasks held (its plan's ``devices``;
 empty where it held none: an API model's devices are its provider's); ``money`` in dollars where a prices file
