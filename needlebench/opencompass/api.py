@@ -190,7 +190,7 @@ class ResilientOpenAISDK(OpenAISDK):
             temperature: the sampling temperature (the model's own wins, as in OpenCompass).
             kwargs: OpenCompass's further arguments.
         """
-        self._costs: dict[int, RequestCost | None] = {}
+        self._costs = {}  # this batch's, by prompt (the same objects OpenCompass hands _generate)
         if self._server_version is _UNASKED:
             self._server_version = None if self._offline else self._ask_version()
         answers = self._generate_all(inputs, max_out_len, temperature, **kwargs)

@@ -187,7 +187,7 @@ def assemble(results: RunResults, progress: Counting | None = None) -> Report:
                 spent = cost_grid(members)
                 if not spent.empty:  # beside it, what its cells cost (report/ledger.py)
                     title = f"{label}: wall seconds per request"
-                    rep.figures[f"cost_{spec.name}_{lang}_{_safe(m)}"] = figures.heatmap_png(spent, title, unit="s")
+                    rep.figures[_cost_key(key)] = figures.heatmap_png(spent, title, unit="s")
                 bar.update()
                 cells = {cell_key(d, L): sorted({rep.samples.add(r) for r, _ in rs}) for (d, L), rs in members.items()}
                 rep.heatmaps.append(Heatmap(key, label, g, cells, cut))
@@ -348,6 +348,11 @@ def effective_headline(df: pd.DataFrame) -> str:
     )
 
 
+def _cost_key(heatmap: str) -> str:
+    """The figure of what a heatmap's cells cost (``cost_<task>_<lang>_<model>``), named after the heatmap."""
+    return f"cost_{heatmap.removeprefix('heatmap_')}"
+
+
 def _image(name: str, png: bytes, cls: str = "") -> str:
     """A figure embedded in the page (the page holds everything it shows)."""
     data = base64.b64encode(png).decode("ascii")
@@ -383,11 +388,11 @@ def _html(rep: Report, sources: list[str]) -> str:
         if any(hm.cut_off for hm in rep.heatmaps):
             parts.append(LEGEND)
         for hm in rep.heatmaps:  # each with what its cells cost beside it, where the run kept costs
-            spent = f"cost_{hm.key.removeprefix('heatmap_')}"
+            spent = _cost_key(hm.key)
             beside = _image(spent, rep.figures[spent], "hmcost") if spent in rep.figures else ""
             parts.append(f"<div class='hmpair'>{grid_html(hm)}{beside}</div>")
         parts.append(drilldown_script(rep.heatmaps, rep.samples))
-    shown = {hm.key for hm in rep.heatmaps} | {f"cost_{hm.key.removeprefix('heatmap_')}" for hm in rep.heatmaps}
+    shown = {hm.key for hm in rep.heatmaps} | {_cost_key(hm.key) for hm in rep.heatmaps}
     for name, png in rep.figures.items():
         if name in shown:
             continue

@@ -65,14 +65,14 @@ def _row(paid: Sequence[Paid], devices: int, price: Price | None) -> dict[str, A
     costs = [c for c, _ in paid]
     both = [c for c in costs if c.computed_tokens is not None]
     prompt = sum(c.prompt_tokens or 0 for c in both)
-    walls = [c.wall_s for c in costs if c.wall_s is not None]
-    device_s = float(sum(walls)) * devices if devices and walls else None
+    facts = _facts(costs)
+    device_s = facts["wall_s"] * devices if devices and facts["wall_s"] is not None else None
     money, priced = _money(paid, device_s, price)
     return {
         "requests": len(costs),
         "with tokens": len(both),
         "with timings": sum(c.ttft_ms is not None for c in costs),
-        **_facts(costs),
+        **facts,
         "computed_tokens": float(sum(c.computed_tokens or 0 for c in both)) if both else None,
         "cache share": sum(c.cached_tokens or 0 for c in both) / prompt if both and prompt else None,
         "devices": devices or None,
