@@ -26,7 +26,11 @@ from needlebench.request_cost import RequestCost
 
 CONFIG = "tests/configs/e2e_cost.py"
 PRODUCERS = {"opencompass/api.py", "opencompass/inferencer.py"}  # a server's answer; an in-process batch's clock
-READERS = {"report/ledger.py", "report/status_view.py"}  # the ledger, and status's line of what was spent
+READERS = {
+    "report/ledger.py",
+    "report/status_view.py",
+    "commands/rates.py",
+}  # the ledger, status's spent line, plan --rates
 WHERE = {"request_cost.py", *READERS, *PRODUCERS}
 FACTS = ("prompt_tokens", "cached_tokens", "queue_ms", "ttft_ms", "decode_ms")
 SERVER = {  # the server's names for them (vLLM's)
@@ -245,6 +249,33 @@ def test_every_cell_of_the_ledger_is_what_the_server_said_for_its_requests(tmp_p
     spent = {m["abbr"]: m["spent"] for m in data["models"]}
     assert spent["served"]["sums"]["prompt_tokens"] == sum(c["prompt_tokens"] for c in said)
     assert spent["served"]["requests"] == spent["served"]["reported"]["cached_tokens"] == 6
+    # needlebench plan --rates: the config planned again at this run's rates (their accuracy on a real engine:
+    # bench/plan_rates.py); what it says it measured is what the records hold
+    env = {**os.environ, "NEEDLEBENCH_API_BASE": "http://127.0.0.1:9/v1", "NEEDLEBENCH_PRICES": str(prices)}
+    args = [bin_path("needlebench"), "plan", CONFIG, "--rates", str(run)]
+    planned = subprocess.run([*args, "--json"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert planned.returncode == 0, planned.stderr[-2000:]
+    predicted = {p["model"]: p for p in json.loads(planned.stdout)["rates"]["predictions"]}
+    for model in ("served", "oracle"):
+        p, mine = predicted[model], records[model]
+        assert p["requests"] == p["rates"]["requests"] == len(mine) == 6
+        assert p["batches"] == p["rates"]["batches"] == 1  # batch_size 6: one batch, as the cost log has it
+        assert p["rates"]["request_s"] == pytest.approx(sum(r["cost"]["wall_s"] for r in mine))
+        walls = [r["cost"]["wall_s"] for r in mine]  # the oracle's are shares of its batch's clock
+        assert p["rates"]["batch_s"] == pytest.approx(sum(walls) if model == "oracle" else max(walls))
+        assert p["rates"]["output_tokens"]["*"] == pytest.approx(sum(r["output_tokens"] for r in mine) / 6)
+        assert p["rates"]["parallel"] == pytest.approx(p["rates"]["batch_s"] / p["rates"]["span_s"])
+        assert p["run_s"] == pytest.approx(p["batch_s"] / p["rates"]["parallel"])
+        assert p["device_h"] is None  # no GPU held
+    assert (
+        predicted["served"]["rates"]["engine"] == "openai-api flaky-1"
+        and predicted["served"]["rates"]["cache_reported"]
+    )
+    assert predicted["served"]["money"] > 0 and predicted["oracle"]["money"] is None  # priced as the run's prices file
+    oracle = predicted["oracle"]
+    assert not oracle["rates"]["cache_reported"] and oracle["computed_tokens"] == oracle["prompt_tokens"]
+    shown = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300).stdout
+    assert "model served at the rates of" in shown and "from the token plan: requests" in shown, shown
     # the ledger is in the bundle, checked by verify: an edited cost fails it
     bundle = run / "summary" / "results.json"
     verified = subprocess.run(

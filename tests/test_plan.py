@@ -12,8 +12,9 @@ import pytest
 from conftest import ROOT, run_export
 
 from needlebench.commands.cli import main
-from needlebench.commands.plan import PlanReport, common_prefix, format_plan, plan_config
+from needlebench.commands.plan import PlanReport, format_plan, plan_config
 from needlebench.opencompass.partitioner import NeedleBenchPartitioner
+from needlebench.planning.prefix import common_prefix
 from needlebench.runfolder.plan_file import read_plan
 
 CONFIG = "tests/configs/plan_tiny.py"

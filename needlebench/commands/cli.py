@@ -5,6 +5,7 @@ OpenCompass on your own files."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -45,7 +46,19 @@ def _plan(args: argparse.Namespace) -> int:
     from .plan import format_plan, plan_config
 
     plan = plan_config(args.config, num_shards=args.shards, prices_path=args.prices)
-    print(plan.to_json() if args.json else format_plan(plan, verbose=args.verbose))
+    if args.rates is None:
+        print(plan.to_json() if args.json else format_plan(plan, verbose=args.verbose))
+        return 0
+    from ..planning.costs import load_prices
+    from .rates import format_rates, rate_plan
+
+    predicted, missing = rate_plan(plan, Path(args.rates), load_prices(args.prices) if args.prices else None)
+    if args.json:
+        data = json.loads(plan.to_json())
+        data["rates"] = {"predictions": [p.to_dict() for p in predicted], "no_rates": missing}
+        print(json.dumps(data, ensure_ascii=False))
+    else:
+        print(format_plan(plan, verbose=args.verbose) + "\n" + format_rates(predicted, missing))
     return 0
 
 
@@ -199,6 +212,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PRICES.toml",
         help="per model: input, cached input and output dollars per million tokens, long-prompt tiers, batch "
         "fraction; prints each dataset's cost online and batch (docs: Cost before the first request)",
+    )
+    pl.add_argument(
+        "--rates",
+        metavar="RUN",
+        help="an earlier run folder of the same models on the same engine: predict wall time, device-hours and "
+        "money at its measured rates (docs: Cost from an earlier run)",
     )
     pl.set_defaults(func=_plan)
     ex = _command(sub, "export", "write every sample of a config's needlebench datasets (JSON lines or Parquet)")

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
+from ..planning.prefix import prompt_bytes, shared_prefixes
 from ..planning.run import ModelRun, RunPlan, plan_run
 from ..planning.variants import Variant
 from ..planning.window import Window
@@ -33,7 +34,6 @@ __all__ = [
     "ModelPlan",
     "PlanReport",
     "plan_config",
-    "common_prefix",
     "format_plan",
 ]
 
@@ -242,49 +242,6 @@ NOTES = (
 )
 
 
-def common_prefix(a: np.ndarray, b: np.ndarray) -> int:
-    """Length of the common prefix of two uint8 arrays, compared in growing blocks.
-
-    Args:
-        a: the first byte string, as a uint8 array.
-        b: the second.
-    """
-    n = min(len(a), len(b))
-    i, step = 0, 4096
-    while i < n:
-        j = min(n, i + step)
-        diff = np.flatnonzero(a[i:j] != b[i:j])
-        if len(diff):
-            return i + int(diff[0])
-        i, step = j, step * 2
-    return n
-
-
-def _prompt_bytes(rows: Any) -> list[np.ndarray]:
-    """Each row's prompt as a zero-copy uint8 view of the Arrow buffer (UTF-8 bytes)."""
-    from ..cache.rows import selected_rows
-
-    column = selected_rows(rows).data.table.column("prompt")  # a selection: only its rows
-    out: list[np.ndarray] = []
-    for chunk in column.chunks:
-        _, offsets_buf, data_buf = chunk.buffers()
-        width = np.int64 if str(chunk.type) == "large_string" else np.int32
-        offsets = np.frombuffer(offsets_buf, dtype=width)[chunk.offset : chunk.offset + len(chunk) + 1]
-        data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
-        out.extend(data[offsets[k] : offsets[k + 1]] for k in range(len(chunk)))
-    return out
-
-
-def _shared_prefixes(prompts: list[np.ndarray], tokens: list[int]) -> list[float]:
-    """Estimated tokens each prompt shares with the one before it (bytes scaled by its own tokens per byte)."""
-    shared = [0.0] * len(prompts)
-    for k in range(1, len(prompts)):
-        size = len(prompts[k])
-        if size:
-            shared[k] = common_prefix(prompts[k - 1], prompts[k]) * tokens[k] / size
-    return shared
-
-
 def _model_ratio(tokenizer: Any, rows: Any) -> tuple[float, int, int]:
     """(model tokens per cl100k token, prompts sampled, cl100k tokens sampled) on evenly spaced prompt slices.
 
@@ -386,7 +343,7 @@ def _plan_model(
             sampled_prompts, sampled_ours = sampled_prompts + picked, sampled_ours + ours
             sampled_model += int(round(ratio * ours))
         per_out = int(limit.out_len)
-        shared = _shared_prefixes(_prompt_bytes(rows), tokens)
+        shared = shared_prefixes(prompt_bytes(rows), tokens)
         prefix = int(round(sum(shared)))
         cost = None
         if price is not None and price.tiers:  # billed in the model's tokens where its tokenizer was measured

@@ -20,7 +20,7 @@ from typing import Any
 from ..jsonl import BadLine, read_jsonl
 from ..request_cost import RequestCost
 
-__all__ = ["COSTS_FILE", "CostTally", "dataset_costs", "record_costs", "tally_costs"]
+__all__ = ["COSTS_FILE", "CostTally", "cost_batches", "dataset_costs", "record_costs", "tally_costs"]
 
 COSTS_FILE = "needlebench_costs.jsonl"
 
@@ -66,6 +66,25 @@ def dataset_costs(folder: Path, dataset: str) -> dict[str, RequestCost]:
                 out[str(key)] = cost
     for b in bad:
         logging.getLogger(__name__).warning("%s; skipped", b)
+    return out
+
+
+def cost_batches(folder: Path) -> list[tuple[str, dict[str, RequestCost]]]:
+    """Each batch's costs as logged, in the order answered: (prediction file, each sample's cost by its id); the
+    rates ``needlebench plan --rates`` fits are a batch's (its requests were in flight together).
+
+    Args:
+        folder: ``<work_dir>/predictions/<model>``.
+    """
+    log = folder / COSTS_FILE
+    if not log.exists():
+        return []
+    bad: list[BadLine] = []
+    out = []
+    for line in read_jsonl(log, bad):
+        if isinstance(line, dict):
+            costs = {str(k): RequestCost.from_json(v) for k, v in (line.get("costs") or {}).items()}
+            out.append((str(line.get("file")), {k: c for k, c in costs.items() if c is not None}))
     return out
 
 
