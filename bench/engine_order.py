@@ -289,16 +289,25 @@ def engine_run(port: int, name: str, order: Order, concurrency: int, max_tokens:
     before = _counters(port)
     start = time.perf_counter()
 
-    usages = [reply["usage"] for _, reply in replies(port, name, order, concurrency, max_tokens)]
+    answered = replies(port, name, order, concurrency, max_tokens)
+    usages = [reply["usage"] for _, reply in answered]
     counts = [(usage["prompt_tokens"], cached_tokens(usage)) for usage in usages]
     wall = time.perf_counter() - start
     after = _counters(port)
     delta = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
     prompt = sum(p for p, _ in counts)
     cached = sum(c for _, c in counts)
+    # the run ledger's count: each reply read as the API model reads it (RequestCost.computed_tokens), summed
+    from openai.types.chat import ChatCompletion
+
+    from needlebench.opencompass.api import response_cost
+
+    costs = [response_cost(ChatCompletion.model_validate(reply), 0.0, None) for _, reply in answered]
     return {
         "wall_s": wall,
         "computed": prompt - cached,
+        "ledger_computed": sum(c.computed_tokens for c in costs if c.computed_tokens is not None),
+        "ledger_reported": sum(c.computed_tokens is not None for c in costs),
         "cache_hit": cached,
         "prompt_tokens": prompt,
         "queried_not_hit": int(delta["prefix_cache_queries"] - delta["prefix_cache_hits"]),
@@ -346,6 +355,7 @@ def engine(
         # one warm-up request outside the measurement (first-call costs of the engine)
         first = next(iter(next(iter(orders.values())).values()))
         engine_run(port, name, [first[0][:1]], 1, max_tokens)
+        version = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/version", timeout=30).read())["version"]
         ran: dict[tuple, tuple[int, dict[str, Any]]] = {}  # schedule -> (concurrency, result)
         for c in concurrencies:
             for order in ("builtin", "ours", *(("ours_cell",) if c in cell_at else ())):
@@ -358,7 +368,7 @@ def engine(
                 if schedule in ran:
                     done(c, order, {**ran[schedule][1], "same_schedule_as": ran[schedule][0]})
                     continue
-                result = engine_run(port, name, orders[c][order], c, max_tokens)
+                result = {**engine_run(port, name, orders[c][order], c, max_tokens), "vllm": version}
                 ran[schedule] = (c, result)
                 done(c, order, result)
     finally:

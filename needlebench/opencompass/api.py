@@ -54,7 +54,7 @@ from ..runfolder.keys import REDACTED, clear_keys, key_from_env, scrub_text
 from ..runfolder.provider_batch import capture_transport, replay_transport
 from .api_options import ApiOptions
 
-__all__ = ["API_ENGINE", "ResilientOpenAISDK", "keep_unanswered"]
+__all__ = ["API_ENGINE", "ResilientOpenAISDK", "keep_unanswered", "response_cost"]
 
 API_ENGINE = "openai-api"  # a request cost's engine for a server: its version is what GET /version answers
 _UNASKED: Any = object()  # the server's version before it was asked
@@ -172,7 +172,7 @@ class ResilientOpenAISDK(OpenAISDK):
                         raise
                     if not self.flow.throttled(slot, status, _retry_after(exc)):
                         raise
-            cost = _cost_of(response, time.perf_counter() - started, self._server_version)
+            cost = response_cost(response, time.perf_counter() - started, self._server_version)
             local.response = noted = replace(_Noted.of(response), cost=cost)
             if noted.spent_on_nothing:  # an answer, not a fault: stop OpenCompass's loop from asking again
                 raise _SpentOnNothing
@@ -422,9 +422,16 @@ class _Noted:
         return f"{self.reasoning}{think_tag}{self.content}" if self.content else self.reasoning
 
 
-def _cost_of(response: Any, wall_s: float, version: str | None) -> RequestCost:
+def response_cost(response: Any, wall_s: float, version: str | None) -> RequestCost:
     """What a response says it cost (``usage``'s prompt and cached tokens, vLLM's per-request ``metrics``), with
-    the clock around the request; a fact the response leaves out stays None."""
+    the clock around the request; a fact the response leaves out stays None. The one reading of a response's
+    cost: the API model's, and ``bench/engine_order.py``'s.
+
+    Args:
+        response: the chat completion (the OpenAI SDK's object; vLLM's ``metrics`` is an extra field of it).
+        wall_s: the seconds the request took.
+        version: the server's version (its ``GET /version``), where it said one.
+    """
     usage = getattr(response, "usage", None)
     cached = getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", None)
     metrics = getattr(response, "metrics", None)
