@@ -30,6 +30,7 @@ LAYERS: dict[str, int] = {
     "taskspec": 3,
     "context": 3,
     "methods": 3,
+    "adaptive": 3,
     "grading": 4,
     "tasks": 5,
     "cache": 6,

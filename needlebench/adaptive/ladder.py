@@ -1,0 +1,310 @@
+"""The adaptive length ladder: which prompts of a length x depth grid to ask next, until the effective length is
+decided.
+
+Why: a grid spends most of its tokens at its longest lengths, and a model whose score has collapsed pays for them
+all the same. The effective length (``aggregate.effective_length``: the largest length up to which every length
+keeps the bar) needs, at each length, only whether its full-grid score reaches the bar; the ladder asks prompts
+until :mod:`~needlebench.adaptive.bounds` decides that, length by length, and no further.
+
+The rules, each a function of the answers so far (so a resume asks nothing twice and ``needlebench verify``
+replays every decision from the records):
+
+* **Sparse first**: every length gets ``first`` prompts (4), one from each quarter of its depths (the sampling
+  order spreads depths first, repeats after): why four, a failure that lives at some depths (lost in the
+  middle) shows at every length, every column of the heatmap has prompts in it, and a length of 110 prompts
+  costs 3.6% of its full grid's tokens before any decision.
+* **Doubling where undecided**: a length whose bounds straddle the bar gets more prompts, up to the next point
+  of its schedule (``first``, x ``growth``, ... the whole length); the shortest length, which the relative bar
+  is a share of, grows with any undecided length, since its bounds widen the bar's, and alone while it is
+  itself undecided (no bar yet). The climb is lazy: no length above the first undecided one whose score so far
+  falls short of the bar grows (a likely failure would make them irrelevant).
+* **First failure ends the climb**: the effective length stops at the first length that fails (as the full
+  grid's walk does), so lengths past the first decided failure get nothing beyond their sparse prompts; a curve
+  that dips and recovers is seen there (its sparse prompts), and flagged as the full grid flags it.
+* **Budget**: a cap on the prompt tokens of the whole run; a round that would pass it asks what fits, shortest
+  lengths first, and the lengths left open are *undetermined* (never a 0).
+
+Each length's bounds hold at all its looks with probability at least ``1 - delta`` (``adaptive.bounds``); a
+pass or a fail needs its own bounds and the shortest length's, so a decision is wrong with probability at most
+``2 delta`` (0.05 at the default ``delta`` 0.025).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ..aggregate.effective_length import EffectiveRule
+from ..errors import ConfigError
+from ..seeding import stable_hash
+from .bounds import mean_bounds
+
+__all__ = ["LadderSettings", "Round", "Rung", "next_round", "sampling_order", "schedule"]
+
+STATUSES = ("pass", "fail", "open")
+
+
+@dataclass(frozen=True)
+class LadderSettings:
+    """How the ladder decides.
+
+    Args:
+        rule: the effective length's rule (the same as the full grid's).
+        delta: each length's error over all its looks.
+        first: prompts per length in the first round.
+        growth: how a length's prompts grow between looks.
+        budget: the most prompt tokens the run may ask in all (None: the full grid's).
+        seed: the sampling order's seed.
+
+    Raises:
+        ConfigError: a value out of its range.
+    """
+
+    rule: EffectiveRule = field(default_factory=EffectiveRule)
+    delta: float = 0.025
+    first: int = 4
+    growth: float = 2.0
+    budget: float | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.delta < 0.5:
+            raise ConfigError(f"adaptive delta: {self.delta!r}; a number in (0, 0.5), e.g. 0.025")
+        if self.first < 1:
+            raise ConfigError(f"adaptive first: {self.first!r}; at least 1 prompt per length")
+        if not self.growth > 1:
+            raise ConfigError(f"adaptive growth: {self.growth!r}; more than 1, e.g. 2")
+        if self.budget is not None and not self.budget > 0:
+            raise ConfigError(f"adaptive budget: {self.budget!r}; prompt tokens, more than 0")
+
+
+def schedule(population: int, settings: LadderSettings) -> list[int]:
+    """The prompt counts a length is looked at: ``first``, then x ``growth`` each time, then the whole length.
+
+    Args:
+        population: the length's prompts in the full grid.
+        settings: the ladder's settings.
+    """
+    points, n = [], min(settings.first, population)
+    while n < population:
+        points.append(n)
+        n = max(n + 1, math.ceil(n * settings.growth))
+    return [*points, population]
+
+
+def _depth_order(depths: Sequence[float], first: int) -> list[float]:
+    """Depths in the order they are first asked: the middles of ``first`` equal bands of the sorted depths, then
+    each next depth the farthest (in rank) from those already taken, the shallower on a tie."""
+    chosen: list[int] = []
+    for j in range(min(first, len(depths))):
+        i = min(len(depths) - 1, int((j + 0.5) * len(depths) / first))
+        if i not in chosen:
+            chosen.append(i)
+    rest = [i for i in range(len(depths)) if i not in chosen]
+    while rest:
+        best = max(rest, key=lambda i: (min(abs(i - c) for c in chosen), -i))
+        chosen.append(best)
+        rest.remove(best)
+    return [depths[i] for i in chosen]
+
+
+def sampling_order(
+    length: int, cells: Sequence[tuple[float, int]], settings: LadderSettings
+) -> list[tuple[float, int]]:
+    """A length's prompts in the order the ladder asks them: its depths spread (the first ``first`` one from each of
+    ``first`` equal bands of its depths, then each the farthest from those taken), each pass over the depths
+    taking one more repeat, the repeat at each depth picked by a stable hash of the prompt's coordinates and the
+    seed.
+
+    Args:
+        length: the length.
+        cells: its (depth, repeat) pairs.
+        settings: the ladder's settings (``first`` and ``seed``).
+    """
+    by_depth: dict[float, list[int]] = {}
+    for d, r in cells:
+        by_depth.setdefault(d, []).append(r)
+    for d, reps in by_depth.items():
+        reps.sort(key=lambda r, d=d: stable_hash("ladder", settings.seed, length, d, r))
+    depths = _depth_order(sorted(by_depth), settings.first)
+    order = []
+    for level in range(max(len(v) for v in by_depth.values())):
+        order += [(d, by_depth[d][level]) for d in depths if level < len(by_depth[d])]
+    return order
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One length as the round found it.
+
+    Args:
+        length: the length.
+        population: its prompts in the full grid.
+        answered: those answered so far.
+        low: the lower bound of its full-grid score (0..1).
+        high: the upper bound.
+        status: ``pass``, ``fail`` or ``open`` against the bar.
+    """
+
+    length: int
+    population: int
+    answered: int
+    low: float
+    high: float
+    status: str
+
+
+@dataclass(frozen=True)
+class Round:
+    """One decision of the ladder: what it found and what it asks next.
+
+    Args:
+        rungs: each length, shortest first.
+        asks: the prompts to ask next, per length (its (depth, repeat) pairs); empty when the ladder is done.
+        reason: why it asks them, or why it stopped.
+        effective: the effective length as decided so far: (its length or None, its edge as the full grid's:
+            ``exact``, ``at_least``, ``below`` or ``undetermined``, the first open length where undetermined).
+    """
+
+    rungs: tuple[Rung, ...]
+    asks: Mapping[int, tuple[tuple[float, int], ...]]
+    reason: str
+    effective: tuple[int | None, str, int | None]
+
+
+def _status(rung_low: float, rung_high: float, base: tuple[float, float], rule: EffectiveRule, shortest: bool) -> str:
+    """Pass, fail or open: the length's bounds against the bar the shortest length's bounds allow."""
+    if rule.rule == "absolute":
+        bar = rule.threshold / 100
+        return "pass" if rung_low >= bar else "fail" if rung_high < bar else "open"
+    if shortest:  # the relative rule's shortest length passes with any score above 0
+        return "pass" if rung_low > 0 else "fail" if rung_high == 0 else "open"
+    if rung_low > 0 and rung_low >= rule.share * base[1]:
+        return "pass"
+    if rung_high == 0 or rung_high < rule.share * base[0]:
+        return "fail"
+    return "open"
+
+
+def _effective(rungs: Sequence[Rung]) -> tuple[int | None, str, int | None]:
+    last = None
+    for rung in rungs:
+        if rung.status == "fail":
+            return last, ("below" if last is None else "exact"), None
+        if rung.status == "open":
+            return last, "undetermined", rung.length
+        last = rung.length
+    return last, "at_least", None
+
+
+def next_round(
+    grid: Mapping[int, Sequence[tuple[float, int]]],
+    answers: Mapping[tuple[int, float, int], float],
+    tokens: Mapping[int, float],
+    settings: LadderSettings,
+) -> Round:
+    """The ladder's next round, from the answers so far alone.
+
+    Args:
+        grid: per length, its (depth, repeat) prompts in the full grid.
+        answers: each answered prompt's score (0..1) by (length, depth, repeat).
+        tokens: per length, the prompt tokens of one of its prompts (what the budget counts).
+        settings: the ladder's settings.
+
+    Raises:
+        ValueError: an answer for a prompt the grid does not have.
+    """
+    lengths = sorted(grid)
+    orders = {n: sampling_order(n, grid[n], settings) for n in lengths}
+    cells = {n: set(grid[n]) for n in lengths}
+    unknown = [k for k in answers if k[0] not in cells or (k[1], k[2]) not in cells[k[0]]]
+    if unknown:
+        raise ValueError(f"ladder: answers for prompts outside the grid: {unknown[:3]}")
+    spent = sum(tokens[k[0]] for k in answers)
+    asked = {n: [c for c in orders[n] if (n, *c) in answers] for n in lengths}
+    if any(len(asked[n]) < min(settings.first, len(grid[n])) for n in lengths):  # the sparse first round
+        asks = {n: tuple(c for c in orders[n][: settings.first] if (n, *c) not in answers) for n in lengths}
+        return _capped(lengths, asks, tokens, spent, settings, "first round: every length sparsely", ())
+    rungs = []
+    base = (0.0, 1.0)
+    for i, n in enumerate(lengths):
+        points = schedule(len(grid[n]), settings)
+        scores = [answers[(n, *c)] for c in asked[n]]
+        low, high = mean_bounds(scores, len(grid[n]), settings.delta, len(points))
+        if i == 0:
+            base = (low, high)
+        status = _status(low, high, base, settings.rule, shortest=i == 0)
+        rungs.append(Rung(n, len(grid[n]), len(scores), low, high, status))
+    frontier = []
+    for rung in rungs:  # the climb: up to the first decided failure
+        frontier.append(rung)
+        if rung.status == "fail":
+            break
+    open_ = [r for r in frontier if r.status == "open"]
+    if not open_:
+        return Round(tuple(rungs), {}, "decided: every length up to the first failure", _effective(rungs))
+    grow = {lengths[0]} | set(_climb(rungs, open_, answers, asked, settings.rule))
+    asks = {}
+    for rung in rungs:
+        if rung.length in grow and rung.answered < rung.population:
+            points = schedule(rung.population, settings)
+            target = next(p for p in points if p > rung.answered)
+            asks[rung.length] = tuple(orders[rung.length][rung.answered : target])
+    reason = f"open at {', '.join(str(r.length) for r in open_)}: more prompts there and at the shortest length"
+    return _capped(lengths, asks, tokens, spent, settings, reason, tuple(rungs))
+
+
+def _climb(
+    rungs: Sequence[Rung],
+    open_: Sequence[Rung],
+    answers: Mapping[tuple[int, float, int], float],
+    asked: Mapping[int, Sequence[tuple[float, int]]],
+    rule: EffectiveRule,
+) -> list[int]:
+    """The open lengths worth more prompts now: none above an open shortest length (the bar is not set until it
+    passes), and none above the first open length whose score so far falls short of the bar (a likely failure,
+    which would make every length above it irrelevant)."""
+    if rungs[0].status == "open":
+        return []
+
+    def mean(n: int) -> float:
+        return sum(answers[(n, *c)] for c in asked[n]) / len(asked[n])
+
+    bar = rule.threshold / 100 if rule.rule == "absolute" else rule.share * mean(rungs[0].length)
+    out = []
+    for rung in open_:
+        out.append(rung.length)
+        if mean(rung.length) < bar:
+            break
+    return out
+
+
+def _capped(
+    lengths: Sequence[int],
+    asks: Mapping[int, tuple[tuple[float, int], ...]],
+    tokens: Mapping[int, float],
+    spent: float,
+    settings: LadderSettings,
+    reason: str,
+    rungs: tuple[Rung, ...],
+) -> Round:
+    """The round's asks within the budget (shortest lengths first); a round that asks nothing more ends the run."""
+    effective = _effective(rungs) if rungs else (None, "undetermined", lengths[0] if lengths else None)
+    if settings.budget is None:
+        return Round(rungs, {n: a for n, a in asks.items() if a}, reason, effective)
+    left, kept = settings.budget - spent, {}
+    for n in lengths:
+        take = []
+        for c in asks.get(n, ()):
+            if tokens[n] > left:
+                break
+            take.append(c)
+            left -= tokens[n]
+        if take:
+            kept[n] = tuple(take)
+    if sum(map(len, kept.values())) < sum(map(len, asks.values())):
+        reason += f"; the budget ({settings.budget:,.0f} prompt tokens) cut the round"
+        if not kept:
+            return Round(rungs, {}, f"stopped: the budget ({settings.budget:,.0f} prompt tokens) is spent", effective)
+    return Round(rungs, kept, reason, effective)

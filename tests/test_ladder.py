@@ -1,0 +1,144 @@
+"""The adaptive length ladder (``needlebench/adaptive/``): exact bounds that hold at every look, and rounds that
+are a function of the answers alone. Its agreement with the full grid over 400 scripted models is
+``bench/adaptive_sim.py``'s (``bench/adaptive_sim.json``)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from needlebench.adaptive.bounds import mean_bounds
+from needlebench.adaptive.ladder import LadderSettings, next_round, sampling_order, schedule
+from needlebench.aggregate.effective_length import EffectiveRule
+from needlebench.errors import ConfigError
+
+LENGTHS = (1000, 2000, 4000, 8000, 16000)
+DEPTHS = tuple(float(d) for d in range(0, 101, 10))
+GRID = {n: [(d, r) for d in DEPTHS for r in range(10)] for n in LENGTHS}
+TOKENS = {n: float(n) for n in LENGTHS}
+
+
+def _hypergeometric_tail(population: int, right: int, sampled: int, seen: int, upper: bool) -> float:
+    """P(X <= seen) (or >= with ``upper``) for X hypergeometric, by enumeration."""
+    xs = range(0, seen + 1) if not upper else range(seen, sampled + 1)
+    total = math.comb(population, sampled)
+    return sum(math.comb(right, x) * math.comb(population - right, sampled - x) for x in xs) / total
+
+
+def test_binary_bounds_are_the_exact_hypergeometric_interval() -> None:
+    population, alpha = 30, 0.05
+    for sampled in (1, 5, 12, 30):
+        for seen in range(sampled + 1):
+            low, high = mean_bounds([1.0] * seen + [0.0] * (sampled - seen), population, alpha, 1)
+            k_low = min(
+                k for k in range(population + 1) if _hypergeometric_tail(population, k, sampled, seen, True) > alpha / 2
+            )
+            k_high = max(
+                k
+                for k in range(population + 1)
+                if _hypergeometric_tail(population, k, sampled, seen, False) > alpha / 2
+            )
+            # never wider than what is certain: the seen right ones, plus every unseen one right
+            assert low == pytest.approx(max(k_low, seen) / population)
+            assert high == pytest.approx(min(k_high, seen + population - sampled) / population)
+    assert mean_bounds([1.0] * 30, 30, alpha, 3) == (1.0, 1.0)  # the whole population: its mean, exactly
+    assert mean_bounds([0.5, 0.25, 1.0], 3, alpha, 3) == pytest.approx((7 / 12, 7 / 12))  # any score, all asked
+
+
+@pytest.mark.parametrize("scores", ["binary", "graded"])
+def test_the_bounds_hold_at_every_look_at_once(scores: str) -> None:
+    """Over 2,000 seeded orders of one population, the bounds miss its mean at some look in at most delta of them."""
+    population, delta, rng = 60, 0.1, random.Random(7)
+    values = [1.0] * 40 + [0.0] * 20 if scores == "binary" else [rng.random() for _ in range(population)]
+    mean = sum(values) / population
+    settings = LadderSettings(delta=delta, first=4)
+    looks = schedule(population, settings)
+    missed = 0
+    for trial in range(2000):
+        order = random.Random(trial).sample(values, population)
+        missed += any(
+            not mean_bounds(order[:n], population, delta, len(looks))[0] - 1e-12
+            <= mean
+            <= mean_bounds(order[:n], population, delta, len(looks))[1] + 1e-12
+            for n in looks
+        )
+    assert missed / 2000 <= delta
+
+
+def _answer(curve: dict[int, float]) -> dict[tuple[int, float, int], float]:
+    """Every prompt answered: right at the lengths whose share of right answers ``curve`` gives, by repeat order."""
+    return {(n, d, r): float(r < round(10 * curve[n])) for n in LENGTHS for d, r in GRID[n]}
+
+
+def _climb(truth: dict, settings: LadderSettings) -> tuple[object, dict, int]:
+    asked: dict = {}
+    rounds = 0
+    while (step := next_round(GRID, asked, TOKENS, settings)).asks:
+        rounds += 1
+        for n, cells in step.asks.items():
+            for d, r in cells:
+                assert (n, d, r) not in asked  # nothing is asked twice
+                asked[(n, d, r)] = truth[(n, d, r)]
+    return step, asked, rounds
+
+
+def test_an_oracle_is_decided_at_every_length_with_a_share_of_the_grid() -> None:
+    step, asked, _ = _climb(_answer({n: 1.0 for n in LENGTHS}), LadderSettings())
+    assert step.effective == (16000, "at_least", None)
+    assert {r.status for r in step.rungs} == {"pass"}
+    assert all(r.answered < r.population / 2 for r in step.rungs)  # 32 of 110 decide a perfect length
+    assert len(asked) < 0.35 * sum(len(c) for c in GRID.values())
+
+
+def test_a_collapse_ends_the_climb_and_the_lengths_above_stay_sparse() -> None:
+    step, asked, _ = _climb(_answer({1000: 1.0, 2000: 1.0, 4000: 0.0, 8000: 0.0, 16000: 1.0}), LadderSettings())
+    assert step.effective == (2000, "exact", None)
+    status = {r.length: r.status for r in step.rungs}
+    assert status[4000] == "fail"
+    assert sum(1 for k in asked if k[0] in (8000, 16000)) == 8  # the first round's four each, nothing more
+    # a recovery past the first failure stays visible in its sparse prompts, as the full grid flags it
+    assert all(asked[k] == 1.0 for k in asked if k[0] == 16000)
+
+
+def test_the_rounds_are_a_function_of_the_answers_alone() -> None:
+    truth = _answer({1000: 0.9, 2000: 0.8, 4000: 0.7, 8000: 0.5, 16000: 0.2})
+    settings = LadderSettings(seed=3)
+    first = next_round(GRID, {}, TOKENS, settings)
+    answered = {(n, d, r): truth[(n, d, r)] for n, cells in first.asks.items() for d, r in cells}
+    again = next_round(GRID, dict(reversed(list(answered.items()))), TOKENS, settings)
+    assert again == next_round(GRID, answered, TOKENS, settings)  # a replay (verify) decides the same
+    # a resume with half a round answered asks the rest of it only
+    half = dict(list(answered.items())[: len(answered) // 2])
+    rest = next_round(GRID, half, TOKENS, settings)
+    assert {(n, *c) for n, cs in rest.asks.items() for c in cs} == set(answered) - set(half)
+    # another seed, another order of repeats, the same depths first
+    other = sampling_order(1000, GRID[1000], LadderSettings(seed=4))
+    mine = sampling_order(1000, GRID[1000], settings)
+    assert [d for d, _ in other[:11]] == [d for d, _ in mine[:11]] and other != mine
+    assert sorted({d for d, _ in mine[:4]}) == [10.0, 40.0, 60.0, 90.0]  # one in each quarter of the depths
+
+
+def test_a_budget_stops_the_ladder_with_the_lengths_left_undetermined() -> None:
+    truth = _answer({n: 1.0 for n in LENGTHS})
+    budget = 4 * sum(LENGTHS) + 5 * 1000  # the first round, and a little
+    step, asked, _ = _climb(truth, LadderSettings(budget=budget))
+    assert sum(TOKENS[k[0]] for k in asked) <= budget
+    assert step.effective[1] == "undetermined" and "budget" in step.reason
+
+
+def test_the_absolute_rule_decides_against_its_threshold() -> None:
+    step, _, _ = _climb(
+        _answer({1000: 1.0, 2000: 1.0, 4000: 0.7, 8000: 0.7, 16000: 0.7}),
+        LadderSettings(rule=EffectiveRule("absolute")),
+    )
+    assert step.effective == (2000, "exact", None)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("delta", 0.0), ("delta", 0.6), ("first", 0), ("growth", 1.0), ("budget", -1.0)]
+)
+def test_a_setting_out_of_range_is_refused(option: str, value: float) -> None:
+    with pytest.raises(ConfigError, match=f"adaptive {option}"):
+        LadderSettings(**{option: value})
