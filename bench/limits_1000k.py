@@ -66,7 +66,7 @@ PROFILE_HOOK = Path(__file__).resolve().parent / "profile_hook"
 CONFIG = """_base_ = []
 from needlebench.opencompass.configs import SUMMARIZER, needlebench_datasets, runtime
 datasets = needlebench_datasets(suite={suite!r}{extra})
-models = [dict(type="needlebench.opencompass.scripted.OracleModel", abbr="oracle", max_seq_len=2_000_000,
+models = [dict(type="needlebench.opencompass.scripted.OracleModel", abbr="oracle", max_seq_len={max_seq_len},
                max_out_len=64, batch_size={batch_size}, record={record!r}, datasets=datasets,
                run_cfg=dict(num_gpus=0))]
 infer, eval = runtime(num_shards={shards}, max_workers=1, eval_workers={eval_workers}{runtime_extra})
@@ -373,6 +373,8 @@ def main() -> None:
         eval_workers=args.eval_workers,
         batch_size=args.batch_size,
         runtime_extra=f", prompts={args.prompts!r}" if args.prompts != "text" else "",
+        # room for the longest prompt with its output (the 2M of the 1000k runs, more for the rungs past it)
+        max_seq_len=max(2_000_000, int(1.05 * max(int(x) for x in (args.lengths or "0").split(",")))),
     )
     config.write_text(text + (STOCK if args.stock else ""))
     env = {**os.environ, "NEEDLEBENCH_CACHE": str(cache), "HF_HUB_OFFLINE": "1"}

@@ -20,7 +20,7 @@ from conftest import ROOT, bin_path
 from needlebench.errors import ConfigError
 from needlebench.opencompass.models import hf_model, lmdeploy_model, rope_scaling, vllm_model
 from needlebench.planning.settings import RunSettings
-from needlebench.planning.window import check_windows, read_window
+from needlebench.planning.window import check_windows, kv_cache_bytes, read_window
 
 
 def _model_folder(folder: Path, **config: object) -> str:
@@ -102,6 +102,24 @@ summarizer = dict(type=SUMMARIZER)
 """
 
 
+def test_the_kv_cache_of_a_token_is_read_from_the_config(tmp_path: Path) -> None:
+    """Qwen2.5-7B's shape (28 layers, 4 KV heads of 128 = 3,584 / 28, bfloat16): 57,344 bytes a token, 53.4 GiB
+    at 1M; where the config does not say its shape, nothing is guessed."""
+    qwen = _model_folder(
+        tmp_path / "qwen",
+        max_position_embeddings=32768,
+        num_hidden_layers=28,
+        num_attention_heads=28,
+        num_key_value_heads=4,
+        hidden_size=3584,
+        torch_dtype="bfloat16",
+    )
+    per_token, how = kv_cache_bytes({"path": qwen})
+    assert per_token == 57344 and round(per_token * 1_000_000 / 2**30, 1) == 53.4 and "28 layers x 4 KV heads" in how
+    assert kv_cache_bytes({"path": _model_folder(tmp_path / "bare", max_position_embeddings=4096)}) is None
+    assert kv_cache_bytes({"path": "gpt-x", "openai_api_base": "http://127.0.0.1:9/v1"}) is None
+
+
 def test_smollm2_past_its_8k_window_is_named_and_yarn_x2_takes_16k_but_not_32k(tmp_path: Path) -> None:
     """SmolLM2-135M's config.json says 8,192 positions: its English 16k and 32k cells are past it; under YaRN
     x2 of 8,192 (16,384) the 16k cell fits (its longest prompt, in SmolLM2's tokens, with the output) and 32k
@@ -124,6 +142,12 @@ def test_smollm2_past_its_8k_window_is_named_and_yarn_x2_takes_16k_but_not_32k(t
         assert "past the window" in format_plan(report)
         check_windows(report.run.models, "mark")  # accepted: the cells run, marked
     assert past == {"native": [16000, 32000], "yarn": [32000]}
+    # before any model loads: the KV cache one sequence of its longest prompt takes (SmolLM2: float32)
+    per_token, how = kv_cache_bytes({"path": report.run.models[0].window["source"].removesuffix("/config.json")})
+    assert per_token == 2 * 30 * 3 * 64 * 4 and "30 layers x 3 KV heads x 64 x 4 bytes" in how
+    line = next(x for x in format_plan(report).splitlines() if "KV cache of one sequence" in x)
+    longest = float(re.search(r"longest prompt \(([\d,]+) model tokens\)", line)[1].replace(",", ""))
+    assert f"{per_token * longest / 2**30:,.1f} GiB" in line and longest > 16000  # the 32k cell
     assert "smollm2: native window 8,192, no RoPE scaling; past it: " in said["native"]
     assert "smollm2: scaled window 16,384: yarn x2 of 8,192, the run's; past it: " in said["yarn"]
 

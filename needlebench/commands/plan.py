@@ -177,6 +177,8 @@ class ModelPlan:
         num_gpus: the GPUs each of its infer tasks asks for (its ``run_cfg.num_gpus``).
         devices: what the devices check says (``preflight.devices``; empty where it asks for none).
         devices_stop: the run would stop on it: this machine shows fewer GPUs than a task asks for.
+        kv_cache: the KV cache one sequence of the longest prompt takes (``planning.window.kv_cache_bytes``), in
+            words; empty where the model's ``config.json`` cannot be read offline.
     """
 
     abbr: str
@@ -198,6 +200,7 @@ class ModelPlan:
     num_gpus: int = 0
     devices: str = ""
     devices_stop: bool = False
+    kv_cache: str = ""
 
 
 @dataclass
@@ -314,6 +317,7 @@ def _plan_model(
     from ..opencompass.outputs import is_reasoning_model
     from ..planning.costs import Cost, request_costs
     from ..planning.limits import limited_dataset, model_tokenizer
+    from ..planning.window import kv_cache_bytes
     from ..preflight.devices import devices_note, task_gpus
     from ..tasks import config_params
 
@@ -327,7 +331,7 @@ def _plan_model(
     else:
         estimate = TokenizerEstimate(None, False, f"{path!r} is not a local folder (nothing is downloaded)")
     plans = []
-    limit_ratio = 1.0
+    limit_ratio, longest = 1.0, 0.0
     sampled_model = sampled_ours = sampled_prompts = 0
     for d in datasets:
         limit = run.limits[d["abbr"]]
@@ -336,6 +340,7 @@ def _plan_model(
         cells = run.overlength.get(d["abbr"]) or {}
         rows = load_rows(lim["task"], **config_params(lim))
         tokens = rows["prompt_tokens"]
+        longest = max([longest, *(t * float(limit.tokenizer_ratio) for t in tokens)])
         model_tokens = None
         if tok is not None:
             ratio, picked, ours = _model_ratio(tok, rows)
@@ -389,6 +394,13 @@ def _plan_model(
         cost.add(p.cost)
     gpus = task_gpus(model)
     devices, stop = devices_note(run.abbr, gpus, runner)  # the run's devices check, said here
+    kv = kv_cache_bytes(model)
+    kv_text = (
+        f"KV cache of one sequence at the longest prompt ({longest:,.0f} model tokens): "
+        f"{kv[0] * longest / 2**30:,.1f} GiB ({kv[1]})"
+        if kv and longest
+        else ""
+    )
     return ModelPlan(
         abbr=model.get("abbr", "model"),
         max_seq_len=int(first.max_seq_len),
@@ -409,6 +421,7 @@ def _plan_model(
         num_gpus=gpus,
         devices=devices,
         devices_stop=stop,
+        kv_cache=kv_text,
     )
 
 
@@ -636,8 +649,7 @@ def format_plan(plan: PlanReport, verbose: bool = False) -> str:
             + ("", str(m.num_shortened), str(m.num_skipped), f"{m.prefix_share:.0%}")
         )
         lines += _table(head, rows) + _cut_lines(m, verbose) + _window_lines(plan.run, m.abbr, verbose)
-        if m.devices:
-            lines.append(f"  {m.devices}")
+        lines += [f"  {x}" for x in (m.devices, m.kv_cache) if x]
         ran = plan.run.model(m.abbr)
         varied = ran.model_variant if ran else None
         if varied:  # what it varies, of which model (the plan's record): a press prefills as above, then compresses

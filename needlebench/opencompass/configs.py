@@ -231,7 +231,9 @@ def needlebench_datasets(
     """The sparse-task datasets of a suite: one dataset per (task, language), every cell inside.
 
     Args:
-        suite: ``4k``, ``8k``, ``32k``, ``128k``, ``200k``, ``256k`` or ``1000k``.
+        suite: ``4k``, ``8k``, ``32k``, ``128k``, ``200k``, ``256k`` or ``1000k`` (OpenCompass's); with ``profile="v2"``
+            also ``2000k``, ``4000k`` and ``8000k``, rungs past 1M beyond OpenCompass's protocol (its configs stop at
+            1000k; the summary notes every cell past it).
         tasks: any of ``srt``, ``mrt``, ``mrs`` (default: all of them).
         langs: any of ``en``, ``zh``.
         lengths: context lengths in cl100k tokens (default: the suite's, per profile).

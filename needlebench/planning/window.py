@@ -29,7 +29,7 @@ from ..errors import ConfigError
 from ..placement import asked_rope, scaling_of
 from ..tasks import config_params, get_task
 
-__all__ = ["Window", "beyond_cells", "check_windows", "read_window"]
+__all__ = ["Window", "beyond_cells", "check_windows", "kv_cache_bytes", "read_window"]
 
 
 @dataclass(frozen=True)
@@ -91,11 +91,9 @@ def _config_file(path: str) -> Path | None:
     return Path(cached) if isinstance(cached, str) else None
 
 
-def read_window(model: Mapping[str, Any]) -> Window | None:
-    """The window of a model config, or None where its ``config.json`` cannot be read offline.
-
-    Args:
-        model: the model config (its ``path``).
+def _model_config(model: Mapping[str, Any]) -> tuple[dict[str, Any], Path] | None:
+    """A model config's ``config.json`` (its language part) and where it was read; None where it cannot be read
+    offline (an API model, a scripted one, a hub name not in the local cache).
 
     Raises:
         ConfigError: a ``config.json`` that is not JSON.
@@ -110,7 +108,54 @@ def read_window(model: Mapping[str, Any]) -> Window | None:
         config = json.loads(found.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ConfigError(f"model {model.get('abbr', path)!r}: {found} cannot be read as JSON ({exc})") from None
-    config = config.get("text_config") or config  # a multimodal model's language part
+    return (config.get("text_config") or config), found  # a multimodal model's language part
+
+
+# bytes per value of a config's torch_dtype (the KV cache is kept in it unless an engine is told otherwise)
+_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
+
+
+def kv_cache_bytes(model: Mapping[str, Any]) -> tuple[int, str] | None:
+    """The bytes of KV cache one token of context takes in a model, from its ``config.json``, and how they add up;
+    None where the file cannot be read offline or does not say. Why: at 2M-8M tokens one sequence's cache can
+    outgrow any device (a 7B model with 8 KV heads keeps about 0.5 GiB per 10k tokens), so the plan says it
+    before any model loads.
+
+    Args:
+        model: the model config (its ``path``).
+
+    Raises:
+        ConfigError: a ``config.json`` that is not JSON.
+    """
+    read = _model_config(model)
+    if read is None:
+        return None
+    config = read[0]
+    layers, heads = config.get("num_hidden_layers"), config.get("num_attention_heads")
+    kv_heads = config.get("num_key_value_heads") or heads
+    head_dim = config.get("head_dim") or (
+        config.get("hidden_size") // heads if heads and config.get("hidden_size") else None
+    )
+    width = _DTYPE_BYTES.get(str(config.get("torch_dtype") or config.get("dtype") or "bfloat16"), 2)
+    if not all(isinstance(x, int) and x > 0 for x in (layers, kv_heads, head_dim)):
+        return None
+    how = f"K and V x {layers} layers x {kv_heads} KV heads x {head_dim} x {width} bytes, from {read[1]}"
+    return 2 * layers * kv_heads * head_dim * width, how
+
+
+def read_window(model: Mapping[str, Any]) -> Window | None:
+    """The window of a model config, or None where its ``config.json`` cannot be read offline.
+
+    Args:
+        model: the model config (its ``path``).
+
+    Raises:
+        ConfigError: a ``config.json`` that is not JSON.
+    """
+    read = _model_config(model)
+    if read is None:
+        return None
+    config, found = read
     positions = config.get("max_position_embeddings")
     if not isinstance(positions, int) or positions <= 0:
         return None

@@ -6,7 +6,7 @@ makes. A row is *comparable* only when its records show all of that; otherwise i
 a few words ("packaged corpus", "clarified protocol", "3 of 10 repeats"). Nothing is assumed: a fact the
 records do not carry (an old run without ``options``) is a difference too ("... not recorded").
 
-The facts come from what every graded record carries (``protocol``, ``corpus``, ``version``, ``options``)
+The facts come from what every graded record carries (``protocol``, ``corpus``, ``version``, ``options``, ``length``)
 and from each task's own ``conformance`` (its suite's cells and repeats, its option values), so this module
 never names a task.
 """
@@ -16,9 +16,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ..aggregate.effective_length import length_text
 from ..record import GradedSample
 from ..sample import DATASET_VERSION
 from ..tasks import get_task
+from ..tasks.profiles import OPENCOMPASS_LONGEST
 
 __all__ = ["Comparability", "record_differences", "corpus_kind", "row_comparability", "REFERENCE_CORPUS"]
 
@@ -77,7 +79,8 @@ def _distinct(records: Sequence[GradedSample], key: str) -> list[str]:
 
 
 def record_differences(records: Sequence[GradedSample]) -> list[str]:
-    """The differences every record shows by itself: protocol, haystack corpus, dataset version.
+    """The differences every record shows by itself: protocol, haystack corpus, dataset version, lengths past the
+    longest OpenCompass's configs have.
 
     Args:
         records: the row's records (any tasks); only tasks with a haystack record a corpus.
@@ -96,6 +99,8 @@ def record_differences(records: Sequence[GradedSample]) -> list[str]:
         out.append(f"dataset version {', '.join(versions)} (this package makes {DATASET_VERSION})")
     if any(r.get("version") is None for r in records):
         out.append("dataset version not recorded")
+    if any((r.get("length") or 0) > OPENCOMPASS_LONGEST for r in records):  # the rungs past 1M: no paper measured them
+        out.append(f"beyond OpenCompass's protocol (past {length_text(OPENCOMPASS_LONGEST)})")
     return out
 
 

@@ -29,6 +29,7 @@ from ..aggregate.metrics import mean
 from ..aggregate.uncertainty import resample_means, significant
 from ..record import GradedSample
 from ..tasks import all_tasks, get_task
+from ..tasks.profiles import OPENCOMPASS_LONGEST
 from ..taskspec import Skipped, TaskSpec
 
 __all__ = [
@@ -364,6 +365,8 @@ class _Summary:
         if past:
             windows = "; ".join(dict.fromkeys(w for _, w in past))
             notes.append(f"{sum(n for n, _ in past)} of {planned} beyond window ({windows}; scored)")
+        if any((r.get("length") or 0) > OPENCOMPASS_LONGEST for c in cells for r in c.rows):
+            notes.append(f"beyond OpenCompass's protocol (its configs stop at {length_text(OPENCOMPASS_LONGEST)})")
         missing = self.missing(model, spec)
         if missing:
             notes.append(f"no results for {', '.join(missing)}")

@@ -13,9 +13,23 @@ from dataclasses import dataclass, field
 
 from ..errors import ConfigError
 
-__all__ = ["Suite", "SUITES", "V1_SUITES", "get_suite", "LINEAR_DEPTHS", "Profile", "PROFILES", "get_profile"]
+__all__ = [
+    "BEYOND_SUITES",
+    "LINEAR_DEPTHS",
+    "OPENCOMPASS_LONGEST",
+    "PROFILES",
+    "SUITES",
+    "V1_SUITES",
+    "Profile",
+    "Suite",
+    "get_profile",
+    "get_suite",
+]
 
 LINEAR_DEPTHS: tuple[int, ...] = tuple(range(0, 101, 10))
+# the longest length OpenCompass's NeedleBench configs have (v1 and v2: 1000k); past it, prompts are its builders'
+# extended, with no OpenCompass config or paper table to compare with
+OPENCOMPASS_LONGEST = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -37,6 +51,17 @@ SUITES: dict[str, Suite] = {
         Suite("200k", (1000, 25000, 50000, 75000, 100000, 125000, 150000, 175000, 200000)),
         Suite("256k", (32000, 128000, 256000)),
         Suite("1000k", (1000, 125000, 250000, 375000, 500000, 625000, 750000, 875000, 1000000)),
+    )
+}
+
+# Rungs past 1M (2025 protocol): suites of their own, beyond OpenCompass's protocol (its configs stop at
+# OPENCOMPASS_LONGEST). The shortest length stays 1k: the relative effective-length rule divides by its score.
+BEYOND_SUITES: dict[str, Suite] = {
+    s.name: s
+    for s in (
+        Suite("2000k", (1000, 250000, 500000, 1000000, 1500000, 2000000)),
+        Suite("4000k", (1000, 500000, 1000000, 2000000, 3000000, 4000000)),
+        Suite("8000k", (1000, 1000000, 2000000, 4000000, 6000000, 8000000)),
     )
 }
 
@@ -88,7 +113,7 @@ class Profile:
         """A suite's lengths and depths.
 
         Args:
-            name: ``4k`` ... ``1000k``.
+            name: ``4k`` ... ``1000k``; ``v2`` also ``2000k``, ``4000k``, ``8000k`` (:data:`BEYOND_SUITES`).
 
         Raises:
             ConfigError: an unknown suite.
@@ -120,7 +145,7 @@ PROFILES: dict[str, Profile] = {
         Profile(
             "v2",
             "NeedleBench 2025 (OpenCompass needlebench_v2)",
-            SUITES,
+            {**SUITES, **BEYOND_SUITES},
             # OpenCompass v2's configs: English 500 up to 8k, 3000 above; Chinese 200
             {"4k": {"en": 500, "zh": 200}, "8k": {"en": 500, "zh": 200}, "_default": {"en": 3000, "zh": 200}},
             # equal weights (2025 paper)
@@ -167,7 +192,7 @@ def get_suite(name: str, profile: str = "v2") -> Suite:
     """A suite's lengths and depths under a profile.
 
     Args:
-        name: ``4k`` ... ``1000k``.
+        name: ``4k`` ... ``1000k`` (both profiles), ``2000k``, ``4000k``, ``8000k`` (``v2``: beyond OpenCompass).
         profile: ``v2`` (2025 paper) or ``v1`` (2024 paper).
 
     Raises:
