@@ -132,6 +132,8 @@ class TaskResults:
         conformance: ``(records, suite) -> Conformance``: how one model's records of the task depart from the
             task's reference suite (``suite``: the suite the leaderboard row is labelled with, for the tasks
             that have suites; else None): repeats, cells and protocol options.
+        suite_requests: ``(suite, lang, profile) -> {length: prompts}``: the prompts a whole suite plans for the
+            task at each length (the report's forecast of a suite's cost); a task without suites has none.
     """
 
     dataset_metrics: Callable[[Sequence[GradedSample]], dict[str, float]] | None = None
@@ -143,6 +145,7 @@ class TaskResults:
     needle_depths: Callable[[GradedSample], list[float]] | None = None
     board: Callable[[Sequence[GradedSample], Sequence[str], Skipped], list[BoardRow]] | None = None
     conformance: Callable[[Sequence[GradedSample], str | None], Conformance] | None = None
+    suite_requests: Callable[[str, str, str], dict[int, int]] | None = None
 
 
 @dataclass(frozen=True)

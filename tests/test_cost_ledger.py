@@ -26,11 +26,8 @@ from needlebench.request_cost import RequestCost
 
 CONFIG = "tests/configs/e2e_cost.py"
 PRODUCERS = {"opencompass/api.py", "opencompass/inferencer.py"}  # a server's answer; an in-process batch's clock
-READERS = {
-    "report/ledger.py",
-    "report/status_view.py",
-    "commands/rates.py",
-}  # the ledger, status's spent line, plan --rates
+# the ledger, status's spent line, plan --rates and the report's forecast (its rates fitted on the run's batches)
+READERS = {"report/ledger.py", "report/status_view.py", "commands/rates.py", "report/forecast.py"}
 WHERE = {"request_cost.py", *READERS, *PRODUCERS}
 FACTS = ("prompt_tokens", "cached_tokens", "queue_ms", "ttft_ms", "decode_ms")
 SERVER = {  # the server's names for them (vLLM's)
@@ -214,6 +211,15 @@ def test_every_cell_of_the_ledger_is_what_the_server_said_for_its_requests(tmp_p
     assert oracle["wall_s"] != "" and oracle["shared"] == "True" and int(oracle["requests"]) == 6  # "0.00": 2 places
     for fact in ("prompt_tokens", "cached_tokens", "computed_tokens", "queue_ms", "ttft_ms p50", "cache share"):
         assert oracle[fact] == "", fact
+    # what the whole 4k suite would take at the run's rates (S-RT EN: 4 lengths x 11 depths x 10 repeats), an
+    # estimate beside the ledger: in report.html and its CSV, never in results.json
+    forecast = {r["model"]: r for r in csv.DictReader((run / "summary" / "needlebench_cost_forecast.csv").open())}
+    for model in ("served", "oracle"):
+        assert forecast[model]["suite"] == "4k" and forecast[model]["suite requests"] == "440", forecast[model]
+        assert forecast[model]["run requests"] == "6" and forecast[model]["suite batch_s"] != ""
+    assert float(forecast["served"]["suite batch_s"]) > float(forecast["served"]["run batch_s"])  # 440 prompts, not 6
+    assert forecast["served"]["suite money"] != "" and forecast["oracle"]["suite money"] == ""  # priced as the ledger
+    assert "needlebench_cost_forecast" not in json.loads((run / "summary" / "results.json").read_text())["tables"]
     # seen where the scores are: the cost maps and the ledger in report.html, the run's money on the board
     from playwright.sync_api import sync_playwright
 
@@ -225,7 +231,7 @@ def test_every_cell_of_the_ledger_is_what_the_server_said_for_its_requests(tmp_p
         browser = launch_chromium(p)
         page = browser.new_page()
         page.goto((run / "summary" / "report.html").resolve().as_uri())
-        assert page.locator("h2", has_text="needlebench_cost").count() == 1
+        assert page.locator("h2", has_text="needlebench_cost").count() == 2  # the ledger, and its suite forecast
         for model in ("served", "oracle"):  # each score heatmap's cells, in wall seconds per request
             image = page.locator(f"img[alt='cost_srt_en_{model}']")
             assert image.count() == 1 and image.evaluate("i => i.naturalWidth") > 100

@@ -90,3 +90,19 @@ def test_the_prediction_is_the_hand_computation() -> None:
 def test_the_span_counts_overlapping_files_once_and_leaves_gaps_out() -> None:
     steps = [("a", 0.0), ("a", 10.0), ("b", 5.0), ("b", 12.0), ("c", 20.0), ("c", 21.0), ("d", 30.0)]
     assert in_flight_span(steps) == 13.0  # a+b: 0..12; c: 20..21; d: one line, no span
+
+
+def test_each_task_sizes_a_whole_suite_as_its_rows_are() -> None:
+    """The report's forecast sizes a suite by each task's ``suite_requests``: the prompts the suite's rows hold
+    per length (the 4k suite, English: S-RT 110, M-RT 25, M-RS 440 a length)."""
+    import json
+    from collections import Counter
+
+    from needlebench.cache.rows import load_rows
+    from needlebench.opencompass.configs import needlebench_datasets
+    from needlebench.tasks import config_params, get_task
+
+    for d in needlebench_datasets(suite="4k", langs=["en"]):
+        rows = load_rows(d["task"], **config_params(d))
+        counts = Counter(json.loads(meta)["length"] for meta in rows["meta"])
+        assert get_task(d["task"]).aggregation().suite_requests("4k", "en", "v2") == dict(counts), d["abbr"]

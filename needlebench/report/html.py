@@ -28,6 +28,7 @@ from .axes import VIEWS, axis_curve_png, axis_table, variants_of
 from .csp import page_head
 from .cutoff import LEGEND, CutOff, grid_cut_offs
 from .drilldown import SCRIPT, STYLE, Heatmap, SampleIndex, cell_key, drilldown_script, grid_html
+from .forecast import FORECAST_TABLE, cost_forecast
 from .ledger import LEDGER_TABLE, cost_grid, cost_ledger
 from .results import RunResults, check_comparable, load_results
 
@@ -173,6 +174,10 @@ def assemble(results: RunResults, progress: Counting | None = None) -> Report:
     ledger = cost_ledger(results.records, results.models, results.model_plans, results.prices)
     if not ledger.empty:
         rep.tables[LEDGER_TABLE] = ledger
+        devices = {m: p.devices for m, p in results.model_plans.items()}
+        forecast = cost_forecast(results.records, results.models, results.sources, devices, results.prices)
+        if not forecast.empty:  # an estimate beside the measured ledger, never in results.json
+            rep.tables[FORECAST_TABLE] = forecast
     for spec in specs:
         answered = [r for r in results.records if r.task == spec.name and r.answered]  # cut off and left out too
         for lang in sorted({r.lang for r in answered}):

@@ -33,6 +33,7 @@ __all__ = [
     "mrt_position_figure",
     "mrt_position_png",
     "sparse_conformance",
+    "sparse_requests",
 ]
 
 
@@ -171,6 +172,25 @@ def sparse_conformance(
     return check
 
 
+def sparse_requests(spec: str, per_length: Callable[[Suite, int], int]) -> Callable[[str, str, str], dict[int, int]]:
+    """A sparse task's ``suite_requests``: the prompts a suite plans at each of its lengths.
+
+    Args:
+        spec: ``"module:attribute"`` of the task's ``TaskSpec`` (its ``suite_defaults`` give the repeats).
+        per_length: ``(suite, repeats) -> prompts`` at one length (S-RT: depths x repeats; M-RT: repeats, every
+            depth a needle of one prompt; M-RS: depths x repeats x needle counts).
+    """
+
+    def requests(suite: str, lang: str, profile: str) -> dict[int, int]:
+        planned = get_suite(suite, profile)
+        module, attribute = spec.split(":")
+        task = getattr(importlib.import_module(f".{module}", __package__), attribute)
+        repeats = int(task.suite_defaults(suite, lang, profile)["repeats"])
+        return {int(n): per_length(planned, repeats) for n in planned.lengths}
+
+    return requests
+
+
 def _mrs_counts(suite: Suite) -> Sequence[int]:
     from .mrs import MRS_COUNTS
 
@@ -182,6 +202,7 @@ SINGLE = TaskResults(
     needle_texts=single_needle,
     needle_depths=needle_depths,
     conformance=sparse_conformance("retrieval:SRT"),
+    suite_requests=sparse_requests("retrieval:SRT", lambda suite, repeats: len(suite.depths) * repeats),
 )
 MULTI = TaskResults(
     heatmap_points=needle_points,
@@ -189,10 +210,14 @@ MULTI = TaskResults(
     needle_texts=many_needles,
     needle_depths=needle_depths,
     conformance=sparse_conformance("retrieval:MRT", lambda suite: (len(suite.depths),)),
+    suite_requests=sparse_requests("retrieval:MRT", lambda suite, repeats: repeats),
 )
 REASONING = TaskResults(
     heatmap_points=depth_points,
     needle_texts=kinship_names,
     needle_depths=needle_depths,
     conformance=sparse_conformance("mrs:MRS", _mrs_counts),
+    suite_requests=sparse_requests(
+        "mrs:MRS", lambda suite, repeats: len(suite.depths) * repeats * len(_mrs_counts(suite))
+    ),
 )
