@@ -13,7 +13,8 @@ prompts, so both see the same answers where both ask). Per model and grid:
 Curves (log2 length x): logistic (midpoints evenly over the grid's positions, from a step before its shortest
 length to a step past its longest; four slopes, three tops, three floors),
 steps, plateaus, dips that recover at one length, and "lost in the middle" (middle depths fail first). Grids: the
-128k and the 1000k suites of NeedleBench v2 (11 depths, 10 repeats: S-RT's 110 prompts a length).
+128k and the 1000k suites of NeedleBench v2 (11 depths, 10 repeats: S-RT's 110 prompts a length), and the 1000k
+suite with the rungs past 1M (2M, 4M, 8M) as the ladder's open extension, against the full grid of all 12 lengths.
 
     .venv/bin/python -m bench.adaptive_sim                    # bench/adaptive_sim.json
     .venv/bin/python -m bench.adaptive_sim --models 40 --out /tmp/x.json
@@ -22,6 +23,7 @@ steps, plateaus, dips that recover at one length, and "lost in the middle" (midd
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import time
@@ -128,7 +130,7 @@ def _agrees(full: Any, value: int | None, edge: str) -> bool:
 
 
 def run_grid(suite: str, count: int, settings: LadderSettings) -> dict[str, Any]:
-    lengths = SUITES[suite].lengths
+    lengths = SUITES[suite].lengths + settings.extend
     grid = {n: [(float(d), r) for d in LINEAR_DEPTHS for r in range(REPEATS)] for n in lengths}
     full_tokens = sum(n * len(cells) for n, cells in grid.items())
     models, shares = [], []
@@ -150,7 +152,7 @@ def run_grid(suite: str, count: int, settings: LadderSettings) -> dict[str, Any]
         )
     agree = sum(m["agrees"] for m in models)
     return {
-        "suite": suite,
+        "suite": suite + (f" + rungs {', '.join(str(n) for n in settings.extend)}" if settings.extend else ""),
         "lengths": list(lengths),
         "prompts_per_length": len(LINEAR_DEPTHS) * REPEATS,
         "models": len(models),
@@ -171,6 +173,10 @@ def main() -> None:
     settings = LadderSettings()
     start = time.perf_counter()
     grids = [run_grid(suite, args.models, settings) for suite in ("128k", "1000k")]
+    # the rungs past 1M, climbed once every length of the 1000k suite passed (the full grid asks them all)
+    grids.append(
+        run_grid("1000k", args.models, dataclasses.replace(settings, extend=(2_000_000, 4_000_000, 8_000_000)))
+    )
     result = {
         "settings": {
             "delta": settings.delta,

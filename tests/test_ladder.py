@@ -142,3 +142,28 @@ def test_the_absolute_rule_decides_against_its_threshold() -> None:
 def test_a_setting_out_of_range_is_refused(option: str, value: float) -> None:
     with pytest.raises(ConfigError, match=f"adaptive {option}"):
         LadderSettings(**{option: value})
+
+
+def test_the_ladder_climbs_past_the_suite_only_once_every_length_passed() -> None:
+    extended = {**GRID, **{n: [(d, r) for d in DEPTHS for r in range(10)] for n in (32000, 64000)}}
+    tokens = {n: float(n) for n in extended}
+    settings = LadderSettings(extend=(32000, 64000))
+
+    def climb(curve: dict[int, float]) -> tuple[object, dict]:
+        truth = {(n, d, r): float(r < round(10 * curve[n])) for n in extended for d, r in extended[n]}
+        asked: dict = {}
+        while (step := next_round(extended, asked, tokens, settings)).asks:
+            for n, cells in step.asks.items():
+                asked.update({(n, d, r): truth[(n, d, r)] for d, r in cells})
+        return step, asked
+
+    step, asked = climb({n: 1.0 for n in extended})
+    assert step.effective == (64000, "at_least", None) and [r.length for r in step.rungs][-2:] == [32000, 64000]
+    step, asked = climb({**{n: 1.0 for n in LENGTHS}, 32000: 0.0, 64000: 1.0})
+    assert step.effective == (16000, "exact", None)
+    assert not any(k[0] == 64000 for k in asked)  # never climbed: not sampled, and no rung of it
+    assert [r.length for r in step.rungs][-1] == 32000
+    step, asked = climb({1000: 1.0, 2000: 0.0, 4000: 1.0, 8000: 1.0, 16000: 1.0, 32000: 1.0, 64000: 1.0})
+    assert step.effective == (1000, "exact", None) and not any(k[0] > 16000 for k in asked)
+    with pytest.raises(ConfigError, match="adaptive extend"):
+        LadderSettings(extend=(0,))

@@ -56,6 +56,8 @@ class LadderSettings:
         growth: how a length's prompts grow between looks.
         budget: the most prompt tokens the run may ask in all (None: the full grid's).
         seed: the sampling order's seed.
+        extend: lengths of the grid past its suite (2M, 4M, 8M: the rungs past 1M), climbed one at a time and
+            only once every length below has passed; never in the sparse first round.
 
     Raises:
         ConfigError: a value out of its range.
@@ -67,6 +69,7 @@ class LadderSettings:
     growth: float = 2.0
     budget: float | None = None
     seed: int = 0
+    extend: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not 0 < self.delta < 0.5:
@@ -77,6 +80,8 @@ class LadderSettings:
             raise ConfigError(f"adaptive growth: {self.growth!r}; more than 1, e.g. 2")
         if self.budget is not None and not self.budget > 0:
             raise ConfigError(f"adaptive budget: {self.budget!r}; prompt tokens, more than 0")
+        if any(isinstance(n, bool) or not isinstance(n, int) or n <= 0 for n in self.extend):
+            raise ConfigError(f"adaptive extend: {self.extend!r}; lengths in tokens, e.g. (2000000, 4000000)")
 
 
 def schedule(population: int, settings: LadderSettings) -> list[int]:
@@ -223,12 +228,15 @@ def next_round(
         raise ValueError(f"ladder: answers for prompts outside the grid: {unknown[:3]}")
     spent = sum(tokens[k[0]] for k in answers)
     asked = {n: [c for c in orders[n] if (n, *c) in answers] for n in lengths}
-    if any(len(asked[n]) < min(settings.first, len(grid[n])) for n in lengths):  # the sparse first round
-        asks = {n: tuple(c for c in orders[n][: settings.first] if (n, *c) not in answers) for n in lengths}
+    suite = [n for n in lengths if n not in settings.extend]
+    if any(len(asked[n]) < min(settings.first, len(grid[n])) for n in suite):  # the sparse first round
+        asks = {n: tuple(c for c in orders[n][: settings.first] if (n, *c) not in answers) for n in suite}
         return _capped(lengths, asks, tokens, spent, settings, "first round: every length sparsely", ())
+    beyond = [n for n in lengths if n in settings.extend]
+    climbed = suite + [n for i, n in enumerate(beyond) if all(asked[m] for m in beyond[: i + 1])]
     rungs = []
     base = (0.0, 1.0)
-    for i, n in enumerate(lengths):
+    for i, n in enumerate(climbed):
         points = schedule(len(grid[n]), settings)
         scores = [answers[(n, *c)] for c in asked[n]]
         low, high = mean_bounds(scores, len(grid[n]), settings.delta, len(points))
@@ -243,8 +251,14 @@ def next_round(
             break
     open_ = [r for r in frontier if r.status == "open"]
     if not open_:
+        following = [n for n in beyond if n not in climbed]
+        if following and all(r.status == "pass" for r in rungs):  # every length passed: one rung higher
+            n = following[0]
+            asks = {n: tuple(orders[n][: settings.first])}
+            reason = f"every length up to {climbed[-1]} passed: the ladder climbs to {n}"
+            return _capped(lengths, asks, tokens, spent, settings, reason, tuple(rungs))
         return Round(tuple(rungs), {}, "decided: every length up to the first failure", _effective(rungs))
-    grow = {lengths[0]} | set(_climb(rungs, open_, answers, asked, settings.rule))
+    grow = {climbed[0]} | set(_climb(rungs, open_, answers, asked, settings.rule))
     asks = {}
     for rung in rungs:
         if rung.length in grow and rung.answered < rung.population:
