@@ -116,21 +116,16 @@ _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "
 
 
 def kv_cache_bytes(model: Mapping[str, Any]) -> tuple[int, str] | None:
-    """The bytes of KV cache one token of context takes in a model, from its ``config.json``, and how they add up;
-    None where the file cannot be read offline or does not say. Why: at 2M-8M tokens one sequence's cache can
-    outgrow any device (a 7B model with 8 KV heads keeps about 0.5 GiB per 10k tokens), so the plan says it
-    before any model loads.
+    """Bytes of KV cache per token of context, and how they add up (K and V, every layer, the KV heads, the dtype);
+    None where the model's ``config.json`` cannot be read offline or does not give its shape. Why: at 2M-8M
+    tokens one sequence's cache can outgrow any device (a 7B model with 8 KV heads keeps about 0.5 GiB per 10k
+    tokens), so the plan says it before any model loads. Raises ``ConfigError`` where that file is no JSON.
 
     Args:
-        model: the model config (its ``path``).
-
-    Raises:
-        ConfigError: a ``config.json`` that is not JSON.
+        model: the model config whose ``path`` is read.
     """
-    read = _model_config(model)
-    if read is None:
-        return None
-    config = read[0]
+    found = _model_config(model)
+    config, source = found if found is not None else ({}, None)
     layers, heads = config.get("num_hidden_layers"), config.get("num_attention_heads")
     kv_heads = config.get("num_key_value_heads") or heads
     head_dim = config.get("head_dim") or (
@@ -139,7 +134,7 @@ def kv_cache_bytes(model: Mapping[str, Any]) -> tuple[int, str] | None:
     width = _DTYPE_BYTES.get(str(config.get("torch_dtype") or config.get("dtype") or "bfloat16"), 2)
     if not all(isinstance(x, int) and x > 0 for x in (layers, kv_heads, head_dim)):
         return None
-    how = f"K and V x {layers} layers x {kv_heads} KV heads x {head_dim} x {width} bytes, from {read[1]}"
+    how = f"K and V x {layers} layers x {kv_heads} KV heads x {head_dim} x {width} bytes, from {source}"
     return 2 * layers * kv_heads * head_dim * width, how
 
 

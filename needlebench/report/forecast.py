@@ -14,18 +14,17 @@ the task's mean in the run, in batches of the run's size. An estimate, and said 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from ..planning.costs import Prices
 from ..planning.rates import Observation, Planned, fit_rates, in_flight_span, predict
 from ..record import GradedSample
 from ..runfolder.cost_log import cost_batches
 from ..runfolder.progress_log import read_progress
 from ..tasks import get_task
 from .leaderboard import infer_suite
+from .results import RunResults
 
 __all__ = ["FORECAST_TABLE", "cost_forecast"]
 
@@ -57,22 +56,14 @@ def _observations(folder: Path, mine: dict[str, GradedSample]) -> list[list[Obse
     return batches
 
 
-def cost_forecast(
-    records: Sequence[GradedSample],
-    models: Sequence[str],
-    sources: Sequence[str],
-    devices: dict[str, int] | None = None,
-    prices: Prices | None = None,
-) -> pd.DataFrame:
+def cost_forecast(results: RunResults) -> pd.DataFrame:
     """Per model with costs: the run's requests and batch seconds, and the whole suite's at the run's rates.
 
     Args:
-        records: graded records (with ``model``).
-        models: the models, in order.
-        sources: the run folders read (``RunResults.sources``): each model's cost and progress logs are in one.
-        devices: the GPUs each model's tasks held (the plans').
-        prices: the prices the ledger counts money at; None: unpriced.
+        results: the runs read (their records, run folders, plans' devices and prices).
     """
+    records, models, sources, prices = results.records, results.models, results.sources, results.prices
+    devices = {m: p.devices for m, p in results.model_plans.items()}
     rows = []
     for model in models:
         mine = {r.id: r for r in records if r.model == model}
@@ -103,7 +94,7 @@ def cost_forecast(
                     planned += [prompts[i : i + size] for i in range(0, n, size)]
         if not planned:
             continue
-        held = (devices or {}).get(model, 0)
+        held = devices.get(model, 0)
         p = predict(rates, planned, held, prices.of(model) if prices else None)
         rows.append(
             {

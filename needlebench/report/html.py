@@ -174,8 +174,7 @@ def assemble(results: RunResults, progress: Counting | None = None) -> Report:
     ledger = cost_ledger(results.records, results.models, results.model_plans, results.prices)
     if not ledger.empty:
         rep.tables[LEDGER_TABLE] = ledger
-        devices = {m: p.devices for m, p in results.model_plans.items()}
-        forecast = cost_forecast(results.records, results.models, results.sources, devices, results.prices)
+        forecast = cost_forecast(results)
         if not forecast.empty:  # an estimate beside the measured ledger, never in results.json
             rep.tables[FORECAST_TABLE] = forecast
     for spec in specs:
