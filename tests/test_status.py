@@ -301,6 +301,7 @@ def test_a_running_run_read_half_way_matches_its_files_and_its_eta_holds_and_the
     assert final["tasks_by_state"] == {"finished": 1} and final["left"] == []
     text = ANSI.sub("", screen.decode("utf-8", "replace"))
     assert "needlebench running" in text and "slow-api" in text and "prompt tokens/s" in text, text[-3000:]
+    assert "spent by slow-api: " in text, text[-3000:]  # what its requests cost so far, drawn on the terminal too
 
 
 def test_a_killed_run_lists_what_is_left_and_the_printed_command_finishes_it(
