@@ -61,7 +61,9 @@ def _hypergeometric(population: int, sampled: int, right: int, alpha: float) -> 
     return low, high
 
 
-def mean_bounds(scores: Sequence[float], population: int, delta: float, looks: int) -> tuple[float, float]:
+def mean_bounds(
+    scores: Sequence[float], population: int, delta: float, looks: int, graded: bool = False
+) -> tuple[float, float]:
     """Bounds on the mean score over the whole population (0..1), holding at each of ``looks`` looks at once with
     probability at least ``1 - delta``.
 
@@ -69,10 +71,13 @@ def mean_bounds(scores: Sequence[float], population: int, delta: float, looks: i
         scores: the sampled prompts' scores, each in [0, 1].
         population: the prompts at the length (the full grid's).
         delta: the error over every look.
-        looks: the most looks this length can have.
+        looks: the most looks this length can have that spend error (a look at the whole population is certain).
+        graded: the population's scores may lie between 0 and 1: Hoeffding-Serfling even where the scores seen
+            are all 0 or 1 (the hypergeometric interval assumes every unseen score is 0 or 1 too).
 
     Raises:
-        ValueError: more scores than the population, a score outside [0, 1], or ``delta`` outside (0, 1).
+        ValueError: more scores than the population, a score outside [0, 1], ``delta`` outside (0, 1), or fewer
+            than one look.
     """
     n = len(scores)
     if n > population or not 0 < delta < 1 or looks < 1:
@@ -84,7 +89,7 @@ def mean_bounds(scores: Sequence[float], population: int, delta: float, looks: i
     if n == 0:
         return certain
     alpha = delta / looks
-    if all(s in (0, 1) for s in scores):
+    if not graded and all(s in (0, 1) for s in scores):
         low, high = _hypergeometric(population, n, int(total), alpha)
         return max(certain[0], low / population), min(certain[1], high / population)
     rho = min(1 - (n - 1) / population, (1 - n / population) * (1 + 1 / n))

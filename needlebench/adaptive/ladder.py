@@ -9,10 +9,10 @@ until :mod:`~needlebench.adaptive.bounds` decides that, length by length, and no
 The rules, each a function of the answers so far (so a resume asks nothing twice and ``needlebench verify``
 replays every decision from the records):
 
-* **Sparse first**: every length gets ``first`` prompts (4), one from each quarter of its depths (the sampling
-  order spreads depths first, repeats after): why four, a failure that lives at some depths (lost in the
-  middle) shows at every length, every column of the heatmap has prompts in it, and a length of 110 prompts
-  costs 3.6% of its full grid's tokens before any decision.
+* **Sparse first**: every length gets ``first`` prompts (4), the first of its seeded random order: why four,
+  every column of the heatmap has prompts in it, a curve that dips and recovers shows at every length, and a
+  length of 110 prompts costs 3.6% of its full grid's tokens before any decision. The order is a uniform
+  random permutation (the bounds assume a simple random sample), so which depths come first is the seed's.
 * **Doubling where undecided**: a length whose bounds straddle the bar gets more prompts, up to the next point
   of its schedule (``first``, x ``growth``, ... the whole length); the shortest length, which the relative bar
   is a share of, grows with any undecided length, since its bounds widen the bar's, and alone while it is
@@ -25,8 +25,10 @@ replays every decision from the records):
   lengths first, and the lengths left open are *undetermined* (never a 0).
 
 Each length's bounds hold at all its looks with probability at least ``1 - delta`` (``adaptive.bounds``); a
-pass or a fail needs its own bounds and the shortest length's, so a decision is wrong with probability at most
-``2 delta`` (0.05 at the default ``delta`` 0.025).
+pass or a fail needs its own bounds and the shortest length's, so one length's decision is wrong with
+probability at most ``2 delta`` (0.05 at the default ``delta`` 0.025). The effective length rests on every length
+up to the first failure: it is wrong with probability at most ``(k + 1) delta`` for k such lengths (a union bound,
+loose: ``bench/adaptive_sim.py`` measures the agreement with the full grid).
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ class LadderSettings:
         seed: the sampling order's seed.
         extend: lengths of the grid past its suite (2M, 4M, 8M: the rungs past 1M), climbed one at a time and
             only once every length below has passed; never in the sparse first round.
+        graded: the task's scores may lie between 0 and 1 (M-RT's share of needles, Levenshtein): the bounds
+            are Hoeffding-Serfling's even where the prompts seen so far scored 0 or 1 only.
 
     Raises:
         ConfigError: a value out of its range.
@@ -70,6 +74,7 @@ class LadderSettings:
     budget: float | None = None
     seed: int = 0
     extend: tuple[int, ...] = ()
+    graded: bool = False
 
     def __post_init__(self) -> None:
         if not 0 < self.delta < 0.5:
@@ -98,45 +103,20 @@ def schedule(population: int, settings: LadderSettings) -> list[int]:
     return [*points, population]
 
 
-def _depth_order(depths: Sequence[float], first: int) -> list[float]:
-    """Depths in the order they are first asked: the middles of ``first`` equal bands of the sorted depths, then
-    each next depth the farthest (in rank) from those already taken, the shallower on a tie."""
-    chosen: list[int] = []
-    for j in range(min(first, len(depths))):
-        i = min(len(depths) - 1, int((j + 0.5) * len(depths) / first))
-        if i not in chosen:
-            chosen.append(i)
-    rest = [i for i in range(len(depths)) if i not in chosen]
-    while rest:
-        best = max(rest, key=lambda i: (min(abs(i - c) for c in chosen), -i))
-        chosen.append(best)
-        rest.remove(best)
-    return [depths[i] for i in chosen]
-
-
 def sampling_order(
     length: int, cells: Sequence[tuple[float, int]], settings: LadderSettings
 ) -> list[tuple[float, int]]:
-    """A length's prompts in the order the ladder asks them: its depths spread (the first ``first`` one from each of
-    ``first`` equal bands of its depths, then each the farthest from those taken), each pass over the depths
-    taking one more repeat, the repeat at each depth picked by a stable hash of the prompt's coordinates and the
-    seed.
+    """A length's prompts in the order the ladder asks them: a uniform random permutation drawn by the seed (each
+    prompt ranked by a stable hash of its coordinates and the seed), so the first n asked are a simple random
+    sample without replacement, which the bounds assume. Why not depths spread by design: the bounds would no
+    longer hold where scores depend on depth, which is when spreading matters.
 
     Args:
         length: the length.
         cells: its (depth, repeat) pairs.
-        settings: the ladder's settings (``first`` and ``seed``).
+        settings: the ladder's settings (its ``seed``).
     """
-    by_depth: dict[float, list[int]] = {}
-    for d, r in cells:
-        by_depth.setdefault(d, []).append(r)
-    for d, reps in by_depth.items():
-        reps.sort(key=lambda r, d=d: stable_hash("ladder", settings.seed, length, d, r))
-    depths = _depth_order(sorted(by_depth), settings.first)
-    order = []
-    for level in range(max(len(v) for v in by_depth.values())):
-        order += [(d, by_depth[d][level]) for d in depths if level < len(by_depth[d])]
-    return order
+    return sorted(cells, key=lambda c: stable_hash("ladder", settings.seed, length, c[0], c[1]))
 
 
 @dataclass(frozen=True)
@@ -239,7 +219,8 @@ def next_round(
     for i, n in enumerate(climbed):
         points = schedule(len(grid[n]), settings)
         scores = [answers[(n, *c)] for c in asked[n]]
-        low, high = mean_bounds(scores, len(grid[n]), settings.delta, len(points))
+        looks = max(1, len(points) - 1)  # the last look asks the whole length: certain, it spends nothing
+        low, high = mean_bounds(scores, len(grid[n]), settings.delta, looks, settings.graded)
         if i == 0:
             base = (low, high)
         status = _status(low, high, base, settings.rule, shortest=i == 0)
@@ -254,7 +235,7 @@ def next_round(
         following = [n for n in beyond if n not in climbed]
         if following and all(r.status == "pass" for r in rungs):  # every length passed: one rung higher
             n = following[0]
-            asks = {n: tuple(orders[n][: settings.first])}
+            asks = {n: tuple(orders[n][: settings.first])}  # nothing of it asked yet
             reason = f"every length up to {climbed[-1]} passed: the ladder climbs to {n}"
             return _capped(lengths, asks, tokens, spent, settings, reason, tuple(rungs))
         return Round(tuple(rungs), {}, "decided: every length up to the first failure", _effective(rungs))
@@ -264,7 +245,8 @@ def next_round(
         if rung.length in grow and rung.answered < rung.population:
             points = schedule(rung.population, settings)
             target = next(p for p in points if p > rung.answered)
-            asks[rung.length] = tuple(orders[rung.length][rung.answered : target])
+            pending = [c for c in orders[rung.length] if (rung.length, *c) not in answers]
+            asks[rung.length] = tuple(pending[: target - rung.answered])
     reason = f"open at {', '.join(str(r.length) for r in open_)}: more prompts there and at the shortest length"
     return _capped(lengths, asks, tokens, spent, settings, reason, tuple(rungs))
 
