@@ -229,7 +229,7 @@ def _counters(port: int) -> dict[str, float]:
     return out
 
 
-def _post(port: int, path: str, body: dict[str, Any] | None, timeout: float = 1800) -> dict[str, Any]:
+def post_json(port: int, path: str, body: dict[str, Any] | None, timeout: float = 1800) -> dict[str, Any]:
     data = json.dumps(body).encode() if body is not None else b""
     req = urllib.request.Request(
         f"http://127.0.0.1:{port}{path}", data=data, headers={"Content-Type": "application/json"}, method="POST"
@@ -265,7 +265,7 @@ def replies(
             "max_tokens": max_tokens,
             "temperature": 0.0,
         }
-        return r, _post(port, "/v1/chat/completions", body)
+        return r, post_json(port, "/v1/chat/completions", body)
 
     out: list[tuple[Request, dict[str, Any]]] = []
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
@@ -285,7 +285,7 @@ def engine_run(port: int, name: str, order: Order, concurrency: int, max_tokens:
     request again each time the scheduler looks it up and finds no room, so under concurrency with a
     small cache they overstate the work (``queried_not_hit``).
     """
-    _post(port, "/reset_prefix_cache", None, timeout=60)
+    post_json(port, "/reset_prefix_cache", None, timeout=60)
     before = _counters(port)
     start = time.perf_counter()
 
@@ -315,7 +315,7 @@ def engine_run(port: int, name: str, order: Order, concurrency: int, max_tokens:
     }
 
 
-def _server(cmd: str, env: dict[str, str]) -> str:
+def vllm_server(cmd: str, env: dict[str, str]) -> str:
     r = subprocess.run(
         ["bash", str(ROOT / "tools" / "vllm_cpu.sh"), cmd], env=env, capture_output=True, text=True, timeout=900
     )
@@ -348,8 +348,8 @@ def engine(
         "VLLM_EXTRA_ARGS": f"--num-gpu-blocks-override {blocks} --block-size {block_size} --max-num-seqs 64 "
         "--enable-prompt-tokens-details",
     }
-    _server("down", env)
-    out = _server("up", env)
+    vllm_server("down", env)
+    out = vllm_server("up", env)
     name = re.findall(r"^served model: (\S+)$", out, re.M)[0]
     try:
         # one warm-up request outside the measurement (first-call costs of the engine)
@@ -372,7 +372,7 @@ def engine(
                 ran[schedule] = (c, result)
                 done(c, order, result)
     finally:
-        _server("down", env)
+        vllm_server("down", env)
 
 
 def table(result: dict[str, Any]) -> str:

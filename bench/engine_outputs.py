@@ -30,13 +30,13 @@ from bench.engine_order import (
     ROOT,
     Order,
     Request,
-    _post,
-    _server,
     builtin_order,
     cached_tokens,
+    post_json,
     replies,
     stream_order,
     tokenize,
+    vllm_server,
     workload,
 )
 
@@ -49,7 +49,7 @@ def answers(port: int, name: str, order: Order, concurrency: int, max_tokens: in
 
     The prefix cache is emptied first, so every run starts as a fresh server would.
     """
-    _post(port, "/reset_prefix_cache", None, timeout=60)
+    post_json(port, "/reset_prefix_cache", None, timeout=60)
 
     out: dict[str, dict[str, Any]] = {}
     for r, reply in replies(port, name, order, concurrency, max_tokens):
@@ -157,12 +157,12 @@ def main(argv: list[str] | None = None) -> int:
         blocks = int(round(args.cache_multiple * -(-longest // args.block_size))) + 1
         env["VLLM_MAX_MODEL_LEN"] = str(min(8192, (blocks - 1) * args.block_size))
         env["VLLM_EXTRA_ARGS"] += f" --num-gpu-blocks-override {blocks} --block-size {args.block_size}"
-    _server("down", env)
-    name = re.findall(r"^served model: (\S+)$", _server("up", env), re.M)[0]
+    vllm_server("down", env)
+    name = re.findall(r"^served model: (\S+)$", vllm_server("up", env), re.M)[0]
     try:
         runs = compare(datasets, args.port, name, args.max_tokens)
     finally:
-        _server("down", env)
+        vllm_server("down", env)
     result = dict(
         workload=dict(
             lengths=args.lengths,

@@ -80,6 +80,13 @@ eval["runner"]["task"]["type"] = "OpenICLEvalTask"
 TASK_KINDS = ("build", "infer", "eval")
 
 
+def _lengths(args: argparse.Namespace) -> list[int]:
+    """The lengths the run asks: ``--lengths``, else its suite's."""
+    from needlebench.tasks.profiles import get_suite
+
+    return [int(x) for x in args.lengths.split(",")] if args.lengths else list(get_suite(args.suite).lengths)
+
+
 def _kind(cmdline: list[str]) -> str:
     """Which stage a process of the run belongs to, from its command line."""
     text = " ".join(cmdline)
@@ -374,7 +381,7 @@ def main() -> None:
         batch_size=args.batch_size,
         runtime_extra=f", prompts={args.prompts!r}" if args.prompts != "text" else "",
         # room for the longest prompt with its output (the 2M of the 1000k runs, more for the rungs past it)
-        max_seq_len=max(2_000_000, int(1.05 * max(int(x) for x in (args.lengths or "0").split(",")))),
+        max_seq_len=max(2_000_000, int(1.05 * max(_lengths(args)))),
     )
     config.write_text(text + (STOCK if args.stock else ""))
     env = {**os.environ, "NEEDLEBENCH_CACHE": str(cache), "HF_HUB_OFFLINE": "1"}

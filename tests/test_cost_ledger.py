@@ -26,8 +26,8 @@ from needlebench.request_cost import RequestCost
 
 CONFIG = "tests/configs/e2e_cost.py"
 PRODUCERS = {"opencompass/api.py", "opencompass/inferencer.py"}  # a server's answer; an in-process batch's clock
-# the ledger, status's spent line, plan --rates and the report's forecast (its rates fitted on the run's batches)
-READERS = {"report/ledger.py", "report/status_view.py", "commands/rates.py", "report/forecast.py"}
+# the ledger, status's spent line, and the one reading of a cost log for rates (plan --rates, the report's forecast)
+READERS = {"report/ledger.py", "report/status_view.py", "planning/rates.py"}
 WHERE = {"request_cost.py", *READERS, *PRODUCERS}
 FACTS = ("prompt_tokens", "cached_tokens", "queue_ms", "ttft_ms", "decode_ms")
 SERVER = {  # the server's names for them (vLLM's)

@@ -7,18 +7,20 @@ from __future__ import annotations
 import pytest
 
 from needlebench.planning.costs import Price, Tier
-from needlebench.planning.rates import Observation, Planned, batch_seconds, fit_rates, in_flight_span, predict
+from needlebench.planning.rates import Observation, Planned, batch_seconds, fit_rates, predict
+from needlebench.runfolder.progress_log import Step, in_flight_span
 
 TRUE = {"batch": 0.05, "computed": 0.2, "attention": 0.01, "decode": 0.02}
 
 
-def _seconds(sizes: list[tuple[float, float, float]]) -> float:
-    """A batch's seconds by TRUE's rates, from its requests' (prompt, computed, output) tokens."""
+def _seconds(sizes: list[tuple[float, float, float]], longest: float | None = None) -> float:
+    """A batch's seconds by TRUE's rates, from its requests' (prompt, computed, output) tokens; its decode steps
+    are its longest answer's (``longest`` where given)."""
     return (
         TRUE["batch"]
         + TRUE["computed"] * sum(c for _, c, _ in sizes) / 1e3
         + TRUE["attention"] * sum(c / 1e3 * p / 1e3 for p, c, _ in sizes)
-        + TRUE["decode"] * max(o for _, _, o in sizes)
+        + TRUE["decode"] * (max(o for _, _, o in sizes) if longest is None else longest)
     )
 
 
@@ -42,6 +44,8 @@ def test_the_fit_recovers_the_rates_that_made_the_batches() -> None:
     assert (rates.requests, rates.batches, rates.prompt_range) == (12, 6, (500, 8000))
     outputs = {"srt": [4, 2, 7, 3, 10, 6], "mrs": [13, 11, 16, 18, 19, 27]}  # 4 + 3i and 2 + i^2 per batch
     assert rates.output_tokens == pytest.approx({t: sum(v) / 6 for t, v in outputs.items()} | {"*": 136 / 12})
+    # each batch's longest answer (4, 7, 10 for S-RT; 13, 18, 27 for M-RS): what its decode steps are counted on
+    assert rates.longest_tokens == pytest.approx({"srt": 7.0, "mrs": 58 / 3, "*": 79 / 6})
     assert rates.cache_capture == 0.5  # half of the plan's reusable prefix was served from the cache
     assert rates.batch_s == pytest.approx(sum(batch_seconds(b) for b in batches))
     assert rates.request_s == pytest.approx(2 * rates.batch_s)  # each request waited for its whole batch
@@ -71,10 +75,11 @@ def test_the_prediction_is_the_hand_computation() -> None:
     price = Price((Tier(0, 2.0, 0.5, 8.0),), device_hour=3.0)
     p = predict(rates, batches, devices=2, price=price)
     cached = 0.5 * 0.4 * 16000  # measured capture x the plan's prefix share x prompt tokens
-    # srt's measured mean; mrs's within its budget 8; atc unseen: every task's mean
+    # answers: srt's measured mean; mrs's within its budget 8; atc unseen: every task's mean. Decode steps: the
+    # batch's longest as measured per task (S-RT 7, M-RS 19.3 within its budget 8; ATC: every batch's 13.2)
     first = [(16000.0, 16000 - cached, srt), (12000.0, 12000.0, 8.0)]
     second = [(500.0, 500.0, rates.output_tokens["*"])]
-    seconds = _seconds(first) + _seconds(second)
+    seconds = _seconds(first, longest=8.0) + _seconds(second, longest=79 / 6)
     assert mrs > 8 and p.batch_s == pytest.approx(seconds)
     assert p.run_s == pytest.approx(seconds / rates.parallel)
     assert p.device_h == pytest.approx(seconds * 2 / 3600)
@@ -87,9 +92,12 @@ def test_the_prediction_is_the_hand_computation() -> None:
     assert predict(rates, batches, devices=0).money is None
 
 
-def test_the_span_counts_overlapping_files_once_and_leaves_gaps_out() -> None:
-    steps = [("a", 0.0), ("a", 10.0), ("b", 5.0), ("b", 12.0), ("c", 20.0), ("c", 21.0), ("d", 30.0)]
-    assert in_flight_span(steps) == 13.0  # a+b: 0..12; c: 20..21; d: one line, no span
+def test_the_span_counts_overlapping_files_once_and_leaves_gaps_and_resumes_out() -> None:
+    lines = [("a", 0.0, 0), ("a", 10.0, 4), ("b", 5.0, 0), ("b", 12.0, 4), ("c", 20.0, 0), ("c", 21.0, 4)]
+    lines += [("d", 30.0, 0), ("e", 40.0, 0), ("e", 42.0, 4), ("e", 3600.0, 0), ("e", 3603.0, 4)]
+    steps = [Step(abbr, t, 0, new) for abbr, t, new in lines]
+    # a+b: 0..12; c: 20..21; d: a start alone; e: 40..42, then resumed an hour later: 3600..3603
+    assert in_flight_span(steps) == 12.0 + 1.0 + 2.0 + 3.0
 
 
 def test_each_task_sizes_a_whole_suite_as_its_rows_are() -> None:

@@ -117,6 +117,30 @@ def test_the_kv_cache_of_a_token_is_read_from_the_config(tmp_path: Path) -> None
     per_token, how = kv_cache_bytes({"path": qwen})
     assert per_token == 57344 and round(per_token * 1_000_000 / 2**30, 1) == 53.4 and "28 layers x 4 KV heads" in how
     assert kv_cache_bytes({"path": _model_folder(tmp_path / "bare", max_position_embeddings=4096)}) is None
+    # MLA (DeepSeek-V3's shape): one latent of 512 + 64 per layer, not K and V per head
+    mla = _model_folder(
+        tmp_path / "mla",
+        max_position_embeddings=163840,
+        num_hidden_layers=61,
+        num_attention_heads=128,
+        num_key_value_heads=128,
+        kv_lora_rank=512,
+        qk_rope_head_dim=64,
+        torch_dtype="bfloat16",
+    )
+    assert kv_cache_bytes({"path": mla})[0] == 576 * 61 * 2
+    # some layers slide (Gemma 3): the full-attention count is an upper bound, and says so
+    gemma = _model_folder(
+        tmp_path / "gemma",
+        max_position_embeddings=131072,
+        num_hidden_layers=34,
+        num_attention_heads=8,
+        num_key_value_heads=4,
+        head_dim=256,
+        sliding_window=1024,
+        layer_types=["sliding_attention"] * 34,
+    )
+    assert "an upper bound" in kv_cache_bytes({"path": gemma})[1]
     assert kv_cache_bytes({"path": "gpt-x", "openai_api_base": "http://127.0.0.1:9/v1"}) is None
 
 
@@ -146,7 +170,7 @@ def test_smollm2_past_its_8k_window_is_named_and_yarn_x2_takes_16k_but_not_32k(t
     per_token, how = kv_cache_bytes({"path": report.run.models[0].window["source"].removesuffix("/config.json")})
     assert per_token == 2 * 30 * 3 * 64 * 4 and "30 layers x 3 KV heads x 64 x 4 bytes" in how
     line = next(x for x in format_plan(report).splitlines() if "KV cache of one sequence" in x)
-    longest = float(re.search(r"longest prompt \(([\d,]+) model tokens\)", line)[1].replace(",", ""))
+    longest = float(re.search(r"longest prompt and its output \(([\d,]+) model tokens\)", line)[1].replace(",", ""))
     assert f"{per_token * longest / 2**30:,.1f} GiB" in line and longest > 16000  # the 32k cell
     assert "smollm2: native window 8,192, no RoPE scaling; past it: " in said["native"]
     assert "smollm2: scaled window 16,384: yarn x2 of 8,192, the run's; past it: " in said["yarn"]

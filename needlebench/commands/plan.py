@@ -340,7 +340,7 @@ def _plan_model(
         cells = run.overlength.get(d["abbr"]) or {}
         rows = load_rows(lim["task"], **config_params(lim))
         tokens = rows["prompt_tokens"]
-        longest = max([longest, *(t * float(limit.tokenizer_ratio) for t in tokens)])
+        longest = max([longest, *(t * float(limit.tokenizer_ratio) + int(limit.out_len) for t in tokens)])
         model_tokens = None
         if tok is not None:
             ratio, picked, ours = _model_ratio(tok, rows)
@@ -396,7 +396,7 @@ def _plan_model(
     devices, stop = devices_note(run.abbr, gpus, runner)  # the run's devices check, said here
     kv = kv_cache_bytes(model)
     kv_text = (
-        f"KV cache of one sequence at the longest prompt ({longest:,.0f} model tokens): "
+        f"KV cache of one sequence at the longest prompt and its output ({longest:,.0f} model tokens): "
         f"{kv[0] * longest / 2**30:,.1f} GiB ({kv[1]})"
         if kv and longest
         else ""

@@ -9,14 +9,16 @@ model by model, matched by abbr: a model of the config the run does not have get
 
 from __future__ import annotations
 
-from collections import Counter
+import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
 from ..planning.costs import Prices
 from ..planning.prefix import prompt_bytes, shared_prefixes
-from ..planning.rates import Observation, Planned, Prediction, Rates, fit_rates, in_flight_span, predict
+from ..planning.rates import Planned, Prediction, Rates, fit_rates, observations, predict
+from ..record import GradedSample
 from .plan import PlanReport
 
 __all__ = ["format_rates", "rate_plan", "run_rates"]
@@ -55,50 +57,39 @@ def run_rates(run: Path) -> dict[str, Rates]:
     from ..report.results import load_results
     from ..runfolder.cost_log import cost_batches
     from ..runfolder.plan_file import read_plan
-    from ..runfolder.progress_log import read_progress
+    from ..runfolder.progress_log import in_flight_span, read_progress
     from .retry import run_config
 
     datasets = _needlebench_datasets(run_config(run, "plan --rates"))
     plan = read_plan(run)
     records = load_results([run]).records
+    by_limits: dict[str, dict[str, tuple[int, float]]] = {}  # models with the same limits are sent the same rows
     out: dict[str, Rates] = {}
     for model in dict.fromkeys(str(r.model) for r in records):
         mine = plan.model(model) if plan is not None else None
-        sizes = {}  # sample id -> (prompt tokens, prefix shared with the prompt before)
-        for rows in _rows(datasets, mine.limits if mine else None).values():
-            tokens = list(rows["prompt_tokens"])
-            shared = shared_prefixes(prompt_bytes(rows), tokens)
-            sizes.update(zip(rows["id"], zip(tokens, shared, strict=True), strict=True))
-        graded = {r.id: r for r in records if str(r.model) == model}
-        batches, reusable, cached, engines = [], 0.0, None, Counter()
-        for _, costs in cost_batches(run / "predictions" / model):
-            batch = []
-            for key, cost in costs.items():
-                size, record = sizes.get(key), graded.get(key)
-                if size is None or record is None or not cost.wall_s:
-                    continue
-                tokens, shared = size
-                share = (
-                    cost.cached_tokens / cost.prompt_tokens
-                    if cost.computed_tokens is not None and cost.prompt_tokens
-                    else None
-                )
-                if share is not None:
-                    cached = (cached or 0.0) + share * tokens
-                reusable += shared
-                computed = tokens * (1 - share) if share is not None else float(tokens)
-                out_tokens = record.output.output_tokens
-                batch.append(
-                    Observation(record.task, tokens, computed, out_tokens, float(cost.wall_s), bool(cost.shared))
-                )
-                engines[" ".join(x for x in (cost.engine, cost.engine_version) if x)] += 1
-            batches.append(batch)
-        if not any(batches):
+        limits = mine.limits if mine else None
+        key = json.dumps({k: asdict(v) for k, v in limits.items()} if limits else None, sort_keys=True, default=str)
+        if key not in by_limits:
+            sizes = {}  # sample id -> (prompt tokens, prefix shared with the prompt before)
+            for rows in _rows(datasets, limits).values():
+                tokens = list(rows["prompt_tokens"])
+                shared = shared_prefixes(prompt_bytes(rows), tokens)
+                sizes.update(zip(rows["id"], zip(tokens, shared, strict=True), strict=True))
+            by_limits[key] = sizes
+        sizes, graded = by_limits[key], {r.id: r for r in records if str(r.model) == model}
+
+        def sized(sample: str, sizes: dict = sizes, graded: dict = graded) -> tuple[GradedSample, int, float] | None:
+            found, record = sizes.get(sample), graded.get(sample)
+            return (record, *found) if found is not None and record is not None else None
+
+        folder = run / "predictions" / model
+        measured = observations([costs for _, costs in cost_batches(folder)], sized)
+        if not any(measured.batches):
             continue
-        steps, _ = read_progress(run / "predictions" / model)
-        span = in_flight_span([(s.abbr, s.t) for s in steps]) or None
-        engine = engines.most_common(1)[0][0]
-        out[model] = fit_rates(model, str(run), engine, batches, reusable, cached, span)
+        span = in_flight_span(read_progress(folder)[0]) or None
+        out[model] = fit_rates(
+            model, str(run), measured.engine, measured.batches, measured.reusable_tokens, measured.cached_tokens, span
+        )
     if not out:
         raise ConfigError(f"plan --rates: no request of {run} has a cost (a run from before costs were kept?)")
     return out
@@ -139,9 +130,10 @@ def rate_plan(plan: PlanReport, run: Path, prices: Prices | None = None) -> tupl
         task = {d.abbr: d.task for d in m.datasets}
         size = batch_size.get(m.abbr, 1)
         batches = []
+        tokens_of = {abbr: list(r["prompt_tokens"]) for abbr, r in rows.items()}
         for shard in run_plan.shards:  # each piece in batches of the model's batch_size, as the inferencer sends it
             for part in shard.parts:
-                tokens = list(rows[part.dataset]["prompt_tokens"])[part.start : part.end]
+                tokens = tokens_of[part.dataset][part.start : part.end]
                 requests = [
                     Planned(task[part.dataset], int(t), share[part.dataset], budget[part.dataset]) for t in tokens
                 ]

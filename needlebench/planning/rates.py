@@ -13,8 +13,8 @@ negative: the 2^4 subsets of terms are each solved, the best one that is non-neg
 deterministic). ``computed`` is a prompt's cl100k tokens less the share the engine said it served from its prefix
 cache (all of them where it reports none); the planned prompts are counted in cl100k, so the measured runs are too.
 
-Three more facts come from the run as measured, never from the fit: the tokens each task's answers took
-(decode is paid on what a model writes, not on its budget), the share of the plan's reusable prefix the engine
+Three more facts come from the run as measured, never from the fit: the tokens each task's answers took, and
+each batch's longest (decode is paid on what a model writes, not on its budget, for as long as its longest), the share of the plan's reusable prefix the engine
 did serve from its cache (``cache_capture``: the next config's prefix is the plan's, times that), and how many
 batches ran at once (``parallel``: the batches' seconds over the seconds its progress log spans; above 1 where
 tasks ran side by side), which turns batch seconds into the run's wall time.
@@ -22,23 +22,27 @@ tasks ran side by side), which turns batch seconds into the run's wall time.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
 
 import numpy as np
 
+from ..record import GradedSample
+from ..request_cost import RequestCost
 from .costs import Price, request_costs
 
 __all__ = [
     "TERMS",
+    "Measured",
     "Observation",
     "Planned",
     "Prediction",
     "Rates",
     "batch_seconds",
     "fit_rates",
-    "in_flight_span",
+    "observations",
     "predict",
 ]
 
@@ -68,6 +72,59 @@ class Observation:
     shared: bool = False
 
 
+@dataclass(frozen=True)
+class Measured:
+    """A model's answered requests of one run, batch by batch, as the rates are fitted on them.
+
+    Args:
+        batches: each batch's requests (its cost log line's).
+        reusable_tokens: the prefix tokens the plan counts as reusable over them (0 where not counted).
+        cached_tokens: the prompt tokens the engine served from its cache, scaled to the sizes given (None where
+            it said nothing).
+        engine: the engine and its version most of them name.
+    """
+
+    batches: list[list[Observation]]
+    reusable_tokens: float
+    cached_tokens: float | None
+    engine: str
+
+
+def observations(
+    batches: Sequence[Mapping[str, RequestCost]],
+    sized: Callable[[str], tuple[GradedSample, int, float] | None],
+) -> Measured:
+    """A model's batches read into observations: the one reading of a cost log for rates (``needlebench plan
+    --rates`` sizes each prompt by its dataset row, the report's forecast by its nominal length).
+
+    Args:
+        batches: each batch's costs by sample id, in the order answered (``runfolder.cost_log.cost_batches``).
+        sized: a sample id's (record, prompt tokens, reusable prefix tokens), or None for a sample to leave out.
+    """
+    out, reusable, cached, engines = [], 0.0, None, Counter()
+    for costs in batches:
+        batch = []
+        for key, cost in costs.items():
+            found = sized(key)
+            if found is None or not cost.wall_s:
+                continue
+            record, tokens, shared = found
+            share = (
+                cost.cached_tokens / cost.prompt_tokens
+                if cost.computed_tokens is not None and cost.prompt_tokens
+                else None
+            )
+            if share is not None:
+                cached = (cached or 0.0) + share * tokens
+            reusable += shared
+            computed = tokens * (1 - share) if share is not None else float(tokens)
+            seconds, shared_clock = float(cost.wall_s), bool(cost.shared)
+            batch.append(Observation(record.task, tokens, computed, record.output.output_tokens, seconds, shared_clock))
+            engines[" ".join(x for x in (cost.engine, cost.engine_version) if x)] += 1
+        out.append(batch)
+    return Measured(out, reusable, cached, engines.most_common(1)[0][0] if engines else "")
+
+
 def batch_seconds(batch: Sequence[Observation]) -> float:
     """A batch's seconds: its requests' shares of its clock added up, or its slowest request (all in flight at once).
 
@@ -78,14 +135,9 @@ def batch_seconds(batch: Sequence[Observation]) -> float:
     return float(sum(walls)) if all(o.shared for o in batch) else float(max(walls))
 
 
-def _features(sizes: Sequence[tuple[float, float, float]]) -> list[float]:
-    """A batch's terms from its requests' (prompt, computed, output) tokens."""
-    return [
-        1.0,
-        sum(c for _, c, _ in sizes) / 1e3,
-        sum(c / 1e3 * p / 1e3 for p, c, _ in sizes),
-        max((o for _, _, o in sizes), default=0.0),
-    ]
+def _features(sizes: Sequence[tuple[float, float]], longest: float) -> list[float]:
+    """A batch's terms from its requests' (prompt, computed) tokens and its longest answer's tokens."""
+    return [1.0, sum(c for _, c in sizes) / 1e3, sum(c / 1e3 * p / 1e3 for p, c in sizes), longest]
 
 
 @dataclass(frozen=True)
@@ -102,6 +154,8 @@ class Rates:
         fit_error: the fit's relative error on its own batches: |sum of fitted - sum of measured| / measured, and
             the mean absolute error per batch over the mean batch seconds (two numbers, in that order).
         output_tokens: per task, the mean tokens its answers took; ``"*"``: over every task.
+        longest_tokens: per task, the mean over its batches of the batch's longest answer (what the decode steps
+            are counted on; with answers of varied length it exceeds the mean); ``"*"``: over every batch.
         cache_reported: the engine said how many prompt tokens it served from its cache.
         cache_capture: the cached tokens over the plan's reusable prefix (None: no cache reported, or nothing to
             reuse).
@@ -120,6 +174,7 @@ class Rates:
     coefficients: dict[str, float]
     fit_error: tuple[float, float]
     output_tokens: dict[str, float]
+    longest_tokens: dict[str, float]
     cache_reported: bool
     cache_capture: float | None
     parallel: float | None
@@ -128,22 +183,25 @@ class Rates:
     request_s: float
     prompt_range: tuple[int, int]
 
-    def seconds(self, sizes: Sequence[tuple[float, float, float]]) -> float:
+    def seconds(self, sizes: Sequence[tuple[float, float]], longest: float) -> float:
         """A batch's predicted seconds.
 
         Args:
-            sizes: its requests' (prompt, computed, output) tokens.
+            sizes: its requests' (prompt, computed) tokens.
+            longest: its longest answer's tokens.
         """
-        return float(sum(self.coefficients[t] * v for t, v in zip(TERMS, _features(sizes), strict=True)))
+        return float(sum(self.coefficients[t] * v for t, v in zip(TERMS, _features(sizes, longest), strict=True)))
 
-    def answer_tokens(self, task: str, budget: int) -> float:
+    def answer_tokens(self, task: str, budget: int, longest: bool = False) -> float:
         """The tokens an answer of ``task`` takes, as measured (its task's mean, else every task's), at most ``budget``.
 
         Args:
             task: the task's registry name.
             budget: the request's ``max_out_len``.
+            longest: the batch's longest answer's instead (the mean over the run's batches of the task).
         """
-        return min(float(budget), self.output_tokens.get(task, self.output_tokens.get("*", 0.0)))
+        measured = self.longest_tokens if longest else self.output_tokens
+        return min(float(budget), measured.get(task, measured.get("*", 0.0)))
 
 
 def _nonnegative_lstsq(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -165,27 +223,6 @@ def _nonnegative_lstsq(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return best
 
 
-def in_flight_span(steps: Sequence[tuple[str, float]]) -> float:
-    """The seconds during which any of a model's prediction files was being answered: each file from its first
-    progress line to its last, overlaps counted once (parallel tasks), gaps between files (a task starting, a model
-    loading) left out.
-
-    Args:
-        steps: (prediction file, time) per progress line (``runfolder.progress_log``).
-    """
-    spans: dict[str, list[float]] = {}
-    for abbr, t in steps:
-        lo, hi = spans.get(abbr, [t, t])
-        spans[abbr] = [min(lo, t), max(hi, t)]
-    total, end = 0.0, -np.inf
-    for lo, hi in sorted(spans.values()):
-        if hi <= end:
-            continue
-        total += hi - max(lo, end)
-        end = hi
-    return total
-
-
 def fit_rates(
     model: str,
     run: str,
@@ -204,7 +241,7 @@ def fit_rates(
         batches: its answered requests with a cost, batch by batch (as the cost log has them).
         reusable_tokens: the prefix tokens the plan counted as reusable over those requests (cl100k).
         cached_tokens: the tokens the engine said it served from its cache (cl100k); None where it said nothing.
-        span_s: the seconds its progress log spans (:func:`in_flight_span`); None without one.
+        span_s: the seconds its progress log spans (``runfolder.progress_log.in_flight_span``); None without one.
 
     Raises:
         ValueError: no observation.
@@ -213,7 +250,8 @@ def fit_rates(
     if not batches:
         raise ValueError(f"{model}: no request of {run} has a cost")
     observations = [o for b in batches for o in b]
-    x = np.array([_features([(o.prompt_tokens, o.computed_tokens, o.output_tokens or 0) for o in b]) for b in batches])
+    longest = [max(o.output_tokens or 0 for o in b) for b in batches]
+    x = np.array([_features([(o.prompt_tokens, o.computed_tokens) for o in b], m) for b, m in zip(batches, longest)])
     y = np.array([batch_seconds(b) for b in batches])
     coef = _nonnegative_lstsq(x, y)
     fitted = x @ coef
@@ -226,6 +264,10 @@ def fit_rates(
     everything = [n for v in by_task.values() for n in v]
     if everything:
         outputs["*"] = float(np.mean(everything))
+    tops: dict[str, list[int]] = {}  # a batch's longest answer, by the task of that answer
+    for b, m in zip(batches, longest, strict=True):
+        tops.setdefault(max(b, key=lambda o: o.output_tokens or 0).task, []).append(m)
+    longest_tokens = {t: float(np.mean(v)) for t, v in sorted(tops.items())} | {"*": float(np.mean(longest))}
     return Rates(
         model=model,
         run=run,
@@ -238,6 +280,7 @@ def fit_rates(
             float(np.mean(np.abs(fitted - y))) / float(np.mean(y)) if total else 0.0,
         ),
         output_tokens=outputs,
+        longest_tokens=longest_tokens,
         cache_reported=cached_tokens is not None,
         cache_capture=cached_tokens / reusable_tokens if cached_tokens is not None and reusable_tokens > 0 else None,
         parallel=total / span_s if span_s else None,
@@ -327,16 +370,17 @@ def predict(
     computed = outputs = seconds = token_dollars = 0.0
     prompt = beyond = requests = 0
     for batch in batches:
-        sizes = []
+        sizes, longest = [], 0.0
         for r in batch:
             cached = capture * r.prefix_share * r.prompt_tokens
             out = rates.answer_tokens(r.task, r.max_out_len)
-            sizes.append((float(r.prompt_tokens), r.prompt_tokens - cached, out))
+            longest = max(longest, rates.answer_tokens(r.task, r.max_out_len, longest=True))
+            sizes.append((float(r.prompt_tokens), r.prompt_tokens - cached))
+            outputs += out
             if price is not None and price.tiers:
                 token_dollars += request_costs(price, [r.prompt_tokens], [cached], out).online
-        seconds += rates.seconds(sizes) if sizes else 0.0
-        computed += sum(c for _, c, _ in sizes)
-        outputs += sum(o for _, _, o in sizes)
+        seconds += rates.seconds(sizes, longest) if sizes else 0.0
+        computed += sum(c for _, c in sizes)
         prompt += sum(r.prompt_tokens for r in batch)
         beyond += sum(r.prompt_tokens > rates.prompt_range[1] for r in batch)
         requests += len(batch)
@@ -348,7 +392,7 @@ def predict(
     measured = [
         f"rates from {rates.batches} batches of {rates.requests} requests ({', '.join(TERMS)}: least squares, "
         "none negative)",
-        "output tokens per task",
+        "output tokens per task, and each batch's longest",
     ]
     if rates.cache_capture is not None:
         measured.append(f"cache capture {rates.cache_capture:.0%} of the plan's reusable prefix")

@@ -108,7 +108,8 @@ def _model_config(model: Mapping[str, Any]) -> tuple[dict[str, Any], Path] | Non
         config = json.loads(found.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ConfigError(f"model {model.get('abbr', path)!r}: {found} cannot be read as JSON ({exc})") from None
-    return (config.get("text_config") or config), found  # a multimodal model's language part
+    text = config.get("text_config")  # a multimodal model's language part, in the model's dtype
+    return ({"torch_dtype": config.get("torch_dtype"), **text} if isinstance(text, dict) else config), found
 
 
 # bytes per value of a config's torch_dtype (the KV cache is kept in it unless an engine is told otherwise)
@@ -116,10 +117,12 @@ _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "
 
 
 def kv_cache_bytes(model: Mapping[str, Any]) -> tuple[int, str] | None:
-    """Bytes of KV cache per token of context, and how they add up (K and V, every layer, the KV heads, the dtype);
-    None where the model's ``config.json`` cannot be read offline or does not give its shape. Why: at 2M-8M
-    tokens one sequence's cache can outgrow any device (a 7B model with 8 KV heads keeps about 0.5 GiB per 10k
-    tokens), so the plan says it before any model loads. Raises ``ConfigError`` where that file is no JSON.
+    """Bytes of KV cache per token of context, and how they add up (K and V, every layer, the KV heads, the dtype;
+    MLA's compressed latent where the model has one); None where the model's ``config.json`` cannot be read
+    offline or does not give its shape. Where some layers slide or keep no KV (hybrid models), the number is an
+    upper bound and says so. Why: at 2M-8M tokens one sequence's cache can outgrow any device (a 7B model with 8
+    KV heads of 128 over 32 layers keeps 1.2 GiB per 10k tokens in bfloat16), so the plan says it before any model
+    loads. Raises ``ConfigError`` where that file is no JSON.
 
     Args:
         model: the model config whose ``path`` is read.
@@ -127,14 +130,23 @@ def kv_cache_bytes(model: Mapping[str, Any]) -> tuple[int, str] | None:
     found = _model_config(model)
     config, source = found if found is not None else ({}, None)
     layers, heads = config.get("num_hidden_layers"), config.get("num_attention_heads")
+    width = _DTYPE_BYTES.get(str(config.get("torch_dtype") or config.get("dtype") or "bfloat16"), 2)
+    if isinstance(config.get("kv_lora_rank"), int) and isinstance(layers, int):  # MLA (DeepSeek-V2/V3): one latent
+        latent = config["kv_lora_rank"] + int(config.get("qk_rope_head_dim") or 0)
+        how = f"MLA latent {latent} x {layers} layers x {width} bytes, from {source}"
+        return latent * layers * width, how
     kv_heads = config.get("num_key_value_heads") or heads
     head_dim = config.get("head_dim") or (
         config.get("hidden_size") // heads if heads and config.get("hidden_size") else None
     )
-    width = _DTYPE_BYTES.get(str(config.get("torch_dtype") or config.get("dtype") or "bfloat16"), 2)
     if not all(isinstance(x, int) and x > 0 for x in (layers, kv_heads, head_dim)):
         return None
     how = f"K and V x {layers} layers x {kv_heads} KV heads x {head_dim} x {width} bytes, from {source}"
+    hybrid = ("layer_types", "sliding_window_pattern", "layers_block_type", "attn_layer_indices")
+    if any(config.get(k) for k in hybrid) or (
+        config.get("sliding_window") and config.get("use_sliding_window") is not False
+    ):
+        how += "; an upper bound: some layers slide or keep no KV"
     return 2 * layers * kv_heads * head_dim * width, how
 
 

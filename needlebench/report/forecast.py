@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..planning.rates import Observation, Planned, fit_rates, in_flight_span, predict
+from ..aggregate.effective_length import length_text
+from ..planning.rates import Planned, fit_rates, observations, predict
 from ..record import GradedSample
 from ..runfolder.cost_log import cost_batches
-from ..runfolder.progress_log import read_progress
+from ..runfolder.progress_log import in_flight_span, read_progress
 from ..tasks import get_task
 from .leaderboard import infer_suite
 from .results import RunResults
@@ -29,31 +30,6 @@ from .results import RunResults
 __all__ = ["FORECAST_TABLE", "cost_forecast"]
 
 FORECAST_TABLE = "needlebench_cost_forecast"
-
-
-def _observations(folder: Path, mine: dict[str, GradedSample]) -> list[list[Observation]]:
-    """The model's batches as its cost log has them, each request at its nominal length."""
-    batches = []
-    for _, costs in cost_batches(folder):
-        batch = []
-        for key, cost in costs.items():
-            record = mine.get(key)
-            length = record.get("length") if record is not None else None
-            if record is None or not length or not cost.wall_s:
-                continue
-            share = (
-                cost.cached_tokens / cost.prompt_tokens
-                if cost.computed_tokens is not None and cost.prompt_tokens
-                else 0.0
-            )
-            computed = int(length) * (1 - share)
-            batch.append(
-                Observation(
-                    record.task, int(length), computed, record.output.output_tokens, cost.wall_s, bool(cost.shared)
-                )
-            )
-        batches.append(batch)
-    return batches
 
 
 def cost_forecast(results: RunResults) -> pd.DataFrame:
@@ -70,32 +46,56 @@ def cost_forecast(results: RunResults) -> pd.DataFrame:
         folder = next(
             (Path(s) / "predictions" / model for s in sources if (Path(s) / "predictions" / model).is_dir()), None
         )
-        batches = _observations(folder, mine) if folder else []
-        if not any(batches):
+
+        def sized(sample: str, mine: dict[str, GradedSample] = mine) -> tuple[GradedSample, int, float] | None:
+            record = mine.get(sample)  # each prompt at its nominal length; no dataset row is read
+            return (record, int(record.get("length")), 0.0) if record is not None and record.get("length") else None
+
+        measured = observations([costs for _, costs in cost_batches(folder)], sized) if folder else None
+        if measured is None or not any(measured.batches):
             continue
-        steps, _ = read_progress(folder)
-        span = in_flight_span([(s.abbr, s.t) for s in steps]) or None
+        batches = measured.batches
+        span = in_flight_span(read_progress(folder)[0]) or None
         costs = [r.output.cost for r in mine.values() if r.output.cost is not None]
         both = [c for c in costs if c.computed_tokens is not None]
         prompt = sum(c.prompt_tokens or 0 for c in both)
         share = sum(c.cached_tokens or 0 for c in both) / prompt if prompt else 0.0
-        rates = fit_rates(model, str(folder.parent.parent), "", batches, 0.0, None, span)
+        rates = fit_rates(model, str(folder.parent.parent), measured.engine, batches, 0.0, None, span)
         rates = dataclasses.replace(rates, cache_capture=1.0)  # each prompt's cached share as the run measured it
         profile = str(next(iter(mine.values())).get("profile") or "v2")
         suite = infer_suite([r.get("length") for r in mine.values()], profile)
         size = max(len(b) for b in batches)
         planned: list[list[Planned]] = []
+        left_out = []
         for task in sorted({r.task for r in mine.values()}):
             requests = get_task(task).aggregation().suite_requests
-            budget = max((r.output.output_tokens or 0 for r in mine.values() if r.task == task), default=0)
-            for lang in sorted({r.lang for r in mine.values() if r.task == task}) if requests and suite else ():
+            if not requests or not suite:
+                left_out.append(get_task(task).short)  # no suite of lengths (ATC, NeedleChain): not forecast
+                continue
+            # each answer within its budget as the plan set it (the run's longest answer where the plan has none)
+            datasets = {str(r.dataset) for r in mine.values() if r.task == task}
+            budgets = [results.budgets[(model, d)] for d in datasets if (model, d) in results.budgets]
+            seen = max((r.output.output_tokens or 0 for r in mine.values() if r.task == task), default=0)
+            budget = max(budgets, default=max(seen, 1))
+            for lang in sorted({r.lang for r in mine.values() if r.task == task}):
                 for length, n in requests(suite, lang, profile).items():
-                    prompts = [Planned(task, length, share, max(budget, 1))] * n
+                    prompts = [Planned(task, length, share, budget)] * n
                     planned += [prompts[i : i + size] for i in range(0, n, size)]
         if not planned:
             continue
         held = devices.get(model, 0)
         p = predict(rates, planned, held, prices.of(model) if prices else None)
+        lo, hi = rates.prompt_range
+        basis = [
+            f"rates of {rates.batches} batches at {length_text(lo)}-{length_text(hi)}",
+            "nominal lengths",
+            f"cache share {share:.0%}",
+            f"batches of {size}",
+        ]
+        if p.beyond and rates.coefficients["attention"] == 0:
+            basis.append("no attention rate measured: the longer lengths are likely under-predicted")
+        if left_out:
+            basis.append(f"not forecast: {', '.join(left_out)}")
         rows.append(
             {
                 "model": model,
@@ -103,13 +103,13 @@ def cost_forecast(results: RunResults) -> pd.DataFrame:
                 "run batch_s": rates.batch_s,
                 "suite": suite,
                 "suite requests": p.requests,
+                "suite beyond measured": p.beyond,
                 "suite prompt_tokens": p.prompt_tokens,
                 "suite batch_s": p.batch_s,
-                "suite wall_s": p.run_s,
+                "suite run_s": p.run_s,
                 "suite device_h": p.device_h,
                 "suite money": p.money,
-                "basis": f"rates of {rates.batches} batches; nominal lengths; cache share {share:.0%}; "
-                f"batches of {size}",
+                "basis": "; ".join(basis),
             }
         )
     return pd.DataFrame(rows)

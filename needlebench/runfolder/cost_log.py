@@ -85,6 +85,8 @@ def cost_batches(folder: Path) -> list[tuple[str, dict[str, RequestCost]]]:
         if isinstance(line, dict):
             costs = {str(k): RequestCost.from_json(v) for k, v in (line.get("costs") or {}).items()}
             out.append((str(line.get("file")), {k: c for k, c in costs.items() if c is not None}))
+    for b in bad:
+        logging.getLogger(__name__).warning("%s; skipped", b)
     return out
 
 

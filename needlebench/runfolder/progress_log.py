@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..jsonl import tail_jsonl
 
-__all__ = ["PROGRESS_FILE", "Step", "read_progress", "record_progress"]
+__all__ = ["PROGRESS_FILE", "Step", "in_flight_span", "read_progress", "record_progress"]
 
 PROGRESS_FILE = "needlebench_progress.jsonl"
 
@@ -83,3 +83,29 @@ def read_progress(folder: Path | str, offset: int = 0) -> tuple[list[Step], int]
         except (KeyError, TypeError, ValueError, AttributeError):
             continue  # not a step (a display never stops on one)
     return steps, end
+
+
+def in_flight_span(steps: list[Step]) -> float:
+    """The seconds during which any of a model's prediction files was being answered: each file from a line that
+    starts it (``new`` 0: a start or a resume) to its last line before the next start, overlaps counted once
+    (parallel tasks), gaps left out (a task starting, a model loading, a run stopped and resumed later). What
+    ``needlebench plan --rates`` divides a run's batch seconds by (its parallel).
+
+    Args:
+        steps: a model's progress log (:func:`read_progress`), in the order written.
+    """
+    spans: list[list[float]] = []
+    open_span: dict[str, list[float]] = {}
+    for step in steps:
+        current = open_span.get(step.abbr)
+        if current is None or step.new == 0:
+            open_span[step.abbr] = current = [step.t, step.t]
+            spans.append(current)
+        current[1] = max(current[1], step.t)
+    total, end = 0.0, float("-inf")
+    for lo, hi in sorted(spans):
+        if hi <= end:
+            continue
+        total += hi - max(lo, end)
+        end = hi
+    return total
