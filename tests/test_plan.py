@@ -325,3 +325,24 @@ def test_the_verbose_flag(capsys: pytest.CaptureFixture) -> None:
 def test_models_asking_for_no_gpu_get_no_devices_line(plan: PlanReport) -> None:
     assert [(m.num_gpus, m.devices, m.devices_stop) for m in plan.models] == [(0, "", False)] * 3
     assert "devices" not in format_plan(plan)
+
+
+def test_the_adaptive_range_runs_from_the_full_grid_down(plan: PlanReport, capsys: pytest.CaptureFixture) -> None:
+    """``needlebench plan --adaptive``: per model, the full grid is the plan's, and every case the ladder climbs
+    (a model that holds the bar everywhere, one that collapses, 60 scripted curves) asks a part of it."""
+    from needlebench.commands.adaptive_plan import adaptive_plan
+
+    ranges = {a.model: a for a in adaptive_plan(plan)}
+    for m in plan.models:
+        cases = {c.case: c for c in ranges[m.abbr].cases}
+        full = cases["full grid"]
+        assert (full.prompts, full.prompt_tokens, full.share) == (m.samples, m.prompt_tokens, 1.0)
+        assert all(0 < c.prompts <= full.prompts and c.share <= 1.0 for c in cases.values())
+        assert cases["collapses at 2,000"].prompt_tokens <= cases["holds the bar at every length"].prompt_tokens
+        assert cases["median of 60 curves"].prompt_tokens <= cases["p90 of 60 curves"].prompt_tokens
+        assert all(c.seconds is None and c.money is None for c in cases.values())  # no rates given
+    main(["plan", CONFIG, "--adaptive", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert [a["model"] for a in data["adaptive"]] == [m.abbr for m in plan.models]
+    main(["plan", CONFIG, "--adaptive"])
+    assert "adaptive (needlebench_mrt_en_4k, needlebench_srt_en_4k" in capsys.readouterr().out

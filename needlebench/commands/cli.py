@@ -46,19 +46,30 @@ def _plan(args: argparse.Namespace) -> int:
     from .plan import format_plan, plan_config
 
     plan = plan_config(args.config, num_shards=args.shards, prices_path=args.prices)
-    if args.rates is None:
+    if args.rates is None and not args.adaptive:
         print(plan.to_json() if args.json else format_plan(plan, verbose=args.verbose))
         return 0
     from ..planning.costs import load_prices
-    from .rates import format_rates, rate_plan
+    from ..report.results import recorded_prices
+    from .adaptive_plan import adaptive_plan, format_adaptive
+    from .rates import format_rates, rate_plan, run_rates
 
-    predicted, missing = rate_plan(plan, Path(args.rates), load_prices(args.prices) if args.prices else None)
+    run = Path(args.rates) if args.rates else None
+    rates = run_rates(run) if run else None
+    prices = load_prices(args.prices) if args.prices else (recorded_prices([run]) if run else None)
+    predicted, missing = rate_plan(plan, run, prices, rates) if run else ([], [])
+    adaptive = adaptive_plan(plan, rates=rates, prices=prices) if args.adaptive else []
     if args.json:
         data = json.loads(plan.to_json())
-        data["rates"] = {"predictions": [p.to_dict() for p in predicted], "no_rates": missing}
+        if run:
+            data["rates"] = {"predictions": [p.to_dict() for p in predicted], "no_rates": missing}
+        if args.adaptive:
+            data["adaptive"] = [a.to_dict() for a in adaptive]
         print(json.dumps(data, ensure_ascii=False))
-    else:
-        print(format_plan(plan, verbose=args.verbose) + "\n" + format_rates(predicted, missing))
+        return 0
+    text = format_plan(plan, verbose=args.verbose)
+    text += ("\n" + format_rates(predicted, missing)) if run else ""
+    print(text + (("\n" + format_adaptive(adaptive)) if args.adaptive else ""))
     return 0
 
 
@@ -218,6 +229,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="RUN",
         help="an earlier run folder of the same models on the same engine: predict wall time, device-hours and "
         "money at its measured rates (docs: Cost from an earlier run)",
+    )
+    pl.add_argument(
+        "--adaptive",
+        action="store_true",
+        help="what the adaptive length ladder would ask of each model: the full grid, three scenarios and the "
+        "median and p90 of 60 scripted curves (with --rates: seconds and money; docs: The adaptive length ladder)",
     )
     pl.set_defaults(func=_plan)
     ex = _command(sub, "export", "write every sample of a config's needlebench datasets (JSON lines or Parquet)")

@@ -35,6 +35,7 @@ __all__ = [
     "PlanReport",
     "plan_config",
     "format_plan",
+    "text_table",
 ]
 
 # Model-tokenizer estimate: this many prompts per dataset, evenly spaced, each cut to its first
@@ -554,14 +555,20 @@ def _room(m: ModelPlan, d: DatasetPlan) -> str:
     )
 
 
-def _table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
-    """Rows under a head, the first column left-aligned and the others right, a rule under the head and above the
-    last row (the total)."""
+def text_table(head: tuple[str, ...], rows: list[tuple[str, ...]], total: bool = True) -> list[str]:
+    """Rows under a head, the first column left-aligned and the others right, a rule under the head (and with
+    ``total``, above the last row: the total).
+
+    Args:
+        head: the columns' names.
+        rows: each row's cells, as text.
+        total: the last row is a total.
+    """
     widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head))]
     rule = "  " + "  ".join("-" * w for w in widths)
     out = []
     for k, row in enumerate((head, *rows)):
-        if k == len(rows):
+        if total and k == len(rows):
             out.append(rule)
         out.append("  " + "  ".join([row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]))
         if k == 0:
@@ -580,7 +587,7 @@ def _cost_lines(m: ModelPlan) -> list[str]:
         for name, c in [*((d.abbr, d.cost) for d in m.datasets), ("total", m.cost)]
     ]
     cached = "cached = the prefix each request shares with the one before"
-    return [f"  cost (output at its budget: an upper bound; {cached})", *_table(head, rows)]
+    return [f"  cost (output at its budget: an upper bound; {cached})", *text_table(head, rows)]
 
 
 def _num(n: int | None) -> str:
@@ -648,7 +655,7 @@ def format_plan(plan: PlanReport, verbose: bool = False) -> str:
             ("total", f"{m.samples:,}", _num(m.prompt_tokens), _num(m.model_tokens), _num(m.output_tokens))
             + ("", str(m.num_shortened), str(m.num_skipped), f"{m.prefix_share:.0%}")
         )
-        lines += _table(head, rows) + _cut_lines(m, verbose) + _window_lines(plan.run, m.abbr, verbose)
+        lines += text_table(head, rows) + _cut_lines(m, verbose) + _window_lines(plan.run, m.abbr, verbose)
         lines += [f"  {x}" for x in (m.devices, m.kv_cache) if x]
         ran = plan.run.model(m.abbr)
         varied = ran.model_variant if ran else None

@@ -95,13 +95,16 @@ def run_rates(run: Path) -> dict[str, Rates]:
     return out
 
 
-def rate_plan(plan: PlanReport, run: Path, prices: Prices | None = None) -> tuple[list[Prediction], list[str]]:
+def rate_plan(
+    plan: PlanReport, run: Path, prices: Prices | None = None, rates: dict[str, Rates] | None = None
+) -> tuple[list[Prediction], list[str]]:
     """Each model of a plan at its rates in an earlier run: (predictions, models the run has no rates for).
 
     Args:
         plan: the new config's plan (``commands.plan.plan_config``).
         run: the earlier run's folder.
         prices: the prices (``planning.costs``); None: the earlier run's recorded ones, if any.
+        rates: the run's rates where already read (:func:`run_rates`).
 
     Raises:
         ConfigError: not a run folder, no request of it has a cost, or no model of the plan is in it.
@@ -109,7 +112,7 @@ def rate_plan(plan: PlanReport, run: Path, prices: Prices | None = None) -> tupl
     from ..opencompass.configs import load_config
     from ..report.results import recorded_prices
 
-    rates = run_rates(run)
+    rates = rates if rates is not None else run_rates(run)
     prices = prices if prices is not None else recorded_prices([run])
     missing = [m.abbr for m in plan.models if m.abbr not in rates]
     if len(missing) == len(plan.models):
