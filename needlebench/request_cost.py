@@ -17,7 +17,9 @@ Where each comes from:
   is ``openai-api`` and its version what the server's ``GET /version`` answers (vLLM does);
 * an in-process engine (HuggingFace, kvpress, vLLM and LMDeploy through OpenCompass): the batch's clock, shared
   over its prompts by their length (``shared``), the batch's peak device memory where torch reports one, and
-  the engine package's version.
+  the engine package's version; in-process vLLM also says, per request, what its ``RequestOutput`` carries: the
+  prompt's tokens, ``num_cached_tokens``, and where stats are kept (``metrics``) the queue, first-token and
+  decode times.
 """
 
 from __future__ import annotations

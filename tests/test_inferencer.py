@@ -437,3 +437,46 @@ def test_infer_and_eval_task_memory_does_not_grow_with_the_shard(tmp_path: Path)
             assert grown < 1.2 * base, f"{kind} {measure}: {base / 1e6:.0f} MB -> {grown / 1e6:.0f} MB"
     stock_anon, ours_anon = stock["infer"][1], small["infer"][1]
     assert stock_anon > 1.2 * ours_anon, f"OpenCompass's inferencer: {stock_anon / 1e6:.0f} MB ({ours_anon / 1e6:.0f})"
+
+
+def test_a_vllm_request_output_says_its_cost_and_nothing_else_is_guessed() -> None:
+    """In-process vLLM: each RequestOutput's prompt tokens and cached tokens, and where it kept stats, the queue,
+    first-token and decode times from one clock (v1's engine stamps or v0's wall times, never mixed); the
+    engine's ``generate`` is wrapped once so the batch's outputs are kept (OpenCompass's model returns texts)."""
+    from types import SimpleNamespace
+
+    from needlebench.opencompass.inferencer import _Clock, _request_output_facts
+
+    v1 = SimpleNamespace(queued_ts=10.0, scheduled_ts=10.5, first_token_ts=11.0, last_token_ts=13.0, arrival_time=9e9)
+    out = SimpleNamespace(prompt_token_ids=[1] * 40, num_cached_tokens=32, metrics=v1)
+    assert _request_output_facts(out) == {
+        "prompt_tokens": 40,
+        "cached_tokens": 32,
+        "queue_ms": 500.0,
+        "ttft_ms": 500.0,
+        "decode_ms": 2000.0,
+    }
+    v0 = SimpleNamespace(arrival_time=1.0, first_scheduled_time=1.25, first_token_time=2.0, last_token_time=2.5)
+    assert _request_output_facts(SimpleNamespace(prompt_token_ids=[1, 2], num_cached_tokens=0, metrics=v0)) == {
+        "prompt_tokens": 2,
+        "cached_tokens": 0,
+        "queue_ms": 250.0,
+        "ttft_ms": 750.0,
+        "decode_ms": 500.0,
+    }
+    assert _request_output_facts(SimpleNamespace()) == {}  # nothing said: nothing set
+
+    class VLLMwithChatTemplate:  # the class name the engine is told by; its engine a stand-in vllm.LLM
+        def __init__(self) -> None:
+            self.model = SimpleNamespace(generate=lambda prompts, params: [out for _ in prompts])
+
+        def generate(self, inputs: list[str]) -> list[str]:
+            self.model.generate(inputs, None)
+            return ["answer" for _ in inputs]
+
+    model = VLLMwithChatTemplate()
+    clock = _Clock(model)
+    model.generate(["a", "bb"])
+    costs = clock.costs(["a", "bb"])
+    assert [(c.prompt_tokens, c.cached_tokens, c.shared) for c in costs] == [(40, 32, True), (40, 32, True)]
+    assert _Clock(model).outputs is clock.outputs == []  # wrapped once; a new batch starts empty

@@ -99,6 +99,12 @@ def test_in_process_vllm_summary_matches_samples(run: dict[str, Path]) -> None:
     (chain_row,) = _rows(out / "summary" / "needlechain_summary.csv")
     assert (chain_row["variant"], chain_row["k"], chain_row["question"]) == ("forward", "5", "single")
     assert float(chain_row[MODEL]) == pytest.approx(chain["score"], abs=0.01)
+    # what each request cost, as vLLM's RequestOutput said it (OpenCompass's model returns only the text): its
+    # prompt's tokens and those served from the prefix cache, beside the batch's clock shared by length
+    for record in srt + [chain]:
+        cost = record["cost"]
+        assert cost["engine"] == "vllm" and cost["shared"] and cost["wall_s"] > 0, cost
+        assert cost["prompt_tokens"] > 0 and 0 <= cost["cached_tokens"] <= cost["prompt_tokens"], cost
 
 
 def test_builder_settings_reached_vllm(run: dict[str, Path]) -> None:

@@ -421,6 +421,9 @@ class _Clock:
         self.model = model
         if hasattr(model, "request_costs"):
             model.request_costs = []  # a batch that sends nothing leaves none of the last batch's behind
+        self.outputs = _vllm_outputs(model)  # in-process vLLM: the RequestOutputs its batch returns
+        if self.outputs is not None:
+            self.outputs.clear()
         self.cuda = _cuda()
         if self.cuda is not None:
             self.cuda.reset_peak_memory_stats()
@@ -440,12 +443,68 @@ class _Clock:
         engine, version = _engine(self.model)
         sizes = [_size(p) for p in prompts]
         total = sum(sizes) or 1
+        said = list(self.outputs) if self.outputs is not None and len(self.outputs) == len(prompts) else []
         return [
             RequestCost(
-                wall_s=wall * n / total, shared=True, peak_memory_mb=peak, engine=engine, engine_version=version
+                wall_s=wall * n / total,
+                shared=True,
+                peak_memory_mb=peak,
+                engine=engine,
+                engine_version=version,
+                **(_request_output_facts(said[i]) if said else {}),
             )
-            for n in sizes
+            for i, n in enumerate(sizes)
         ]
+
+
+def _vllm_outputs(model: Any) -> list[Any] | None:
+    """Where an in-process vLLM model (OpenCompass's ``VLLMwithChatTemplate``) keeps the ``RequestOutput`` list its
+    last ``generate`` returned: its ``vllm.LLM``'s ``generate`` is wrapped once to keep them (OpenCompass's model
+    returns only the texts); None for any other model."""
+    llm = getattr(model, "model", None)
+    if _engine(model)[0] != "vllm" or not callable(getattr(llm, "generate", None)):
+        return None
+    kept = getattr(llm, "_needlebench_outputs", None)
+    if kept is None:
+        kept, generate = [], llm.generate
+
+        def keeping(*args: Any, **kwargs: Any) -> Any:
+            outputs = generate(*args, **kwargs)
+            kept[:] = list(outputs)
+            return outputs
+
+        llm.generate, llm._needlebench_outputs = keeping, kept
+    return kept
+
+
+def _request_output_facts(output: Any) -> dict[str, Any]:
+    """What a vLLM ``RequestOutput`` says its request cost: its prompt's tokens, those served from the prefix cache
+    (``num_cached_tokens``), and where stats are kept (``metrics``: v1's ``*_ts`` stamps or v0's ``*_time``), the
+    queue, first-token and decode milliseconds; a fact it does not carry stays None."""
+    tokens = getattr(output, "prompt_token_ids", None)
+    cached = getattr(output, "num_cached_tokens", None)
+    out: dict[str, Any] = {
+        "prompt_tokens": len(tokens) if tokens is not None else None,
+        "cached_tokens": cached if isinstance(cached, int) and not isinstance(cached, bool) else None,
+    }
+    metrics = getattr(output, "metrics", None)
+
+    def stamp(name: str) -> float | None:
+        value = getattr(metrics, name, None)
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value else None
+
+    # one clock per scheme: v1's engine-core stamps (monotonic), or v0's wall-clock times, never mixed
+    names = ("queued_ts", "scheduled_ts", "first_token_ts", "last_token_ts")
+    if not hasattr(metrics, "scheduled_ts"):
+        names = ("arrival_time", "first_scheduled_time", "first_token_time", "last_token_time")
+    queued, scheduled, first, last = (stamp(n) for n in names)
+    if queued is not None and scheduled is not None:
+        out["queue_ms"] = (scheduled - queued) * 1000
+    if scheduled is not None and first is not None:
+        out["ttft_ms"] = (first - scheduled) * 1000
+    if first is not None and last is not None:
+        out["decode_ms"] = (last - first) * 1000
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def _size(prompt: Any) -> int:
