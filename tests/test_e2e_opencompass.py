@@ -109,8 +109,14 @@ def test_no_none_or_nan_in_the_main_jobs_tables_and_pages(tiny_run: Path, tmp_pa
 
     pages = write_leaderboard(build_leaderboard([tiny_run], published=False), tmp_path / "board")
     ours = sorted((tiny_run / "summary").glob("needlebench_*.csv"))
-    names = ["needlebench_cost.csv", "needlebench_effective_length.csv", "needlebench_summary.csv"]
+    names = [
+        "needlebench_cost.csv",
+        "needlebench_cost_forecast.csv",
+        "needlebench_effective_length.csv",
+        "needlebench_summary.csv",
+    ]
     assert [p.name for p in ours] == names
+    tables = dict(zip(names, ours, strict=True))
     files = [*ours, tiny_run / "summary" / "report.html", *pages.values()]
     for path in files:
         text = path.read_text(encoding="utf-8")
@@ -120,7 +126,7 @@ def test_no_none_or_nan_in_the_main_jobs_tables_and_pages(tiny_run: Path, tmp_pa
     # the absent values the run has are there, as empty cells: M-RT's cells hold one sample each, so no interval
     # (README), and S-RT ZH, every answer cut off at 0 (README), has no effective length
     model = "smollm2-135m-instruct"
-    summary = list(csv.DictReader(ours[2].open(encoding="utf-8")))
+    summary = list(csv.DictReader(tables["needlebench_summary.csv"].open(encoding="utf-8")))
     assert [
         (r["task"], r["lang"], r["length"]) for r in summary if r[f"{model} ci_low"] == r[f"{model} ci_high"] == ""
     ] == [
@@ -128,7 +134,8 @@ def test_no_none_or_nan_in_the_main_jobs_tables_and_pages(tiny_run: Path, tmp_pa
         ("M-RT", "EN", "all"),
         ("M-RT", "OVERALL", "all"),
     ]
-    effective = {(r["task"], r["lang"]): r["effective_length"] for r in csv.DictReader(ours[1].open(encoding="utf-8"))}
+    lengths = csv.DictReader(tables["needlebench_effective_length.csv"].open(encoding="utf-8"))
+    effective = {(r["task"], r["lang"]): r["effective_length"] for r in lengths}
     assert effective[("S-RT", "ZH")] == ""
 
 

@@ -112,11 +112,12 @@ def _stop_message(proc: subprocess.CompletedProcess[str]) -> str:
 
 def _tables(run: Path) -> dict[str, str]:
     """The run's summary tables: ours, and OpenCompass's ``summary_<time>.csv`` (its name holds the time); the
-    ledger left out (``needlebench_cost.csv``: the clock's, and a killed task's last batch has no cost line)."""
+    ledger and its forecast left out (``needlebench_cost*.csv``: the clock's, and a killed task's last batch has no
+    cost line)."""
     tables = {
         p.name: p.read_text(encoding="utf-8")
         for p in (run / "summary").glob("needle*.csv")
-        if p.name != "needlebench_cost.csv"
+        if not p.name.startswith("needlebench_cost")
     }
     *_, newest = sorted((run / "summary").glob("summary_*.csv"))  # one per invocation of a resumed run
     tables["opencompass summary"] = newest.read_text(encoding="utf-8")
