@@ -23,6 +23,7 @@ from ..adaptive.scenarios import answer, climb, curves, named
 from ..planning.rates import Planned, Rates, predict
 from ..tasks import get_task
 from .plan import PlanReport, text_table
+from .rates import batch_sizes
 
 __all__ = ["AdaptiveCase", "AdaptivePlan", "adaptive_plan", "format_adaptive"]
 
@@ -75,21 +76,19 @@ class AdaptivePlan:
 Asked = dict[str, list[tuple[int, int]]]  # dataset -> (prompt tokens, output budget) of each prompt asked
 
 
-def _grids(plan: PlanReport, model: str) -> dict[str, tuple[str, dict, dict, dict, int]]:
-    """Per summary-task dataset: (task, ladder grid, tokens per length, each prompt's tokens by key, budget)."""
-    from ..cache.rows import load_rows
-    from ..opencompass.configs import load_config
-    from ..planning.limits import limited_dataset
-    from ..tasks import config_params
+def _grids(plan: PlanReport, model: str, datasets: Sequence[Any]) -> dict[str, tuple[str, dict, dict, dict, int]]:
+    """Per summary-task dataset of the config's ``datasets``: (task, ladder grid, tokens per length, each prompt's
+    tokens by key, budget)."""
+    from ..planning.limits import model_rows
 
     run = plan.run.model(model)
     budgets = {d.abbr: d.max_out_len for m in plan.models if m.abbr == model for d in m.datasets}
     out = {}
-    for d in load_config(plan.config)[1]:
+    for d in datasets:
         spec = get_task(d["task"])
         if not spec.suite_weights or run is None or d["abbr"] not in run.limits:
             continue
-        rows = load_rows(spec.name, **config_params(limited_dataset(d, run.limits[d["abbr"]])))
+        rows = model_rows(d, run.limits[d["abbr"]])
         grid: dict[int, list[tuple[Any, Hashable]]] = {}
         sizes: dict[tuple[int, Any, Hashable], int] = {}
         for sample, meta, tokens in zip(rows["id"], rows["meta"], rows["prompt_tokens"], strict=True):
@@ -152,11 +151,11 @@ def adaptive_plan(
     from ..opencompass.configs import load_config
 
     settings = settings or LadderSettings()
-    models = load_config(plan.config)[0].get("models", [])
-    batch_size = {m.get("abbr", "model"): int(m.get("batch_size", 1) or 1) for m in models}
+    cfg, datasets = load_config(plan.config)  # once: every model's grids come from its datasets
+    batch_size = batch_sizes(cfg)
     out = []
     for m in plan.models:
-        grids = _grids(plan, m.abbr)
+        grids = _grids(plan, m.abbr, datasets)
         if not grids:
             continue
         tasks = {abbr: g[0] for abbr, g in grids.items()}

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..planning.limits import limited_dataset
+from ..planning.limits import model_rows
 from ..runfolder.plan_file import read_plan
-from ..tasks import config_params, is_needlebench
+from ..tasks import is_needlebench
 from .retry import run_config
 
 __all__ = ["show_prompt"]
@@ -48,8 +48,6 @@ def show_prompt(run: Path, sample_id: str, model: str | None = None) -> int:
     """
     from mmengine.config import Config
 
-    from ..cache.rows import load_rows
-
     cfg = Config.fromfile(str(run_config(run, "prompt")))
     plan = read_plan(run)
     runs = list(plan.models) if plan is not None else []
@@ -58,7 +56,7 @@ def show_prompt(run: Path, sample_id: str, model: str | None = None) -> int:
     chosen = plan.model(model) if (plan is not None and model) else (runs[0] if runs else None)
     for d in (d for d in cfg["datasets"] if is_needlebench(d)):
         limit = chosen.limits.get(d["abbr"]) if chosen is not None else None
-        rows = load_rows(d["task"], **config_params(limited_dataset(d, limit) if limit is not None else d))
+        rows = model_rows(d, limit)
         ids = rows["id"]
         if sample_id not in ids:
             continue

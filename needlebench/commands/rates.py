@@ -21,21 +21,24 @@ from ..planning.rates import Planned, Prediction, Rates, fit_rates, observations
 from ..record import GradedSample
 from .plan import PlanReport
 
-__all__ = ["format_rates", "rate_plan", "run_rates"]
+__all__ = ["batch_sizes", "format_rates", "rate_plan", "run_rates"]
 
 
 def _rows(datasets: list[Any], limits: Any) -> dict[str, Any]:
     """Each needlebench dataset's rows as the model with these limits is sent them, by abbr."""
-    from ..cache.rows import load_rows
-    from ..planning.limits import limited_dataset
-    from ..tasks import config_params
+    from ..planning.limits import model_rows
 
-    out = {}
-    for d in datasets:
-        limit = limits.get(d["abbr"]) if limits is not None else None
-        lim = limited_dataset(d, limit) if limit is not None else d
-        out[d["abbr"]] = load_rows(lim["task"], **config_params(lim))
-    return out
+    return {d["abbr"]: model_rows(d, limits.get(d["abbr"]) if limits is not None else None) for d in datasets}
+
+
+def batch_sizes(cfg: Any) -> dict[str, int]:
+    """Each model's ``batch_size`` in a loaded config (OpenCompass's default 1), by abbr: how its requests are cut
+    into batches, which the rates are per.
+
+    Args:
+        cfg: the config (``opencompass.configs.load_config``'s first item).
+    """
+    return {m.get("abbr", "model"): int(m.get("batch_size", 1) or 1) for m in cfg.get("models", [])}
 
 
 def _needlebench_datasets(config: Path) -> list[Any]:
@@ -121,7 +124,7 @@ def rate_plan(
             "rates are a model's on its engine, matched by abbr"
         )
     cfg, datasets = load_config(plan.config)
-    batch_size = {m.get("abbr", "model"): int(m.get("batch_size", 1) or 1) for m in cfg.get("models", [])}
+    batch_size = batch_sizes(cfg)
     out = []
     for m in plan.models:
         run_plan = plan.run.model(m.abbr)

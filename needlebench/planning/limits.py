@@ -30,6 +30,7 @@ from .shards import shard_ranges
 from .stream import HEAD_CHARS, interleave
 
 __all__ = [
+    "model_rows",
     "DEFAULT_MAX_SEQ_LEN",
     "OPENAI_CLIENT_RESERVE",
     "Limit",
@@ -411,6 +412,18 @@ def limited_dataset(dataset: dict, limit: Limit) -> dict:
     if limit.out_len:
         out.setdefault("infer_cfg", {}).setdefault("inferencer", {})["max_out_len"] = int(limit.out_len)
     return out
+
+
+def model_rows(dataset: dict, limit: Limit | None) -> Any:
+    """A dataset's rows as a model with this limit is sent them (its room, its over-length policy): the rows the
+    infer, eval and report stages and the plan's commands all read; the dataset's own rows without a limit.
+
+    Args:
+        dataset: the dataset config.
+        limit: the model's limit for it (a run's plan's), or None.
+    """
+    lim = limited_dataset(dataset, limit) if limit is not None else dataset
+    return load_rows(lim["task"], **config_params(lim))
 
 
 def token_shards(

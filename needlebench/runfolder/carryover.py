@@ -22,13 +22,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..cache.rows import load_rows
 from ..files import atomic_write
 from ..jsonl import iter_jsonl
-from ..planning.limits import Limit, limited_dataset
+from ..planning.limits import Limit, model_rows
 from ..planning.run import ModelRun, Part
 from ..record import unanswered
-from ..tasks import config_params
 from .plan_diff import model_changes
 from .predictions import PredictionLog, entry_digest, iter_prediction_file
 from .retries import read_retries
@@ -86,7 +84,7 @@ def _pool_part(
         (answers dropped, the piece's files read).
     """
     path, files = _part_files(model, part, out_dir)
-    rows = load_rows(d["task"], **config_params(limited_dataset(d, limit)))
+    rows = model_rows(d, limit)
     dropped = 0
     for key, entry in _saved(path):
         at = part.start + int(key)  # a part's keys count its own rows from 0
