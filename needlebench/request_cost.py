@@ -24,11 +24,11 @@ Where each comes from:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-__all__ = ["LEDGER_WAYS", "RequestCost"]
+__all__ = ["LEDGER_WAYS", "RequestCost", "cache_share"]
 
 
 # how the ledger takes a fact over a cell's requests
@@ -106,3 +106,15 @@ class RequestCost:
     def ledger_ways(cls) -> dict[str, str]:
         """Each fact's way into the ledger (:data:`LEDGER_WAYS`), by name."""
         return {f.name: f.metadata["ledger"] for f in fields(cls)}
+
+
+def cache_share(costs: Sequence[RequestCost]) -> float | None:
+    """The share of prompt tokens the engine served from its cache, over the requests that said both counts; None
+    where none did (the ledger's ``cache share``, and the measured share a forecast takes off).
+
+    Args:
+        costs: the requests' costs.
+    """
+    both = [c for c in costs if c.computed_tokens is not None]
+    prompt = sum(c.prompt_tokens or 0 for c in both)
+    return sum(c.cached_tokens or 0 for c in both) / prompt if both and prompt else None

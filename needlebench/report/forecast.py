@@ -21,6 +21,7 @@ import pandas as pd
 from ..aggregate.effective_length import length_text
 from ..planning.rates import Planned, fit_rates, observations, predict
 from ..record import GradedSample
+from ..request_cost import cache_share
 from ..runfolder.cost_log import cost_batches
 from ..runfolder.progress_log import in_flight_span, read_progress
 from ..tasks import get_task
@@ -56,10 +57,7 @@ def cost_forecast(results: RunResults) -> pd.DataFrame:
             continue
         batches = measured.batches
         span = in_flight_span(read_progress(folder)[0]) or None
-        costs = [r.output.cost for r in mine.values() if r.output.cost is not None]
-        both = [c for c in costs if c.computed_tokens is not None]
-        prompt = sum(c.prompt_tokens or 0 for c in both)
-        share = sum(c.cached_tokens or 0 for c in both) / prompt if prompt else 0.0
+        share = cache_share([r.output.cost for r in mine.values() if r.output.cost is not None]) or 0.0
         rates = fit_rates(model, str(folder.parent.parent), measured.engine, batches, 0.0, None, span)
         rates = dataclasses.replace(rates, cache_capture=1.0)  # each prompt's cached share as the run measured it
         profile = str(next(iter(mine.values())).get("profile") or "v2")

@@ -30,7 +30,7 @@ from ..aggregate.effective_length import length_text
 from ..planning.costs import Price, Prices, request_costs
 from ..planning.run import ModelRun
 from ..record import GradedSample
-from ..request_cost import RequestCost
+from ..request_cost import RequestCost, cache_share
 from ..tasks import get_task
 
 __all__ = ["LEDGER_TABLE", "cost_grid", "cost_ledger"]
@@ -64,7 +64,6 @@ def _row(paid: Sequence[Paid], devices: int, price: Price | None) -> dict[str, A
     """The ledger's numbers over some requests."""
     costs = [c for c, _ in paid]
     both = [c for c in costs if c.computed_tokens is not None]
-    prompt = sum(c.prompt_tokens or 0 for c in both)
     facts = _facts(costs)
     device_s = facts["wall_s"] * devices if devices and facts["wall_s"] is not None else None
     money, priced = _money(paid, device_s, price)
@@ -74,7 +73,7 @@ def _row(paid: Sequence[Paid], devices: int, price: Price | None) -> dict[str, A
         "with timings": sum(c.ttft_ms is not None for c in costs),
         **facts,
         "computed_tokens": float(sum(c.computed_tokens or 0 for c in both)) if both else None,
-        "cache share": sum(c.cached_tokens or 0 for c in both) / prompt if both and prompt else None,
+        "cache share": cache_share(costs),
         "devices": devices or None,
         "device_s": device_s,
         "money": money,
