@@ -16,6 +16,8 @@ as 0. The reasons:
 - ``unreadable``: the sample's line in ``samples.jsonl`` could not be read back (not JSON, not a record, or
   missing from a file that holds its dataset): the report places it in its cell from the run's plan, so
   the cell says it is incomplete instead of quietly counting fewer samples.
+- ``not_sampled``: an adaptive run's ladder never asked it (``planning.adaptive``): the report places it in
+  its cell from the run's plan, so the cell says how many of its planned samples the score rests on; never a 0.
 
 Whatever counts, a record says how its output ended: ``output_tokens`` (and which tokenizer
 counted them), ``truncated`` (cut off at ``max_out_len``) and ``think_unclosed`` (a ``<think>``
@@ -59,7 +61,15 @@ __all__ = [
     "postprocessed",
 ]
 
-UNSCORED_REASONS = ("shortened", "request_failed", "no_prediction", "skipped", "truncated", "unreadable")
+UNSCORED_REASONS = (
+    "shortened",
+    "request_failed",
+    "no_prediction",
+    "skipped",
+    "truncated",
+    "unreadable",
+    "not_sampled",
+)
 # the reasons the tables count as "failed": the sample was sent (or meant to be) and got no answer
 FAILED_REASONS = ("request_failed", "no_prediction")
 

@@ -19,7 +19,7 @@ from needlebench.opencompass.partitioner import NeedleBenchPartitioner
 from needlebench.tasks.needlechain.task import chain_options
 
 RUNTIME_OWN = (
-    "'beyond_window', 'debug', 'eval_workers', 'keep_tmp_file', 'lark_bot_url', 'max_workers', "
+    "'adaptive', 'beyond_window', 'debug', 'eval_workers', 'keep_tmp_file', 'lark_bot_url', 'max_workers', "
     "'max_workers_per_gpu', 'measure_with_model_tokenizer', 'num_shards', 'overlength', 'prompts', 'runner', "
     "'template_margin'"
 )
@@ -72,8 +72,8 @@ def test_runner_options_are_what_the_runner_reads() -> None:
     assert runtime(debug=True, max_workers_per_gpu=2)[0]["runner"]["max_workers_per_gpu"] == 2
     assert _refusal(lambda: runtime(partition="gpu")) == f"runtime: unknown option 'partition'; valid: [{RUNTIME_OWN}]"
     assert _refusal(lambda: runtime(runner="SlurmRunner", partitoin="gpu")) == (
-        "runtime: unknown option 'partitoin'; did you mean 'partition'? valid: ['beyond_window', 'debug', "
-        "'eval_workers', 'extra_command', 'lark_bot_url', 'max_workers', 'measure_with_model_tokenizer', "
+        "runtime: unknown option 'partitoin'; did you mean 'partition'? valid: ['adaptive', 'beyond_window', "
+        "'debug', 'eval_workers', 'extra_command', 'lark_bot_url', 'max_workers', 'measure_with_model_tokenizer', "
         "'num_shards', 'overlength', 'partition', 'prompts', 'qos', 'quotatype', 'retry', 'runner', "
         "'template_margin']"
     )

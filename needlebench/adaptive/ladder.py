@@ -38,13 +38,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..aggregate.effective_length import EffectiveRule
-from ..errors import ConfigError
+from ..errors import ConfigError, unknown_option_error
 from ..seeding import stable_hash
 from .bounds import mean_bounds
 
-__all__ = ["LadderSettings", "Round", "Rung", "next_round", "sampling_order", "schedule"]
+__all__ = ["OPTIONS", "LadderSettings", "Round", "Rung", "next_round", "sampling_order", "schedule"]
 
 STATUSES = ("pass", "fail", "open")
+# what ``runtime(adaptive=dict(...))`` may set; the rule is the summarizer's ``effective_length`` (one rule per run)
+OPTIONS = ("delta", "first", "growth", "budget", "seed", "extend", "graded")
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,32 @@ class LadderSettings:
             raise ConfigError(f"adaptive budget: {self.budget!r}; prompt tokens, more than 0")
         if any(isinstance(n, bool) or not isinstance(n, int) or n <= 0 for n in self.extend):
             raise ConfigError(f"adaptive extend: {self.extend!r}; lengths in tokens, e.g. (2000000, 4000000)")
+
+    @classmethod
+    def of(cls, options: Mapping[str, object] | None, rule: EffectiveRule | None = None) -> LadderSettings:
+        """The settings a config's ``runtime(adaptive=dict(...))`` gives; an unknown key is refused, never ignored.
+
+        Args:
+            options: the mapping (keys of :data:`OPTIONS`); None or empty: every default.
+            rule: the run's effective-length rule (the summarizer's ``effective_length``; None: the default).
+
+        Raises:
+            ConfigError: not a mapping, an unknown key, or a value out of range.
+        """
+        if options is None:
+            options = {}
+        if not isinstance(options, Mapping):
+            raise ConfigError(f"adaptive: {options!r}; a dict of {', '.join(OPTIONS)} (or {{}} for the defaults)")
+        unknown = set(options) - set(OPTIONS)
+        if unknown:
+            raise unknown_option_error("adaptive", map(str, unknown), OPTIONS)
+        values = dict(options)
+        try:
+            if "extend" in values:
+                values["extend"] = tuple(values["extend"])  # type: ignore[arg-type]
+            return cls(rule=rule or EffectiveRule(), **values)  # type: ignore[arg-type]
+        except TypeError as exc:  # a string where a number goes
+            raise ConfigError(f"adaptive: {dict(options)!r}: {exc}") from None
 
 
 def schedule(population: int, settings: LadderSettings) -> list[int]:

@@ -174,7 +174,9 @@ def rows_on_demand(dataset: Any) -> Iterator[Mapping[str, Any]]:
     table = getattr(getattr(dataset, "data", None), "table", None)
     plain = isinstance(dataset, Dataset) and dataset._indices is None and dataset.format["type"] is None
     if table is None or not plain or not all(isinstance(f, Value) for f in dataset.features.values()):
-        yield from dataset
+        # a Dataset's own iteration (a subclass's __iter__ may be this very loop: rows selected by an index
+        # mapping, an adaptive run's, come back here)
+        yield from (Dataset.__iter__(dataset) if isinstance(dataset, Dataset) else dataset)
         return
     names = {name: i for i, name in enumerate(table.column_names)}
     for batch in table.to_batches():

@@ -144,13 +144,13 @@ def adaptive_plan(
 
     Args:
         plan: the config's plan (``commands.plan.plan_config``).
-        settings: the ladder's settings (default: its defaults).
+        settings: the ladder's settings (default: the config's ``runtime(adaptive=...)``, else the defaults).
         rates: per model abbr, the rates of an earlier run (``commands.rates.run_rates``), for seconds and money.
         prices: the prices (``planning.costs.Prices``), for money.
     """
     from ..opencompass.configs import load_config
 
-    settings = settings or LadderSettings()
+    settings = settings or LadderSettings.of(plan.run.settings.adaptive)  # the config's own, where it has them
     cfg, datasets = load_config(plan.config)  # once: every model's grids come from its datasets
     batch_size = batch_sizes(cfg)
     out = []
@@ -189,7 +189,7 @@ def format_adaptive(plans: Sequence[AdaptivePlan]) -> str:
     """
     lines = []
     for p in plans:
-        lines += ["", f"model {p.model}, adaptive ({', '.join(p.datasets)}; the ladder's rounds, not yet runnable):"]
+        lines += ["", f"model {p.model}, adaptive ({', '.join(p.datasets)}; what runtime(adaptive=...) would ask):"]
         head = ("case", "prompts", "prompt tokens", "share", "rounds", "seconds", "$")
         rows = [
             (c.case, f"{c.prompts:,}", f"{c.prompt_tokens:,}", f"{c.share:.1%}", str(c.rounds))

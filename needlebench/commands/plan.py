@@ -664,6 +664,9 @@ def format_plan(plan: PlanReport, verbose: bool = False) -> str:
             labels = ", ".join(f"{k} {x}" for k, x in v.labels.items())
             lines.append(f"  variant of {v.of or '(no model of the run)'}: {labels}")
         lines += _cost_lines(m) + _thinking_lines(plan, m)
+        if ran and ran.rounds:  # an adaptive run: its shards are its first round's
+            first = sum(s.samples for s in m.shards)
+            lines.append(f"  adaptive: the first round asks {first:,} of {m.samples:,} prompts (--adaptive: the range)")
         for s in m.shards:
             lines.append(
                 f"  shard {s.index}: {s.samples:,} prompts, {_num(s.prompt_tokens)} prompt + "

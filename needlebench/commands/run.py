@@ -3,10 +3,18 @@
 The run itself is ``opencompass.driver``'s. A ``--replan`` or ``--retry`` resumes a run (``-r TIME``): it is left in
 the run folder as a typed request (``runfolder.request.RunRequest``) that the infer stage reads once, records
 in the plan's history and removes.
+
+An adaptive run (``runtime(adaptive=...)``) is a run in rounds: each ``opencompass`` command runs one (its infer
+stage adds the round its records decide, ``runfolder.ladder_rounds``); ``needlebench run`` resumes the run
+(``-r``, in a process of its own each time) until no model's ladder asks more, or a round adds nothing.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -72,4 +80,65 @@ def run_config(config: str, options: Sequence[str], replan: bool = False, retry:
     if replan or retry is not None:
         models = tuple(m for m in (retry or "").split(",") if m) or None
         write_request(resumed_run(config, options), RunRequest(replan=replan, retry=models))
+    started = time.time()
     drive([config, *options])
+    _rounds(config, options, started)
+
+
+def _work_dir(config: str, options: Sequence[str]) -> str:
+    """The work dir OpenCompass's options give, else the config's (OpenCompass's default where it has none)."""
+    work = _option(options, "-w", "--work-dir")
+    if work:
+        return work
+    from mmengine.config import Config
+
+    return str(Config.fromfile(config).get("work_dir") or "./outputs/default")
+
+
+def _without(options: Sequence[str], *names: str) -> list[str]:
+    """OpenCompass's options less ``names`` and their values (``-r TIME``, ``--work-dir=DIR``)."""
+    out, skip = [], False
+    for i, item in enumerate(options):
+        if skip:
+            skip = False
+            continue
+        if item in names:
+            following = options[i + 1] if i + 1 < len(options) else ""
+            skip = bool(following) and not following.startswith("-")
+            continue
+        if any(item.startswith(n + "=") for n in names):
+            continue
+        out.append(item)
+    return out
+
+
+def _rounds(config: str, options: Sequence[str], started: float) -> None:
+    """An adaptive run's further rounds, each a resume of the run in a process of its own, while a model's ladder
+    asks more and the round before added something (a round that adds nothing would repeat forever)."""
+    from mmengine.config import Config
+
+    from ..aggregate.effective_length import EffectiveRule
+    from ..launch.driver import command, own_run
+    from ..runfolder.ladder_rounds import pending
+    from ..runfolder.plan_file import read_plan
+
+    run = own_run([_work_dir(config, options)], os.getpid(), started)
+    plan = read_plan(run) if run is not None else None
+    if run is None or plan is None or plan.settings.adaptive is None:
+        return
+    rule = EffectiveRule.of((Config.fromfile(config).get("summarizer") or {}).get("effective_length"))
+    rest = _without(options, "-r", "--reuse", "-w", "--work-dir")
+    asked = -1
+    while True:
+        plan = read_plan(run)
+        if plan is None:
+            return
+        due = pending(plan, run, rule)
+        total = sum(len(ids) for m in plan.models for r in m.rounds for ids in r.asks.values())
+        if not any(due.values()) or total == asked:
+            return
+        asked = total
+        print(f"needlebench: adaptive run {run}: the next round asks {sum(due.values())} prompts", file=sys.stderr)
+        done = subprocess.run([*command(), config, *rest, "-w", str(run.parent), "-r", run.name], check=False)
+        if done.returncode != 0:
+            raise SystemExit(done.returncode)

@@ -516,6 +516,7 @@ def runtime(
     measure_with_model_tokenizer: bool = True,
     prompts: str = "text",
     beyond_window: str = "stop",
+    adaptive: dict[str, Any] | None = None,
     **runner_options: Any,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """``infer`` and ``eval`` sections: token-aware shards, per-model over-length handling.
@@ -535,6 +536,10 @@ def runtime(
         beyond_window: cells whose prompts go past a model's context window (its ``config.json``'s
             ``max_position_embeddings``, RoPE scaling and sliding window, read offline): ``"stop"`` the run before
             any model call, naming them, or ``"mark"`` them "beyond window" in the tables and run them.
+        adaptive: an adaptive run: each S-RT, M-RT and M-RS dataset is asked in rounds, only the prompts that
+            decide its effective length (the adaptive length ladder's ``delta``, ``first``, ``growth``,
+            ``budget``, ``seed``, ``extend``, ``graded``; ``{}`` for every default); ``needlebench run`` runs every
+            round, ``opencompass`` one round per command. None: the full grid.
         **runner_options: that runner's own settings (e.g. ``partition`` for Slurm), checked against the
             parameters it names, so a typo fails when the config is read (``LocalRunner`` would ignore it).
 
@@ -550,6 +555,7 @@ def runtime(
         eval_tasks=eval_workers,
         prompts=prompts,
         beyond_window=beyond_window,
+        adaptive=None if adaptive is None else dict(adaptive),
     )
     _check_runner_options(runner, runner_options)
     infer = dict(

@@ -195,7 +195,8 @@ class NeedleBenchPartitioner(BasePartitioner):
         if read_stored(Path(work_dir)) is None:  # a fresh run starts every model's tasks: checked before planning
             check_devices([(model_abbr_from_cfg(m), task_gpus(m)) for m in models], self.runner)
         groups = [(comb["models"], comb["datasets"]) for comb in model_dataset_combinations]
-        start = start_infer(work_dir, out_dir, groups, self.settings, self.logger)
+        rule = EffectiveRule.of(getattr(self, "effective", None))
+        start = start_infer(work_dir, out_dir, groups, self.settings, self.logger, rule)
         batch = start.request.batch  # `needlebench batch`: its API models' tasks only, and no server to ask
         tasks: list[ConfigDict] = []
         needs: list[tuple[str, int]] = []

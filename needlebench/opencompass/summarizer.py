@@ -37,7 +37,8 @@ from ..aggregate.effective_length import EffectiveRule
 from ..errors import OutOfMemory, OutOfSpace
 from ..planning.costs import load_prices
 from ..report.html import build_report
-from ..runfolder.plan_file import retry_command
+from ..runfolder.ladder_rounds import pending
+from ..runfolder.plan_file import read_plan, resume_command, retry_command
 from ..runfolder.retries import failed_requests
 from ..runfolder.stopped import check_stages
 from ..tasks import is_needlebench
@@ -125,6 +126,14 @@ class NeedleBenchSummarizer:
             )
             raise
         logger.info(f"needlebench report: {path}")
+        due = pending(plan, run, self.rule) if (plan := read_plan(run)) is not None else {}
+        if any(due.values()):  # an adaptive run: `needlebench run` goes on by itself, `opencompass` stops here
+            logger.warning(
+                f"adaptive run: the ladder asks {sum(due.values())} more prompts "
+                f"({', '.join(f'{m}: {n}' for m, n in due.items() if n)}); continue it: {resume_command(run)}"
+            )
+        elif due:
+            logger.info("adaptive run: every model's ladder is decided")
         failed = sum(failed_requests(run).values())
         if failed:
             logger.warning(

@@ -18,7 +18,7 @@ import copy
 import json
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -427,7 +427,7 @@ def model_rows(dataset: dict, limit: Limit | None) -> Any:
 
 
 def token_shards(
-    model: dict, datasets: list[tuple[int, dict]], num_shards: int
+    model: dict, datasets: list[tuple[int, dict]], num_shards: int, only: Mapping[int, Collection[int]] | None = None
 ) -> tuple[list[tuple[int, int]], list[int], list[tuple[int, int]]]:
     """Cut a model's samples into contiguous runs of about equal cost (prompt tokens plus output budget).
 
@@ -438,6 +438,8 @@ def token_shards(
         model: the model config (its ``max_out_len`` is the output budget where a dataset sets none).
         datasets: (index, needlebench dataset config with the model's limit) pairs, in run order.
         num_shards: runs wanted; fewer come back when there are fewer samples.
+        only: only these rows of each dataset index (an adaptive run's round), in the order the whole stream
+            sends them; None: every row.
 
     Returns:
         (the stream of (dataset index, row index), each sample's cost, the (start, end) ranges over the stream).
@@ -458,12 +460,15 @@ def token_shards(
     # datasets sharing a haystack interleaved (planning/stream.py); indices back to the caller's
     index = [di for di, _ in datasets]
     stream = [(index[k], ri) for k, ri in interleave(keys, heads, int(model.get("batch_size") or 1))]
+    if only is not None:
+        stream = [(di, ri) for di, ri in stream if ri in only.get(di, ())]
     costs = [cost[s] for s in stream]
     return stream, costs, (shard_ranges(costs, num_shards) if stream else [])
 
 
 def shard_runs(stream: Sequence[tuple[int, int]], start: int, end: int) -> list[tuple[int, int, int]]:
-    """The contiguous runs of one dataset inside a shard: ``(dataset index, first row, row after the last)``.
+    """The contiguous runs of one dataset inside a shard: ``(dataset index, first row, row after the last)``; a
+    gap in the rows (an adaptive round's) starts another run.
 
     Args:
         stream: the model's samples as (dataset index, row index), in run order (:func:`token_shards`).
@@ -474,7 +479,7 @@ def shard_runs(stream: Sequence[tuple[int, int]], start: int, end: int) -> list[
     i = start
     while i < end:
         j = i
-        while j < end and stream[j][0] == stream[i][0]:
+        while j < end and stream[j][0] == stream[i][0] and (j == i or stream[j][1] == stream[j - 1][1] + 1):
             j += 1
         runs.append((stream[i][0], stream[i][1], stream[j - 1][1] + 1))
         i = j

@@ -12,19 +12,24 @@ question of which output files are whole (``runfolder/pieces.py``).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..adaptive.ladder import LadderSettings
+from ..aggregate.effective_length import EffectiveRule
 from ..methods.kv_press import PressSpec
 from ..placement import task_gpus
 from ..tasks import is_needlebench
+from .adaptive import LadderGrid, LadderRound, decide, ladder_grid
 from .limits import (
     Limit,
     Limits,
     limited_dataset,
+    model_rows,
     out_len,
     overlength_cells,
     planned_cells,
@@ -37,10 +42,12 @@ from .window import beyond_cells, read_window
 
 __all__ = [
     "MemoryBaseline",
+    "add_round",
     "ModelRun",
     "Part",
     "RunPlan",
     "Shard",
+    "adaptive_rows",
     "part_config",
     "plan_run",
 ]
@@ -114,6 +121,10 @@ class ModelRun:
         model_variant: what the model varies and which model it varies (``planning.variants.Variant.to_dict``); None
             for a model that is no variant.
         devices: the GPUs each of its infer tasks holds (``run_cfg.num_gpus``): the ledger's device-seconds.
+        ladders: an adaptive run's grid per dataset the ladder climbs (``planning.adaptive.LadderGrid``); empty
+            for a full-grid run.
+        rounds: an adaptive run's rounds so far (``planning.adaptive.LadderRound``): its shards are theirs, each
+            round's parts numbered after the rounds' before.
     """
 
     abbr: str
@@ -127,6 +138,18 @@ class ModelRun:
     method: Mapping[str, Any] | None = None
     model_variant: Mapping[str, Any] | None = None
     devices: int = field(default=0, compare=False)
+    ladders: Mapping[str, LadderGrid] = field(default_factory=dict)
+    rounds: tuple[LadderRound, ...] = ()
+
+    def first_round(self) -> ModelRun:
+        """The plan as its first round left it (an adaptive run's; another is itself): what the config alone
+        gives, which a resume compares with the plan its config gives now."""
+        if not self.rounds:
+            return self
+        first = set(self.rounds[0].shards)
+        return dataclasses.replace(
+            self, shards=tuple(s for s in self.shards if s.index in first), rounds=self.rounds[:1]
+        )
 
 
 @dataclass(frozen=True)
@@ -216,11 +239,70 @@ class RunPlan:
                 method=m.get("method"),
                 model_variant=m.get("model_variant"),
                 devices=int(m.get("devices", 0) or 0),
+                ladders={k: LadderGrid.from_dict(v) for k, v in (m.get("ladders") or {}).items()},
+                rounds=tuple(LadderRound.from_dict(r) for r in m.get("rounds") or ()),
             )
             for m in data["models"]
         )
         memory = MemoryBaseline(**data["memory"]) if data.get("memory") else None
         return cls(RunSettings.of(data["settings"]), models, memory)
+
+
+def _shards(
+    model: dict,
+    datasets: Sequence[dict],
+    limited: list[tuple[int, dict]],
+    num_shards: int,
+    rows: Mapping[int, set[int]] | None = None,
+    numbered: Mapping[str, int] | None = None,
+    first: int = 0,
+) -> tuple[Shard, ...]:
+    """Shards over the model's rows (``rows``: only these, per dataset index), pieces as contiguous row ranges.
+
+    A dataset in one piece is unnumbered (``abbr.json``); ``numbered`` (an adaptive run's) numbers every piece,
+    each dataset's from the count its earlier rounds hold, so no earlier file changes its name.
+    """
+    stream, costs, ranges = token_shards(model, limited, num_shards, rows)  # stream: (dataset index, row)
+    runs = [(shard, *run) for shard, (a, b) in enumerate(ranges) for run in shard_runs(stream, a, b)]
+    pieces: dict[int, int] = defaultdict(int)
+    for _, di, _, _ in runs:
+        pieces[di] += 1
+    budget = {di: out_len(model, d) for di, d in limited}
+    prompt = {item: cost - budget[item[0]] for item, cost in zip(stream, costs)}  # (dataset, row) -> tokens
+    numbers: dict[int, int] = defaultdict(int)  # dataset index -> the next part number
+    if numbered is not None:
+        numbers.update({di: numbered.get(datasets[di]["abbr"], 0) for di, _ in limited})
+    parts: dict[int, list[Part]] = defaultdict(list)
+    for shard, di, start, end in runs:
+        number = None if numbered is None and pieces[di] == 1 else numbers[di]
+        numbers[di] += 1
+        tokens = sum(prompt.get((di, row), 0) for row in range(start, end))
+        parts[shard].append(Part(datasets[di]["abbr"], number, start, end, tokens))
+    shards = []
+    for index, (a, b) in enumerate(ranges):
+        outputs = sum(budget[di] for di, _ in stream[a:b])
+        shards.append(Shard(first + index, tuple(parts[index]), b - a, sum(costs[a:b]) - outputs, outputs))
+    return tuple(shards)
+
+
+def _first_round(
+    datasets: Sequence[dict], limited: list[tuple[int, dict]], decided: Mapping[str, Limit], ladder: LadderSettings
+) -> tuple[dict[str, LadderGrid], dict[int, set[int]], LadderRound]:
+    """An adaptive run's first round for one model: each length-suite dataset's grid, the rows the round asks per
+    dataset index (every row of a dataset without length suites), and the round."""
+    ladders, rows, asks, reasons = {}, {}, {}, {}
+    for di, _ in limited:
+        abbr = datasets[di]["abbr"]
+        grid = ladder_grid(datasets[di], decided[abbr])
+        if grid is None:  # a task without length suites: whole, in the first round
+            rows[di] = set(range(len(model_rows(datasets[di], decided[abbr]))))
+            continue
+        ladders[abbr] = grid
+        found, asks[abbr] = decide(grid, {}, ladder)
+        reasons[abbr] = found.reason
+        index = grid.rows()
+        rows[di] = {index[s] for s in asks[abbr]}
+    return ladders, rows, LadderRound(0, asks, reasons)
 
 
 def _model_run(
@@ -230,9 +312,10 @@ def _model_run(
     datasets: Sequence[dict],
     planned: Mapping[str, Mapping[str, Any]],
     variant: Variant | None = None,
+    rule: EffectiveRule | None = None,
 ) -> ModelRun:
     """One model's limits, over-length cells and shards; ``planned`` is every dataset's planned cells (the same
-    for every model: computed once by :func:`plan_run`)."""
+    for every model: computed once by :func:`plan_run`). An adaptive run's shards are its first round's."""
     abbr = model.get("abbr", "model")
     decided: dict[str, Limit] = {}
     overlength: dict[str, Mapping[str, Any]] = {}
@@ -253,24 +336,14 @@ def _model_run(
         if past is not None:
             beyond[d["abbr"]] = past
         limited.append((di, lim))
-    stream, costs, ranges = token_shards(model, limited, settings.num_shards)  # stream: (dataset index, row)
-    runs = [(shard, *run) for shard, (a, b) in enumerate(ranges) for run in shard_runs(stream, a, b)]
-    pieces: dict[int, int] = defaultdict(int)
-    for _, di, _, _ in runs:
-        pieces[di] += 1
-    budget = {di: out_len(model, d) for di, d in limited}
-    prompt = {item: cost - budget[item[0]] for item, cost in zip(stream, costs)}  # (dataset, row) -> tokens
-    numbered: dict[int, int] = defaultdict(int)  # dataset index -> the next part number
-    parts: dict[int, list[Part]] = defaultdict(list)
-    for shard, di, start, end in runs:
-        number = None if pieces[di] == 1 else numbered[di]
-        numbered[di] += 1
-        tokens = sum(prompt.get((di, row), 0) for row in range(start, end))
-        parts[shard].append(Part(datasets[di]["abbr"], number, start, end, tokens))
-    shards = []
-    for index, (a, b) in enumerate(ranges):
-        outputs = sum(budget[di] for di, _ in stream[a:b])
-        shards.append(Shard(index, tuple(parts[index]), b - a, sum(costs[a:b]) - outputs, outputs))
+    ladders: dict[str, LadderGrid] = {}
+    rounds: tuple[LadderRound, ...] = ()
+    if settings.adaptive is None:
+        shards = _shards(model, datasets, limited, settings.num_shards)
+    else:
+        ladders, rows, first = _first_round(datasets, limited, decided, LadderSettings.of(settings.adaptive, rule))
+        shards = _shards(model, datasets, limited, settings.num_shards, rows, {})
+        rounds = (dataclasses.replace(first, shards=tuple(s.index for s in shards)),)
     mine = {a: planned[a] for a in decided}
     press = model.get("kv_press")
     method = PressSpec.of(press, abbr).to_dict() if press is not None else None
@@ -278,7 +351,7 @@ def _model_run(
         abbr,
         decided,
         overlength,
-        tuple(shards),
+        shards,
         tuple(others),
         mine,
         window.to_dict() if window else None,
@@ -286,7 +359,54 @@ def _model_run(
         method,
         variant.to_dict() if variant else None,
         task_gpus(model),
+        ladders,
+        rounds,
     )
+
+
+def add_round(
+    run: ModelRun, model: dict, datasets: Sequence[dict], settings: RunSettings, ladder_round: LadderRound
+) -> ModelRun:
+    """A model's plan with one more round of an adaptive run: its asks as shards after the plan's, each dataset's
+    parts numbered after its earlier ones.
+
+    Args:
+        run: the model's plan so far.
+        model: the model config.
+        datasets: the dataset configs it runs, in config order.
+        settings: the run's settings.
+        ladder_round: the round (its asks are sample ids of the plan's ladders).
+    """
+    limited, rows = [], {}
+    for di, d in enumerate(datasets):
+        asks = ladder_round.asks.get(d.get("abbr", ""))
+        if not asks or d["abbr"] not in run.ladders:
+            continue
+        index = run.ladders[d["abbr"]].rows()
+        limited.append((di, limited_dataset(d, run.limits[d["abbr"]])))
+        rows[di] = {index[s] for s in asks}
+    numbered: dict[str, int] = defaultdict(int)
+    for shard in run.shards:
+        for part in shard.parts:
+            numbered[part.dataset] += 1
+    shards = _shards(model, datasets, limited, settings.num_shards, rows, numbered, len(run.shards)) if rows else ()
+    step = dataclasses.replace(ladder_round, shards=tuple(s.index for s in shards))
+    return dataclasses.replace(run, shards=(*run.shards, *shards), rounds=(*run.rounds, step))
+
+
+def adaptive_rows(run: ModelRun, abbr: str) -> list[int] | None:
+    """The rows of one dataset an adaptive run's parts hold, in their files' order (part number, then row); None
+    where they are every row in order (a full-grid run, or a dataset asked whole in the first round).
+
+    Args:
+        run: the model's plan.
+        abbr: the dataset's abbr.
+    """
+    if not run.rounds:
+        return None
+    parts = sorted((p for s in run.shards for p in s.parts if p.dataset == abbr), key=lambda p: p.number or 0)
+    rows = [r for p in parts for r in range(p.start, p.end)]
+    return rows if abbr in run.ladders else None
 
 
 def plan_run(
@@ -295,6 +415,7 @@ def plan_run(
     settings: RunSettings,
     logger: Any = None,
     limits: Limits | None = None,
+    rule: EffectiveRule | None = None,
 ) -> RunPlan:
     """Decide a run: per model, each dataset's limit, its over-length cells and the shards.
 
@@ -308,6 +429,7 @@ def plan_run(
         logger: where a tokenizer that fails to load or a missing ``max_seq_len`` is warned about.
         limits: the decisions' maker, where the caller holds one (its tokenizers are loaded once);
             None makes one from ``settings``.
+        rule: the run's effective-length rule (the summarizer's), which an adaptive run's ladder decides by.
     """
     limits = limits or Limits(settings, logger)
     planned = {d["abbr"]: planned_cells(d) or {} for d in datasets if is_needlebench(d)}
@@ -317,7 +439,9 @@ def plan_run(
             logger.warning(note)
     return RunPlan(
         settings,
-        tuple(_model_run(limits, settings, m, datasets, planned, variants.get(str(m.get("abbr")))) for m in models),
+        tuple(
+            _model_run(limits, settings, m, datasets, planned, variants.get(str(m.get("abbr"))), rule) for m in models
+        ),
     )
 
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from ..adaptive.ladder import LadderSettings
 from ..errors import ConfigError, unknown_option_error
 from ..tasks.sparse.retrieval import OVERLENGTH_POLICIES
 
@@ -43,6 +44,10 @@ class RunSettings:
             scaling give it (``planning.window``): ``"stop"`` the run before any model call, naming them, or
             ``"mark"`` them "beyond window" in the tables and run them. The cells are in the plan either way,
             so a resume that changes it is the same plan.
+        adaptive: an adaptive run (``adaptive.ladder.LadderSettings``' options: ``delta``, ``first``, ``growth``,
+            ``budget``, ``seed``, ``extend``, ``graded``; ``{}`` for every default): each length-suite dataset
+            is asked in rounds, only what decides its effective length (``planning.adaptive``); None: the full
+            grid.
 
     Raises:
         ConfigError: an unknown policy, fewer than one shard, or a negative count.
@@ -55,6 +60,7 @@ class RunSettings:
     eval_tasks: int = field(default=0, compare=False)
     prompts: str = field(default="text", compare=False)
     beyond_window: str = field(default="stop", compare=False)
+    adaptive: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.overlength not in OVERLENGTH_POLICIES:
@@ -69,6 +75,8 @@ class RunSettings:
             raise ConfigError(f"beyond_window: {self.beyond_window!r}; choose from {BEYOND_WINDOW}")
         if self.eval_tasks < 0:
             raise ConfigError(f"eval_tasks: {self.eval_tasks} must not be negative")
+        if self.adaptive is not None:
+            LadderSettings.of(self.adaptive)  # an unknown key or a bad value: one line, when the config is read
 
     @classmethod
     def of(cls, options: Mapping[str, Any]) -> RunSettings:

@@ -41,6 +41,7 @@ from ..runfolder.score_record import config_files
 from ..tasks import all_tasks
 from .axes import VIEWS, axis_table, variants_of
 from .comparability import REFERENCE_CORPUS
+from .ladder import ADAPTIVE_TABLE, ladder_decisions, ladder_table, ladder_views
 from .leaderboard import PUBLISHED, build_boards
 from .ledger import LEDGER_TABLE, cost_ledger
 from .parity_link import find_parity_link, installed_version
@@ -91,6 +92,7 @@ def report_tables(results: RunResults) -> dict[str, pd.DataFrame]:
     """
     out: dict[str, pd.DataFrame] = {}
     skipped = results.skipped()
+    views = ladder_views(results)
     summary = summary_table(results.records, results.models, skipped, results.planned(), results.beyond)
     if not summary.empty:
         out["needlebench_summary"] = summary
@@ -102,7 +104,10 @@ def report_tables(results: RunResults) -> dict[str, pd.DataFrame]:
             results.effective_rule,
             results.claimed,
             results.beyond,
+            ladder_decisions(views),
         )
+    if views:
+        out[ADAPTIVE_TABLE] = ladder_table(views)
     for spec in all_tasks():
         report = spec.aggregation().report
         mine = [r for r in results.records if r.task == spec.name]
@@ -244,6 +249,7 @@ def make_bundle(results: RunResults, runs: Sequence[Path]) -> dict[str, Any]:
             for m in results.models
         },
         "parity": _parity(runs, records),
+        "adaptive": [v.to_dict() for v in ladder_views(results)],
     }
 
 
@@ -407,6 +413,10 @@ def verify_bundle(bundle: Path, run: Path) -> Verification:
             f"({unreadable[0].dataset}: {unreadable[0].error_detail})"
         )
     _compare_samples(posted["samples"], found["samples"], v)
+    for view in found["adaptive"]:  # each round must be what the records before it decide
+        if view["replay"] is not None:
+            v.failures.append(f"adaptive {view['model']} / {view['dataset']}: {view['replay']}")
+    _compare_rows("adaptive", posted.get("adaptive", []), found["adaptive"], v)
     posted.setdefault("variants", {})  # a bundle made before variants were recorded: a run without any
     for key in ("models", "variants", "dataset_version", "protocol", "profile", "options"):
         if posted.get(key) != found[key]:

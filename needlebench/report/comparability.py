@@ -80,7 +80,7 @@ def _distinct(records: Sequence[GradedSample], key: str) -> list[str]:
 
 def record_differences(records: Sequence[GradedSample]) -> list[str]:
     """The differences every record shows by itself: protocol, haystack corpus, dataset version, lengths past the
-    longest OpenCompass's configs have.
+    longest OpenCompass's configs have, an adaptive run's prompts not sampled.
 
     Args:
         records: the row's records (any tasks); only tasks with a haystack record a corpus.
@@ -101,6 +101,9 @@ def record_differences(records: Sequence[GradedSample]) -> list[str]:
         out.append("dataset version not recorded")
     if any((r.get("length") or 0) > OPENCOMPASS_LONGEST for r in records):  # the rungs past 1M: no paper measured them
         out.append(f"beyond OpenCompass's protocol (past {length_text(OPENCOMPASS_LONGEST)})")
+    unsampled = sum(r.unscored == "not_sampled" for r in records)
+    if unsampled:  # an adaptive run: its scores are over the prompts its ladder asked, not the suite's grid
+        out.append(f"adaptive run ({unsampled} of {len(records)} prompts not sampled)")
     return out
 
 

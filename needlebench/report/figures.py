@@ -29,6 +29,7 @@ def heatmap_png(
     diverging: bool = False,
     cut_off: Mapping[tuple[float | None, int], CutOff] | None = None,
     unit: str | None = None,
+    blank: str = "-",
 ) -> bytes:
     """Depth (rows) x length (columns), with a bottom row of per-length means; missing cells grey, marked "-".
 
@@ -39,11 +40,13 @@ def heatmap_png(
         cut_off: per (depth, length) (depth None: a length's mean) how many answers were cut off at their
             budget, for the cells with any: see :func:`heatmap_figure`.
         unit: a cost map in this unit (``"s per request"``) instead of scores: colours from 0 to its largest cell.
+        blank: what a cell without samples reads: ``-``, or ``not sampled`` where an adaptive run's ladder asked
+            none of its prompts (never 0, never interpolated).
 
     Returns:
         The figure as PNG bytes.
     """
-    return png(heatmap_figure(table, title, diverging, cut_off, unit))
+    return png(heatmap_figure(table, title, diverging, cut_off, unit, blank))
 
 
 def heatmap_figure(
@@ -52,6 +55,7 @@ def heatmap_figure(
     diverging: bool = False,
     cut_off: Mapping[tuple[float | None, int], CutOff] | None = None,
     unit: str | None = None,
+    blank: str = "-",
 ) -> Figure:
     """The heatmap as a matplotlib figure (:func:`heatmap_png` saves it), for the tests to inspect.
 
@@ -65,6 +69,7 @@ def heatmap_figure(
         diverging: a difference map.
         cut_off: as for :func:`heatmap_png`; None or empty: no marks.
         unit: as for :func:`heatmap_png`.
+        blank: what a cell without samples reads (an adaptive run's: ``not sampled``, never 0).
     """
     from matplotlib.patches import Rectangle
 
@@ -91,7 +96,7 @@ def heatmap_figure(
     for i in range(values.shape[0]):
         for j in range(values.shape[1]):
             v = values[i, j]
-            text = "-" if math.isnan(v) else f"{v:.3g}" if unit is not None else f"{v:.0f}"
+            text = blank if math.isnan(v) else f"{v:.3g}" if unit is not None else f"{v:.0f}"
             cut = cut_off.get((depths[i], int(table.columns[j])))
             if cut is not None and cut.any:
                 budgets.update(cut.budgets)

@@ -29,6 +29,7 @@ from .csp import page_head
 from .cutoff import LEGEND, CutOff, grid_cut_offs
 from .drilldown import SCRIPT, STYLE, Heatmap, SampleIndex, cell_key, drilldown_script, grid_html
 from .forecast import FORECAST_TABLE, cost_forecast
+from .ladder import ADAPTIVE_TABLE, ladder_decisions, ladder_table, ladder_views
 from .ledger import LEDGER_TABLE, cost_grid, cost_ledger
 from .results import RunResults, check_comparable, load_results
 
@@ -151,6 +152,7 @@ def assemble(results: RunResults, progress: Counting | None = None) -> Report:
     if results.overlength:
         rep.tables["overlength"] = pd.DataFrame([o.table_row() for o in results.overlength])
     summary = tables.summary_table(results.records, models, skipped, results.planned(), results.beyond)
+    views = ladder_views(results)
     if not summary.empty:
         rep.tables["needlebench_summary"] = summary
         rep.tables["needlebench_effective_length"] = tables.effective_length_table(
@@ -161,7 +163,10 @@ def assemble(results: RunResults, progress: Counting | None = None) -> Report:
             results.effective_rule,
             results.claimed,
             results.beyond,
+            ladder_decisions(views),
         )
+    if views:
+        rep.tables[ADAPTIVE_TABLE] = ladder_table(views)
     specs = all_tasks()
     for spec in specs:  # each task's own tables and figures, from all its records (it decides what counts)
         report = spec.aggregation().report
@@ -187,7 +192,8 @@ def assemble(results: RunResults, progress: Counting | None = None) -> Report:
                     continue
                 g = _with_cells(tables.grid_frame(members), cut)
                 label, key = f"{spec.short} {lang.upper()} - {m}", f"heatmap_{spec.name}_{lang}_{_safe(m)}"
-                rep.figures[key] = figures.heatmap_png(g, label, cut_off=cut)
+                blank = "not\nsampled" if m in results.adaptive else "-"  # an adaptive run's cell no round asked
+                rep.figures[key] = figures.heatmap_png(g, label, cut_off=cut, blank=blank)
                 spent = cost_grid(members)
                 if not spent.empty:  # beside it, what its cells cost (report/ledger.py)
                     title = f"{label}: wall seconds per request"

@@ -122,6 +122,16 @@ class RunResults:
     model_plans: dict[str, ModelRun] = field(default_factory=dict)  # model -> its plan (devices, planned tokens)
     prices: Prices | None = None  # the prices the ledger's money is counted at, where given (report --prices)
     order: list[str] = field(default_factory=list)  # the models in their configs' order, from the plans
+    adaptive: dict[str, Mapping[str, Any]] = field(default_factory=dict)  # model -> its run's ladder settings
+
+    def plan_entry(self, model: str, dataset: str) -> Planned | None:
+        """One (model, dataset)'s planned cells, where the plan holds them.
+
+        Args:
+            model: the model (labelled like its records).
+            dataset: the dataset's abbr.
+        """
+        return next((p for p in self.plan if p.model == model and p.dataset == dataset), None)
 
     def claim(self, given: Mapping[str, Any] | None) -> None:
         """Take the lengths models claim where given explicitly (a summarizer's ``claimed``, ``needlebench report
@@ -228,7 +238,14 @@ def load_results(paths: list[Path], label_by_dir: bool = False) -> RunResults:
             out.sources.append(str(run))
             prefix = f"{root.name}/" if label_by_dir else ""
             entries, budgets, cut, claimed = _read_plan(
-                run / PLAN_FILE, out.warnings, prefix, out.beyond, out.variants, out.order, out.model_plans
+                run / PLAN_FILE,
+                out.warnings,
+                prefix,
+                out.beyond,
+                out.variants,
+                out.order,
+                out.model_plans,
+                out.adaptive,
             )
             out.claimed.update(claimed)
             for entry in cut:
@@ -248,6 +265,7 @@ def load_results(paths: list[Path], label_by_dir: bool = False) -> RunResults:
                     dataset = f.name.removesuffix(".samples.jsonl")
                     bad: list[BadLine] = []
                     rows = _read_lines(f, model, dataset, bad)
+                    rows += _not_sampled(rows, out.model_plans.get(model), planned.get((model, dataset)))
                     rows += _unreadable(rows, planned.get((model, dataset)), overlength.get((model, dataset)), bad, f)
                     if bad:
                         out.warnings.append(_bad_lines_note(f, bad, (model, dataset) in planned))
@@ -296,6 +314,37 @@ def _read_lines(path: Path, model: str, dataset: str, bad: list[BadLine]) -> lis
     except OSError as exc:
         bad.append(BadLine(path, 0, f"unreadable file: {exc}"))
     return rows
+
+
+def _not_sampled(rows: list[GradedSample], run: ModelRun | None, plan: Planned | None) -> list[GradedSample]:
+    """A record for each sample of an adaptive run's dataset that no round asked, in its cell (from the plan's
+    ladder grid), so every table counts it as not sampled, never as missing or 0.
+
+    Args:
+        rows: the records read from the dataset's file.
+        run: the model's plan (None, or no ladder for the dataset: a full-grid run).
+        plan: the dataset's planned cells.
+    """
+    if run is None or plan is None or plan.dataset not in run.ladders:
+        return []
+    grid = run.ladders[plan.dataset]
+    asked = {s for r in run.rounds for s in r.asks.get(plan.dataset, ())} | {r.id for r in rows}
+    spec = get_task(plan.task)
+    model = rows[0].model if rows else plan.model
+    return [
+        GradedSample(
+            id=sid,
+            task=plan.task,
+            lang=plan.lang,
+            fields={**plan.fields, **dict(zip(spec.cell, (length, depth)))},
+            unscored="not_sampled",
+            model=model,
+            dataset=plan.dataset,
+        )
+        for length, cells in grid.cells.items()
+        for depth, sid, _, _ in cells
+        if sid not in asked
+    ]
 
 
 def _unreadable(
@@ -361,6 +410,7 @@ def _read_plan(
     variants: dict[str, Variant] | None = None,
     order: list[str] | None = None,
     model_plans: dict[str, ModelRun] | None = None,
+    adaptive: dict[str, Mapping[str, Any]] | None = None,
 ) -> tuple[list[Planned], dict[tuple[str, str], int], list[Overlength], dict[str, int]]:
     """What the reports take from a run's plan (``runfolder.plan_file``): each (model, dataset)'s planned cells
     (none where the plan predates them), its output budget (``max_out_len``: its limit's ``out_len``, where
@@ -371,7 +421,8 @@ def _read_plan(
     Each over-length entry keeps the per-cell lists ([length or N or k, depth, count]) so each summary cell
     gets its own skipped count; ``prefix`` labels the model like its records (work dir name when comparing dirs).
     ``beyond`` collects the cells whose prompts went past a model's context window (a run under
-    ``runtime(beyond_window="mark")``), per (model, task, lang, cell): their count and the window.
+    ``runtime(beyond_window="mark")``), per (model, task, lang, cell): their count and the window. ``adaptive``
+    collects each model's ladder settings, where its run is adaptive.
     """
     if not path.is_file():
         return [], {}, [], {}
@@ -424,6 +475,8 @@ def _read_plan(
                 order.append(f"{prefix}{m.abbr}")
             if model_plans is not None:
                 model_plans[f"{prefix}{m.abbr}"] = m
+            if adaptive is not None and plan.settings.adaptive is not None:
+                adaptive[f"{prefix}{m.abbr}"] = dict(plan.settings.adaptive)
             if m.model_variant and variants is not None:
                 v = Variant.from_dict(m.model_variant)
                 variants[f"{prefix}{m.abbr}"] = dataclasses.replace(v, of=f"{prefix}{v.of}" if v.of else None)

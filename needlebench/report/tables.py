@@ -12,6 +12,7 @@ completeness rule (:func:`summary_table`) decides what a number may contain.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -63,8 +64,12 @@ def _profiles() -> list[str]:
 Leaf = tuple[str, str, Any]  # (task, lang, length)
 
 
-def _counts_note(planned: int, shortened: int, skipped: int, failed: int = 0, unreadable: int = 0) -> list[str]:
+def _counts_note(
+    planned: int, shortened: int, skipped: int, failed: int = 0, unreadable: int = 0, not_sampled: int = 0
+) -> list[str]:
     parts = []
+    if not_sampled:
+        parts.append(f"{not_sampled} of {planned} not sampled (adaptive run)")
     if shortened:
         parts.append(f"{shortened} of {planned} shortened (excluded)")
     if skipped:
@@ -88,14 +93,24 @@ class _Cell:
     skipped: int = 0
     failed: int = 0  # requests the server never answered
     unreadable: int = 0  # records that could not be read back (placed here by the run's plan)
+    not_sampled: int = 0  # samples an adaptive run's ladder never asked (placed here by the run's plan)
     truncated: list[GradedSample] = field(default_factory=list)  # cut off and left out (truncated="unscored")
     plan: int | None = None  # the samples the run's plan gives the cell (None: a plan that predates it)
     beyond: tuple[int, str] = (0, "")  # samples past the model's context window, and the window (plan)
 
     @property
     def found(self) -> int:
-        """The samples accounted for: scored, shortened, skipped, failed, unreadable, left out as truncated."""
-        return len(self.rows) + self.shortened + self.skipped + self.failed + self.unreadable + len(self.truncated)
+        """The samples accounted for: scored, shortened, skipped, failed, unreadable, not sampled, left out as
+        truncated."""
+        return (
+            len(self.rows)
+            + self.shortened
+            + self.skipped
+            + self.failed
+            + self.unreadable
+            + self.not_sampled
+            + len(self.truncated)
+        )
 
     @property
     def planned(self) -> int:
@@ -174,6 +189,8 @@ class _Summary:
                 cell.failed += 1
             elif r.unscored == "unreadable":
                 cell.unreadable += 1
+            elif r.unscored == "not_sampled":
+                cell.not_sampled += 1
             elif r.unscored == "truncated":  # cut off at its budget, left out (truncated="unscored")
                 cell.truncated.append(r)
             elif not r.counts:  # any other unscored reason (a record of a skipped sample)
@@ -359,8 +376,10 @@ class _Summary:
         skipped = sum(c.skipped for c in cells)
         failed = sum(c.failed for c in cells)
         unreadable = sum(c.unreadable for c in cells)
+        not_sampled = sum(c.not_sampled for c in cells)
         answered = [r for c in cells for r in c.answered]
-        notes = _counts_note(planned, shortened, skipped, failed, unreadable) + output_notes(answered, planned)
+        notes = _counts_note(planned, shortened, skipped, failed, unreadable, not_sampled)
+        notes += output_notes(answered, planned)
         past = [c.beyond for c in cells if c.beyond[0]]
         if past:
             windows = "; ".join(dict.fromkeys(w for _, w in past))
@@ -383,6 +402,7 @@ class _Summary:
                 f"{model} skipped": skipped,
                 f"{model} failed": failed,
                 f"{model} unreadable": unreadable,
+                f"{model} not_sampled": not_sampled,
                 f"{model} truncated_excluded": sum(len(c.truncated) for c in cells),
                 f"{model} beyond_window": sum(c.beyond[0] for c in cells),
                 f"{model} complete": bool(w is not None and self.complete(model, spec)),
@@ -408,7 +428,8 @@ def summary_table(
     such as "3 of 110 shortened (excluded)". Samples skipped as over length
     (each model's ``overlength`` in the run's plan) are counted in ``skipped``. ``planned`` is the run's plan's
     count (``RunResults.planned()``), never what could be read: it is scored + shortened + skipped + failed
-    + unreadable + truncated_excluded, and anything short of it is missing (the cell incomplete, "no
+    + unreadable + not_sampled + truncated_excluded (``not_sampled``: an adaptive run's samples no round asked),
+    and anything short of it is missing (the cell incomplete, "no
     results for ..."); a record that could not be read back is counted in ``unreadable``. ``truncated%`` is the
     share of the answered samples whose output was cut off at its budget, and ``truncated`` their
     count (its numerator); a cell with any says how many in its note, scored as written (reference) or
@@ -451,6 +472,7 @@ def effective_length_table(
     rule: EffectiveRule | None = None,
     claimed: Mapping[str, int] | None = None,
     beyond: Mapping[tuple[str, str, str, Any], tuple[int, str]] | None = None,
+    ladders: Mapping[tuple[str, str, str], tuple[int | None, str, int | None]] | None = None,
 ) -> pd.DataFrame:
     """Each model's effective context length per summary task and language (``aggregate.effective_length``).
 
@@ -468,6 +490,9 @@ def effective_length_table(
         claimed: per model, the length its config claims.
         beyond: samples past the model's context window per cell (as for :func:`summary_table`): the
             ``beyond_window_from`` column names the first tested length with any, where its window lies.
+        ladders: an adaptive run's decisions per (model, task, lang): (the effective length, its edge, the
+            first open length), as its ladder decided them from the records (``report.ladder``). The number and
+            its edge are the ladder's; the interval is the same bootstrap over the lengths' sampled prompts.
     """
     rule = rule or EffectiveRule()
     summary = _Summary(records, skipped, planned, beyond)
@@ -483,7 +508,17 @@ def effective_length_table(
                 ]
                 if not cells:
                     continue
-                found = effective_length(cells, rule, m, task, lang)
+                decided = (ladders or {}).get((m, task, lang))
+                if decided is not None:  # sampled, not whole: each length's prompts are the ladder's sample
+                    sampled = [dataclasses.replace(c, complete=True) for c in cells if c.scores]
+                    value, edge, above = decided
+                    found = dataclasses.replace(
+                        effective_length(sampled, rule, m, task, lang), value=value, edge=edge, undetermined_above=above
+                    )
+                    if edge in ("undetermined", "below"):
+                        found = dataclasses.replace(found, ci_low=None, ci_high=None)
+                else:
+                    found = effective_length(cells, rule, m, task, lang)
                 limit = (claimed or {}).get(m)
                 rows.append(
                     {
@@ -492,7 +527,7 @@ def effective_length_table(
                         "lang": lang.upper(),
                         "rule": rule.rule,
                         "bar": found.bar,
-                        "effective": found.text,
+                        "effective": found.text + (" (adaptive)" if decided is not None else ""),
                         "effective_length": found.value,
                         "edge": found.edge,
                         "ci_low": found.ci_low,

@@ -36,19 +36,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..aggregate.effective_length import EffectiveRule
 from ..cache.arrow_rows import materialize_many, rows_fingerprint
 from ..cache.rows import load_rows
 from ..cgroups import memory_limit
 from ..errors import PlanChanged
 from ..grading.evaluation import metric_names, planned_lengths
 from ..planning.limits import Limit, Limits, limited_dataset
-from ..planning.run import MemoryBaseline, ModelRun, RunPlan, plan_run
+from ..planning.run import MemoryBaseline, ModelRun, RunPlan, adaptive_rows, plan_run
 from ..planning.settings import RunSettings
 from ..planning.shards import shard_ranges
 from ..planning.window import check_windows
 from ..seeding import stable_hash
 from ..tasks import config_params, get_task, is_needlebench
 from .carryover import carry_over, requeue_failed
+from .ladder_rounds import advance
 from .pieces import repair_predictions
 from .plan_diff import plan_changes
 from .plan_file import PLAN_FILE, StoredPlan, read_stored, resume_command, write_stored
@@ -61,6 +63,7 @@ __all__ = [
     "dataset_fingerprints",
     "eval_groups",
     "make_plan",
+    "row_selection",
     "start_eval",
     "start_infer",
 ]
@@ -124,17 +127,20 @@ def _memory() -> MemoryBaseline | None:
     return MemoryBaseline(str(cgroup.path), cgroup.limit, cgroup.oom_kills) if cgroup else None
 
 
-def make_plan(groups: Sequence[Group], settings: RunSettings, logger: Any = None) -> RunPlan:
+def make_plan(
+    groups: Sequence[Group], settings: RunSettings, logger: Any = None, rule: EffectiveRule | None = None
+) -> RunPlan:
     """The run's plan from its config, with the memory cgroup's kill count now (``planning.run.plan_run``).
 
     Args:
         groups: (models, datasets) per OpenCompass model-dataset combination.
         settings: the infer partitioner's settings.
         logger: where planning warns (a tokenizer that fails to load, a missing ``max_seq_len``).
+        rule: the run's effective-length rule (an adaptive run's ladder decides by it).
     """
     runs: list[ModelRun] = []
     for models, datasets in groups:
-        runs.extend(plan_run(list(models), list(datasets), settings, logger).models)
+        runs.extend(plan_run(list(models), list(datasets), settings, logger, rule=rule).models)
     return RunPlan(settings, tuple(runs), _memory())
 
 
@@ -179,7 +185,12 @@ def _models(groups: Sequence[Group], plan: RunPlan) -> list[tuple[dict, list[dic
 
 
 def start_infer(
-    run: Path | str, out_dir: Path | str, groups: Sequence[Group], settings: RunSettings, logger: Any
+    run: Path | str,
+    out_dir: Path | str,
+    groups: Sequence[Group],
+    settings: RunSettings,
+    logger: Any,
+    rule: EffectiveRule | None = None,
 ) -> InferStart:
     """Settle the run's plan for its infer stage and leave its folder ready for the pieces still to run.
 
@@ -189,6 +200,7 @@ def start_infer(
         groups: (models, datasets) per OpenCompass model-dataset combination, as the config gives them.
         settings: the infer partitioner's settings.
         logger: the stage's logger (every decision is logged there).
+        rule: the run's effective-length rule (the summarizer's): an adaptive run's rounds are decided by it.
 
     Raises:
         PlanChanged: a resume whose config gives another plan, or whose datasets' rows changed, without a
@@ -214,22 +226,25 @@ def start_infer(
     rows: list[str] = []
     plan: RunPlan | None = None
     if stored is None:
-        plan, stage = make_plan(groups, settings, log), "fresh"
+        plan, stage = make_plan(groups, settings, log, rule), "fresh"
     else:
         stage = "resume"
         if stored.config_digest != digest:  # the config changed: plan to see whether the plan did
-            plan = make_plan(groups, settings, log)
+            plan = make_plan(groups, settings, log, rule)
             changes = plan_changes(stored.plan, plan)
         rows = _changed_rows(stored.fingerprints, prints)
         changes += [_rows_line(abbr, stored.fingerprints, prints) for abbr in rows]
         if changes and not request.replan:
             raise _stopped(run, changes)
         if changes:
-            plan, stage = plan or make_plan(groups, settings, log), "replan"
+            plan, stage = plan or make_plan(groups, settings, log, rule), "replan"
             check_windows(plan.models, settings.beyond_window)  # before the re-plan moves any answer
             _replan(stored, plan, groups, out_dir, run, changes, set(rows), log)
-        elif plan is None:
+        elif plan is None or stored.plan.settings.adaptive is not None:  # an adaptive run's rounds: the stored plan
             plan = dataclasses.replace(stored.plan, memory=_memory())
+        if stage == "resume":  # an adaptive run whose round is answered and scored: the next round
+            configs = {str(m.get("abbr", "model")): (m, list(ds)) for ms, ds in groups for m in ms}
+            plan = advance(plan, configs, run, rule, log)
     check_windows(plan.models, settings.beyond_window)  # before any file of the stage and any model call
     history = (*(stored.history if stored else ()), _stage_entry(stage, request.to_dict()))
     write_stored(run, StoredPlan(plan, digest, prints, history))
@@ -355,8 +370,31 @@ def start_eval(
                     )
                 if d["abbr"] not in names:
                     names[d["abbr"]] = _planned(d)
-                pairs.append((model, _evaluated(d, limit, names[d["abbr"]], effective)))
+                scored = _evaluated(d, limit, names[d["abbr"]], effective)
+                rows = adaptive_rows(model_run, d["abbr"]) if model_run is not None else None
+                if rows is not None:  # an adaptive run: the rows its rounds asked, in their files' order
+                    scored.setdefault("reader_cfg", {})["test_range"] = row_selection(rows)
+                pairs.append((model, scored))
     return eval_groups(pairs, settings.eval_tasks)
+
+
+def row_selection(rows: Sequence[int]) -> str:
+    """A ``test_range`` that OpenCompass's reader turns into these rows, in this order.
+
+    Why this form: the reader selects ``eval(f"index_list{test_range}")``; each run of consecutive rows is one of
+    the slices it documents (``[a:b]``), joined by ``+index_list``, so the reader serves an adaptive run's
+    rows as it serves a part's, unchanged. No rows: ``[0:0]``.
+
+    Args:
+        rows: the rows, in the order their predictions are read (an adaptive run's parts, by number).
+    """
+    spans: list[list[int]] = []
+    for row in rows:
+        if spans and row == spans[-1][1]:
+            spans[-1][1] += 1
+        else:
+            spans.append([row, row + 1])
+    return "+index_list".join(f"[{a}:{b}]" for a, b in spans) or "[0:0]"
 
 
 def eval_groups(items: list[Any], count: int) -> list[list[Any]]:

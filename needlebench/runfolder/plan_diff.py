@@ -31,6 +31,7 @@ def plan_changes(stored: RunPlan, new: RunPlan) -> list[str]:
         stored: the plan the run's infer stage stored (``needlebench_plan.json``).
         new: the plan the config gives now.
     """
+    stored = RunPlan(stored.settings, tuple(m.first_round() for m in stored.models), stored.memory)  # rounds: runs'
     out = [
         f"partitioner {name}: {getattr(stored.settings, name)!r} -> {getattr(new.settings, name)!r}"
         for name in RunSettings.planned()

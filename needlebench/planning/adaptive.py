@@ -1,0 +1,140 @@
+"""An adaptive run's rounds, as its plan holds them: each dataset's grid as the ladder sees it, and what each round
+asked and why.
+
+Why in the plan: the plan is the run (``planning.run``), so the rounds are too. A round is one more set of rows
+per dataset, rendered as numbered parts after those of the rounds before (``planning.run.add_round``): every
+earlier prediction file keeps its name, OpenCompass's reader serves each part by its ``test_range``, and the
+rows' cache key is the dataset's own. The full grid stays the plan's ``planned`` cells, the denominator every
+table reads.
+
+The ladder (``adaptive.ladder``) sees one dataset of one model: per length, each prompt as (depth, sample id),
+and the scores its graded samples got. A sample that was asked and left unscored (its request failed, its
+prompt was skipped as over length) leaves the length's population, as it leaves the full grid's score; it is
+never asked twice. Datasets of tasks without length suites (ATC, NeedleChain) run whole in the first round.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..adaptive.ladder import LadderSettings, Round, next_round
+from ..tasks import get_task
+from .limits import Limit, model_rows
+
+__all__ = ["LadderGrid", "LadderRound", "decide", "ladder_grid"]
+
+
+@dataclass(frozen=True)
+class LadderGrid:
+    """One dataset's full grid for one model, as the ladder asks it.
+
+    Args:
+        task: the dataset's task.
+        cells: per length, each prompt as (depth as its metadata gives it, sample id, row, prompt tokens as the
+            model is sent it), in row order.
+    """
+
+    task: str
+    cells: Mapping[int, tuple[tuple[Any, str, int, int], ...]]
+
+    @property
+    def tokens(self) -> dict[int, float]:
+        """Per length, the mean prompt tokens of one of its prompts (what a budget counts)."""
+        return {n: sum(c[3] for c in cells) / len(cells) for n, cells in self.cells.items() if cells}
+
+    def rows(self) -> dict[str, int]:
+        """Each sample id's row."""
+        return {c[1]: c[2] for cells in self.cells.values() for c in cells}
+
+    def keys(self) -> dict[str, tuple[int, Any, str]]:
+        """Each sample id's ladder key, (length, depth, sample id)."""
+        return {c[1]: (n, c[0], c[1]) for n, cells in self.cells.items() for c in cells}
+
+    def sizes(self) -> dict[str, int]:
+        """Each sample id's prompt tokens."""
+        return {c[1]: c[3] for cells in self.cells.values() for c in cells}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LadderGrid:
+        """A grid from :meth:`to_dict`'s data.
+
+        Args:
+            data: the JSON data.
+        """
+        return cls(
+            str(data["task"]),
+            {int(n): tuple((d, str(s), int(r), int(t)) for d, s, r, t in cells) for n, cells in data["cells"].items()},
+        )
+
+
+@dataclass(frozen=True)
+class LadderRound:
+    """One round of an adaptive run: what it asked of each dataset, and the decision that asked it.
+
+    Args:
+        index: the round's number (0: the sparse first round).
+        asks: per dataset abbr, the sample ids it asked (in the ladder's order).
+        reasons: per dataset abbr, the ladder's reason for them.
+        shards: the indices of the shards (infer tasks) it added to the plan.
+    """
+
+    index: int
+    asks: Mapping[str, tuple[str, ...]]
+    reasons: Mapping[str, str]
+    shards: tuple[int, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LadderRound:
+        """A round from its JSON data.
+
+        Args:
+            data: ``dataclasses.asdict`` of one.
+        """
+        return cls(
+            int(data["index"]),
+            {k: tuple(str(s) for s in v) for k, v in data["asks"].items()},
+            {k: str(v) for k, v in data["reasons"].items()},
+            tuple(int(i) for i in data.get("shards") or ()),
+        )
+
+
+def ladder_grid(dataset: dict, limit: Limit | None) -> LadderGrid | None:
+    """A dataset's grid as its model is sent it, or None for a task without length suites (run whole).
+
+    Args:
+        dataset: the needlebench dataset config.
+        limit: the model's limit for it (its room decides the prompts' tokens).
+    """
+    spec = get_task(dataset["task"])
+    if not spec.suite_weights:
+        return None
+    rows = model_rows(dataset, limit)
+    cells: dict[int, list[tuple[Any, str, int, int]]] = {}
+    for row, (sample, meta, tokens) in enumerate(zip(rows["id"], rows["meta"], rows["prompt_tokens"], strict=True)):
+        length, depth = spec.cell_of(json.loads(meta))
+        cells.setdefault(int(length), []).append((depth, str(sample), row, int(tokens)))
+    return LadderGrid(spec.name, {n: tuple(c) for n, c in sorted(cells.items())})
+
+
+def decide(
+    grid: LadderGrid, scores: Mapping[str, float | None], settings: LadderSettings, asked: Sequence[str] = ()
+) -> tuple[Round, tuple[str, ...]]:
+    """The ladder's round after these scores, and the sample ids it asks that no round asked before.
+
+    Args:
+        grid: the dataset's grid.
+        scores: each graded sample's score (0-100) by sample id; None: asked and left unscored.
+        settings: the ladder's settings.
+        asked: every sample id an earlier round asked (never asked again).
+    """
+    left = {sid for sid, score in scores.items() if score is None}
+    cells = {n: [(c[0], c[1]) for c in found if c[1] not in left] for n, found in grid.cells.items()}
+    keys = grid.keys()
+    answers = {keys[s][:2] + (s,): float(v) / 100 for s, v in scores.items() if v is not None and s in keys}
+    found = next_round({n: c for n, c in cells.items() if c}, answers, grid.tokens, settings)
+    before = set(asked)
+    new = tuple(s for n in sorted(found.asks) for _, s in found.asks[n] if s not in before)
+    return found, new

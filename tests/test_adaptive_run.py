@@ -1,0 +1,237 @@
+"""An adaptive run through the real ``opencompass``: rounds in the plan, parts after parts, the tables' "not sampled",
+the ladder's effective length, a killed run resumed asking nothing twice, and ``needlebench verify`` replaying
+every decision (tests/configs/e2e_adaptive.py: a model right below 2,500 prompt tokens, one right everywhere)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import OPENCOMPASS, ROOT, VENV_BIN
+
+from needlebench.errors import ConfigError
+from needlebench.opencompass.configs import runtime
+from needlebench.planning.run import RunPlan
+from needlebench.runfolder.lifecycle import row_selection
+from needlebench.runfolder.plan_file import PLAN_FILE
+
+CONFIG = "tests/configs/e2e_adaptive.py"
+LENGTHS = (1000, 2000, 3000)
+PER_LENGTH = 20  # 5 depths x 4 repeats
+# the full grid's effective lengths: "cut" is right below 2,500 tokens, "right" everywhere
+FULL_GRID = {"cut": ("2000", "exact"), "right": ("3000", "at_least")}
+
+
+def _env(delay: float = 0.0) -> dict[str, str]:
+    path = os.pathsep.join(filter(None, [str(ROOT / "tests"), str(ROOT), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, "NEEDLEBENCH_TEST_DELAY": str(delay)}
+
+
+def _needlebench_run(work: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(VENV_BIN / "needlebench"), "run", CONFIG, "-w", str(work), *extra],
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+def _plan(run: Path) -> RunPlan:
+    return RunPlan.from_dict(json.loads((run / PLAN_FILE).read_text(encoding="utf-8")))
+
+
+def _table(run: Path, name: str) -> list[dict[str, str]]:
+    return list(csv.DictReader((run / "summary" / f"{name}.csv").open(encoding="utf-8")))
+
+
+def _answered(run: Path, model: str) -> list[str]:
+    """Every sample id the model's request log holds (one line per answered batch, each answer once)."""
+    lines = (run / "predictions" / model / "needlebench_costs.jsonl").read_text(encoding="utf-8").splitlines()
+    return [sid for line in lines if line.strip() for sid in json.loads(line)["costs"]]
+
+
+@pytest.fixture(scope="module")
+def adaptive_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("adaptive")
+    done = _needlebench_run(work)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "every model's ladder is decided" in done.stdout + done.stderr
+    (run,) = [p for p in work.iterdir() if p.is_dir()]
+    return run
+
+
+def _check_rounds(run: Path) -> None:
+    """Each model's rounds: the sparse first round, then rounds that each ask prompts no round asked before, all
+    answered once; the parts of every round numbered after the earlier rounds', so every file keeps its name."""
+    plan = _plan(run)
+    for model in plan.models:
+        assert len(model.rounds) >= 2 and [r.index for r in model.rounds] == list(range(len(model.rounds)))
+        first = model.rounds[0].asks["needlebench_srt_en_4k"]
+        assert len(first) == 4 * len(LENGTHS) and model.rounds[0].reasons["needlebench_srt_en_4k"].startswith("first")
+        asked = [s for r in model.rounds for s in r.asks["needlebench_srt_en_4k"]]
+        assert len(asked) == len(set(asked)) < PER_LENGTH * len(LENGTHS)
+        answered = _answered(run, model.abbr)
+        assert sorted(answered) == sorted(asked)  # every prompt asked was answered, once
+        numbers = sorted(p.number for s in model.shards for p in s.parts)
+        assert numbers == list(range(len(numbers)))
+        files = sorted((run / "predictions" / model.abbr).glob("needlebench_srt_en_4k_*.json"))
+        assert len(files) == len(numbers)
+        rows = sum(len(json.loads(f.read_text(encoding="utf-8"))) for f in files)
+        assert rows == len(asked)
+
+
+@pytest.mark.e2e
+def test_an_adaptive_run_asks_in_rounds_and_finds_the_full_grids_effective_length(adaptive_run: Path) -> None:
+    run = adaptive_run
+    _check_rounds(run)
+    effective = {r["model"]: r for r in _table(run, "needlebench_effective_length")}
+    for model, (length, edge) in FULL_GRID.items():
+        assert (effective[model]["effective_length"], effective[model]["edge"]) == (length, edge)
+        assert effective[model]["effective"].endswith("(adaptive)")
+    spent = {r["model"]: r for r in _table(run, "needlebench_adaptive")}
+    for model in FULL_GRID:
+        row = spent[model]
+        assert int(row["prompts"]) < int(row["full grid prompts"]) == PER_LENGTH * len(LENGTHS)
+        assert 0 < float(row["share of tokens"]) < 1 and row["replayed"] == "yes"
+    # every cell: its planned samples are the full grid's; scored + not sampled add up to them; never a 0 for those
+    summary = [r for r in _table(run, "needlebench_summary") if r["length"] != "all"]
+    assert summary
+    for row in summary:
+        for model in FULL_GRID:
+            planned, scored, unsampled = (int(row[f"{model} {k}"]) for k in ("planned", "scored", "not_sampled"))
+            assert planned == PER_LENGTH and scored + unsampled == planned and scored >= 4
+            if unsampled:
+                assert f"{unsampled} of {planned} not sampled (adaptive run)" in row[f"{model} note"]
+                assert row[f"{model} complete"] == "False"
+            if model == "right":  # right on every prompt asked: the unsampled ones are not averaged in as 0
+                assert float(row[model]) == 100.0
+
+
+@pytest.mark.e2e
+def test_verify_replays_the_decisions_and_fails_on_an_edited_one(adaptive_run: Path, tmp_path: Path) -> None:
+    run = adaptive_run
+    needlebench = str(VENV_BIN / "needlebench")
+    made = subprocess.run([needlebench, "report", str(run)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert made.returncode == 0, made.stderr[-2000:]
+    bundle = run / "needlebench_report" / "results.json"
+    data = json.loads(bundle.read_text(encoding="utf-8"))
+    decisions = {d["model"]: d for d in data["adaptive"]}
+    assert (decisions["cut"]["effective_length"], decisions["cut"]["edge"]) == (2000, "exact")
+    assert decisions["cut"]["rungs"][-1]["status"] == "fail" and decisions["right"]["replay"] is None
+    ok = subprocess.run([needlebench, "verify", str(bundle), str(run)], capture_output=True, text=True, timeout=600)
+    assert ok.returncode == 0, ok.stdout[-2000:]
+    decisions["cut"]["effective_length"] = 3000  # the decision edited
+    edited = tmp_path / "results.json"
+    edited.write_text(json.dumps(data), encoding="utf-8")
+    bad = subprocess.run([needlebench, "verify", str(edited), str(run)], capture_output=True, text=True, timeout=600)
+    assert bad.returncode != 0 and "adaptive" in bad.stdout + bad.stderr
+
+
+def _kill_when(work: Path, proc: subprocess.Popen, pattern: str, seconds: float = 300) -> None:
+    deadline = time.time() + seconds
+    while time.time() < deadline and proc.poll() is None:
+        if list(work.glob(pattern)):
+            os.killpg(proc.pid, 9)  # SIGKILL: no cleanup runs
+            proc.wait()
+            return
+        time.sleep(0.1)
+    pytest.fail(f"nothing matched {pattern} before the run ended")
+
+
+@pytest.mark.e2e
+def test_a_killed_adaptive_run_resumes_in_its_round_and_asks_nothing_twice(tmp_path: Path) -> None:
+    """`opencompass CONFIG` runs the first round and prints the command that continues; the second round is killed
+    mid-inference; `needlebench run -r` finishes it and every later round: each prompt answered once."""
+    work = tmp_path / "work"
+    first = subprocess.run(
+        [*OPENCOMPASS, CONFIG, "-w", str(work)], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=900
+    )
+    assert first.returncode == 0, first.stderr[-3000:]
+    (run,) = [p for p in work.iterdir() if p.is_dir()]
+    said = first.stdout + first.stderr
+    assert "adaptive run: the ladder asks 24 more prompts (cut: 12, right: 12); continue it: needlebench run" in said
+    assert f"-r {run.name}" in said and len(_plan(run).models[0].rounds) == 1
+    second = subprocess.Popen(
+        [*OPENCOMPASS, CONFIG, "-w", str(work), "-r", run.name],
+        cwd=ROOT,
+        env=_env(delay=0.5),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    _kill_when(work, second, "*/predictions/*/tmp_*.jsonl")  # a part of the second round is half done
+    plan = _plan(run)
+    assert all(len(m.rounds) == 2 for m in plan.models)
+    done = _needlebench_run(work, "-r", run.name)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    _check_rounds(run)
+    effective = {r["model"]: r for r in _table(run, "needlebench_effective_length")}
+    assert {m: (effective[m]["effective_length"], effective[m]["edge"]) for m in FULL_GRID} == FULL_GRID
+
+
+def test_an_adaptive_option_the_ladder_does_not_know_is_refused_naming_the_nearest() -> None:
+    with pytest.raises(ConfigError, match="adaptive: unknown option 'dleta'; did you mean 'delta'"):
+        runtime(adaptive=dict(dleta=0.05))
+    with pytest.raises(ConfigError, match="adaptive first"):
+        runtime(adaptive=dict(first=0))
+    infer, _ = runtime(adaptive=dict(delta=0.05, extend=[2000000]))
+    assert infer["partitioner"]["adaptive"] == {"delta": 0.05, "extend": [2000000]}
+
+
+def test_an_adaptive_runs_rows_are_what_opencompass_reader_selects() -> None:
+    """The eval stage's ``test_range`` for an adaptive run's rows: OpenCompass's own reader selects exactly them,
+    in the order their prediction files hold them."""
+    from datasets import Dataset
+    from opencompass.openicl.icl_dataset_reader import load_partial_dataset
+
+    rows = [5, 6, 7, 1, 2, 9, 0]
+    selection = row_selection(rows)
+    assert selection == "[5:8]+index_list[1:3]+index_list[9:10]+index_list[0:1]"
+    data = Dataset.from_dict({"i": list(range(12))})
+    assert load_partial_dataset(data, selection)["i"] == rows
+    assert len(load_partial_dataset(data, row_selection([]))) == 0
+
+
+SMOLLM2 = "tests/configs/e2e_adaptive_smollm2.py"
+
+
+@pytest.mark.methods
+def test_on_smollm2_plain_and_pressed_the_adaptive_and_full_grid_effective_lengths_agree(tmp_path: Path) -> None:
+    """The bundled SmolLM2, plain and under SnapKV at 0.5, S-RT English 1k-8k: the full grid, then the same config
+    adaptive. Each model's adaptive effective length is the full grid's, or inside the full grid's interval; the
+    prompts it spent are reported (needlebench_adaptive.csv, printed here)."""
+    runs = {}
+    for name, flag in (("full", "0"), ("adaptive", "1")):
+        work = tmp_path / name
+        done = subprocess.run(
+            [str(VENV_BIN / "needlebench"), "run", SMOLLM2, "-w", str(work)],
+            cwd=ROOT,
+            env={**_env(), "NEEDLEBENCH_TEST_ADAPTIVE": flag},
+            capture_output=True,
+            text=True,
+            timeout=5400,
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        (runs[name],) = [p for p in work.iterdir() if p.is_dir()]
+    full = {r["model"]: r for r in _table(runs["full"], "needlebench_effective_length")}
+    adaptive = {r["model"]: r for r in _table(runs["adaptive"], "needlebench_effective_length")}
+    spent = {r["model"]: r for r in _table(runs["adaptive"], "needlebench_adaptive")}
+    assert set(full) == set(adaptive) == set(spent) and len(full) == 2
+    for model, row in full.items():
+        got = adaptive[model]["effective_length"]
+        low, high = row["ci_low"] or None, row["ci_high"] or None
+        inside = got and low and high and int(low) <= int(got) <= int(high)
+        same = (got, adaptive[model]["edge"]) == (row["effective_length"], row["edge"])
+        assert same or inside, (model, row["effective"], adaptive[model]["effective"])
+        print(
+            f"{model}: full grid {row['effective']}, adaptive {adaptive[model]['effective']}; "
+            f"{spent[model]['prompts']} of {spent[model]['full grid prompts']} prompts, "
+            f"{float(spent[model]['share of tokens']):.0%} of the prompt tokens"
+        )
