@@ -16,8 +16,7 @@ from conftest import OPENCOMPASS, ROOT, VENV_BIN
 
 from needlebench.errors import ConfigError
 from needlebench.opencompass.configs import runtime
-from needlebench.planning.run import RunPlan
-from needlebench.runfolder.lifecycle import row_selection
+from needlebench.planning.run import RunPlan, row_selection
 from needlebench.runfolder.plan_file import PLAN_FILE
 
 CONFIG = "tests/configs/e2e_adaptive.py"
@@ -57,13 +56,43 @@ def _answered(run: Path, model: str) -> list[str]:
     return [sid for line in lines if line.strip() for sid in json.loads(line)["costs"]]
 
 
+def _kill_when(work: Path, proc: subprocess.Popen, pattern: str, seconds: float = 300) -> None:
+    deadline = time.time() + seconds
+    while time.time() < deadline and proc.poll() is None:
+        if list(work.glob(pattern)):
+            os.killpg(proc.pid, 9)  # SIGKILL: no cleanup runs
+            proc.wait()
+            return
+        time.sleep(0.1)
+    pytest.fail(f"nothing matched {pattern} before the run ended")
+
+
 @pytest.fixture(scope="module")
 def adaptive_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`opencompass CONFIG` runs the first round and prints the command that continues; the second round is killed
+    mid-inference; `needlebench run -r` finishes it and every later round."""
     work = tmp_path_factory.mktemp("adaptive")
-    done = _needlebench_run(work)
+    first = subprocess.run(
+        [*OPENCOMPASS, CONFIG, "-w", str(work)], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=900
+    )
+    assert first.returncode == 0, first.stderr[-3000:]
+    (run,) = [p for p in work.iterdir() if p.is_dir()]
+    said = first.stdout + first.stderr
+    assert "adaptive run: the ladder asks 24 more prompts (cut: 12, right: 12); continue it: needlebench run" in said
+    assert f"-r {run.name}" in said and len(_plan(run).models[0].rounds) == 1
+    second = subprocess.Popen(
+        [*OPENCOMPASS, CONFIG, "-w", str(work), "-r", run.name],
+        cwd=ROOT,
+        env=_env(delay=0.5),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    _kill_when(work, second, "*/predictions/*/tmp_*.jsonl")  # a part of the second round is half done
+    assert all(len(m.rounds) == 2 for m in _plan(run).models)
+    done = _needlebench_run(work, "-r", run.name)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "every model's ladder is decided" in done.stdout + done.stderr
-    (run,) = [p for p in work.iterdir() if p.is_dir()]
     return run
 
 
@@ -88,7 +117,11 @@ def _check_rounds(run: Path) -> None:
 
 
 @pytest.mark.e2e
-def test_an_adaptive_run_asks_in_rounds_and_finds_the_full_grids_effective_length(adaptive_run: Path) -> None:
+def test_an_adaptive_run_asks_in_rounds_resumes_a_killed_round_and_finds_the_full_grids_effective_length(
+    adaptive_run: Path,
+) -> None:
+    """Killed mid-round and resumed, the run asked each prompt once (its request log), in rounds whose parts keep
+    their files' names, and found the effective length the full grid gives."""
     run = adaptive_run
     _check_rounds(run)
     effective = {r["model"]: r for r in _table(run, "needlebench_effective_length")}
@@ -132,48 +165,6 @@ def test_verify_replays_the_decisions_and_fails_on_an_edited_one(adaptive_run: P
     edited.write_text(json.dumps(data), encoding="utf-8")
     bad = subprocess.run([needlebench, "verify", str(edited), str(run)], capture_output=True, text=True, timeout=600)
     assert bad.returncode != 0 and "adaptive" in bad.stdout + bad.stderr
-
-
-def _kill_when(work: Path, proc: subprocess.Popen, pattern: str, seconds: float = 300) -> None:
-    deadline = time.time() + seconds
-    while time.time() < deadline and proc.poll() is None:
-        if list(work.glob(pattern)):
-            os.killpg(proc.pid, 9)  # SIGKILL: no cleanup runs
-            proc.wait()
-            return
-        time.sleep(0.1)
-    pytest.fail(f"nothing matched {pattern} before the run ended")
-
-
-@pytest.mark.e2e
-def test_a_killed_adaptive_run_resumes_in_its_round_and_asks_nothing_twice(tmp_path: Path) -> None:
-    """`opencompass CONFIG` runs the first round and prints the command that continues; the second round is killed
-    mid-inference; `needlebench run -r` finishes it and every later round: each prompt answered once."""
-    work = tmp_path / "work"
-    first = subprocess.run(
-        [*OPENCOMPASS, CONFIG, "-w", str(work)], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=900
-    )
-    assert first.returncode == 0, first.stderr[-3000:]
-    (run,) = [p for p in work.iterdir() if p.is_dir()]
-    said = first.stdout + first.stderr
-    assert "adaptive run: the ladder asks 24 more prompts (cut: 12, right: 12); continue it: needlebench run" in said
-    assert f"-r {run.name}" in said and len(_plan(run).models[0].rounds) == 1
-    second = subprocess.Popen(
-        [*OPENCOMPASS, CONFIG, "-w", str(work), "-r", run.name],
-        cwd=ROOT,
-        env=_env(delay=0.5),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    _kill_when(work, second, "*/predictions/*/tmp_*.jsonl")  # a part of the second round is half done
-    plan = _plan(run)
-    assert all(len(m.rounds) == 2 for m in plan.models)
-    done = _needlebench_run(work, "-r", run.name)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    _check_rounds(run)
-    effective = {r["model"]: r for r in _table(run, "needlebench_effective_length")}
-    assert {m: (effective[m]["effective_length"], effective[m]["edge"]) for m in FULL_GRID} == FULL_GRID
 
 
 def test_an_adaptive_option_the_ladder_does_not_know_is_refused_naming_the_nearest() -> None:

@@ -21,7 +21,7 @@ replays every decision from the records):
 * **First failure ends the climb**: the effective length stops at the first length that fails (as the full
   grid's walk does), so lengths past the first decided failure get nothing beyond their sparse prompts; a curve
   that dips and recovers is seen there (its sparse prompts), and flagged as the full grid flags it.
-* **Budget**: a cap on the prompt tokens of the whole run; a round that would pass it asks what fits, shortest
+* **Budget**: a cap on the prompt tokens of one ladder (a model's dataset); a round that would pass it asks what fits, shortest
   lengths first, and the lengths left open are *undetermined* (never a 0).
 
 Each length's bounds hold at all its looks with probability at least ``1 - delta`` (``adaptive.bounds``); a
@@ -58,7 +58,7 @@ class LadderSettings:
         delta: each length's error over all its looks.
         first: prompts per length in the first round.
         growth: how a length's prompts grow between looks.
-        budget: the most prompt tokens the run may ask in all (None: the full grid's).
+        budget: the most prompt tokens one ladder (a model's dataset) may ask in all (None: the full grid's).
         seed: the sampling order's seed.
         extend: lengths of the grid past its suite (2M, 4M, 8M: the rungs past 1M), climbed one at a time and
             only once every length below has passed; never in the sparse first round.
@@ -245,6 +245,9 @@ def next_round(
     rungs = []
     base = (0.0, 1.0)
     for i, n in enumerate(climbed):
+        if not grid[n]:  # every prompt of the length left unscored: nothing decides it, it stays open
+            rungs.append(Rung(n, 0, 0, 0.0, 1.0, "open"))
+            continue
         points = schedule(len(grid[n]), settings)
         scores = [answers[(n, *c)] for c in asked[n]]
         looks = max(1, len(points) - 1)  # the last look asks the whole length: certain, it spends nothing
@@ -270,7 +273,7 @@ def next_round(
     grow = {climbed[0]} | set(_climb(rungs, open_, answers, asked, settings.rule))
     asks = {}
     for rung in rungs:
-        if rung.length in grow and rung.answered < rung.population:
+        if rung.length in grow and rung.answered < rung.population:  # (an empty length has nothing to ask)
             points = schedule(rung.population, settings)
             target = next(p for p in points if p > rung.answered)
             pending = [c for c in orders[rung.length] if (rung.length, *c) not in answers]
@@ -292,8 +295,8 @@ def _climb(
     if rungs[0].status == "open":
         return []
 
-    def mean(n: int) -> float:
-        return sum(answers[(n, *c)] for c in asked[n]) / len(asked[n])
+    def mean(n: int) -> float:  # a length with nothing answered: below any bar (the climb stops there)
+        return sum(answers[(n, *c)] for c in asked[n]) / len(asked[n]) if asked[n] else -1.0
 
     bar = rule.threshold / 100 if rule.rule == "absolute" else rule.share * mean(rungs[0].length)
     out = []

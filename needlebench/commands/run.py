@@ -115,9 +115,6 @@ def _without(options: Sequence[str], *names: str) -> list[str]:
 def _rounds(config: str, options: Sequence[str], started: float) -> None:
     """An adaptive run's further rounds, each a resume of the run in a process of its own, while a model's ladder
     asks more and the round before added something (a round that adds nothing would repeat forever)."""
-    from mmengine.config import Config
-
-    from ..aggregate.effective_length import EffectiveRule
     from ..launch.driver import command, own_run
     from ..runfolder.ladder_rounds import pending
     from ..runfolder.plan_file import read_plan
@@ -126,14 +123,13 @@ def _rounds(config: str, options: Sequence[str], started: float) -> None:
     plan = read_plan(run) if run is not None else None
     if run is None or plan is None or plan.settings.adaptive is None:
         return
-    rule = EffectiveRule.of((Config.fromfile(config).get("summarizer") or {}).get("effective_length"))
     rest = _without(options, "-r", "--reuse", "-w", "--work-dir")
     asked = -1
     while True:
         plan = read_plan(run)
         if plan is None:
             return
-        due = pending(plan, run, rule)
+        due = pending(plan, run)
         total = sum(len(ids) for m in plan.models for r in m.rounds for ids in r.asks.values())
         if not any(due.values()) or total == asked:
             return

@@ -126,7 +126,7 @@ class NeedleBenchSummarizer:
             )
             raise
         logger.info(f"needlebench report: {path}")
-        due = pending(plan, run, self.rule) if (plan := read_plan(run)) is not None else {}
+        due = pending(plan, run) if (plan := read_plan(run)) is not None else {}
         if any(due.values()):  # an adaptive run: `needlebench run` goes on by itself, `opencompass` stops here
             logger.warning(
                 f"adaptive run: the ladder asks {sum(due.values())} more prompts "

@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..adaptive.ladder import LadderSettings, Round, next_round
+from ..aggregate.effective_length import EffectiveRule
 from ..tasks import get_task
 from .limits import Limit, model_rows
 
-__all__ = ["LadderGrid", "LadderRound", "decide", "ladder_grid"]
+__all__ = ["LadderGrid", "LadderRound", "decide", "ladder_grid", "ladder_settings"]
 
 
 @dataclass(frozen=True)
@@ -79,12 +80,15 @@ class LadderRound:
         asks: per dataset abbr, the sample ids it asked (in the ladder's order).
         reasons: per dataset abbr, the ladder's reason for them.
         shards: the indices of the shards (infer tasks) it added to the plan.
+        rule: the effective-length rule the ladder decides by (``EffectiveRule``'s fields), in the first round:
+            every later round, and the report's replay, decide by the rule the run began with.
     """
 
     index: int
     asks: Mapping[str, tuple[str, ...]]
     reasons: Mapping[str, str]
     shards: tuple[int, ...] = ()
+    rule: Mapping[str, Any] | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LadderRound:
@@ -98,7 +102,19 @@ class LadderRound:
             {k: tuple(str(s) for s in v) for k, v in data["asks"].items()},
             {k: str(v) for k, v in data["reasons"].items()},
             tuple(int(i) for i in data.get("shards") or ()),
+            data.get("rule"),
         )
+
+
+def ladder_settings(adaptive: Mapping[str, Any] | None, rounds: Sequence[LadderRound]) -> LadderSettings:
+    """The ladder's settings of a run: its config's ``adaptive`` options and the rule its first round stored.
+
+    Args:
+        adaptive: the run's ``RunSettings.adaptive``.
+        rounds: the model's rounds.
+    """
+    rule = rounds[0].rule if rounds and rounds[0].rule else None
+    return LadderSettings.of(adaptive, EffectiveRule.of(dict(rule)) if rule else None)
 
 
 def ladder_grid(dataset: dict, limit: Limit | None) -> LadderGrid | None:
@@ -128,13 +144,15 @@ def decide(
         grid: the dataset's grid.
         scores: each graded sample's score (0-100) by sample id; None: asked and left unscored.
         settings: the ladder's settings.
-        asked: every sample id an earlier round asked (never asked again).
+        asked: every sample id an earlier round asked (never asked again); one without a score is left
+            unscored, as a None.
     """
+    scores = {**dict.fromkeys(asked), **scores}
     left = {sid for sid, score in scores.items() if score is None}
     cells = {n: [(c[0], c[1]) for c in found if c[1] not in left] for n, found in grid.cells.items()}
     keys = grid.keys()
     answers = {keys[s][:2] + (s,): float(v) / 100 for s, v in scores.items() if v is not None and s in keys}
-    found = next_round({n: c for n, c in cells.items() if c}, answers, grid.tokens, settings)
+    found = next_round(cells, answers, grid.tokens, settings)
     before = set(asked)
     new = tuple(s for n in sorted(found.asks) for _, s in found.asks[n] if s not in before)
     return found, new

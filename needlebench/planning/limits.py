@@ -466,21 +466,19 @@ def token_shards(
     return stream, costs, (shard_ranges(costs, num_shards) if stream else [])
 
 
-def shard_runs(stream: Sequence[tuple[int, int]], start: int, end: int) -> list[tuple[int, int, int]]:
-    """The contiguous runs of one dataset inside a shard: ``(dataset index, first row, row after the last)``; a
-    gap in the rows (an adaptive round's) starts another run.
+def shard_runs(stream: Sequence[tuple[int, int]], start: int, end: int) -> list[tuple[int, list[int]]]:
+    """The runs of one dataset inside a shard: ``(dataset index, its rows in the order sent)``; a full grid's are
+    contiguous ranges, an adaptive round's rows its ladder picked.
 
     Args:
         stream: the model's samples as (dataset index, row index), in run order (:func:`token_shards`).
         start: the shard's first position in the stream.
         end: the position after its last.
     """
-    runs = []
-    i = start
-    while i < end:
-        j = i
-        while j < end and stream[j][0] == stream[i][0] and (j == i or stream[j][1] == stream[j - 1][1] + 1):
-            j += 1
-        runs.append((stream[i][0], stream[i][1], stream[j - 1][1] + 1))
-        i = j
+    runs: list[tuple[int, list[int]]] = []
+    for di, row in stream[start:end]:
+        if runs and runs[-1][0] == di:
+            runs[-1][1].append(row)
+        else:
+            runs.append((di, [row]))
     return runs

@@ -50,21 +50,24 @@ __all__ = [
     "adaptive_rows",
     "part_config",
     "plan_run",
+    "row_selection",
 ]
 
 
 @dataclass(frozen=True)
 class Part:
-    """A contiguous row range of one dataset that one infer task runs.
+    """The rows of one dataset that one infer task runs: a contiguous range, or an adaptive run's rows.
 
     Args:
         dataset: the dataset config's abbr.
-        number: its part number where the dataset comes in several pieces (``abbr_<number>``, in row
-            order), None where it is one piece.
+        number: its part number where the dataset comes in several pieces (``abbr_<number>``, in the order
+            its prediction files are read), None where it is one piece.
         start: the first row.
         end: the row after the last.
         prompt_tokens: its rows' cl100k prompt tokens (what ``needlebench status`` counts done per row;
             0 in a plan stored before it existed).
+        rows: its rows where they are not ``start`` to ``end`` (an adaptive round's, in the order sent);
+            empty: the range.
     """
 
     dataset: str
@@ -72,11 +75,54 @@ class Part:
     start: int
     end: int
     prompt_tokens: int = 0
+    rows: tuple[int, ...] = ()
 
     @property
     def abbr(self) -> str:
         """The abbr of the piece's prediction file: ``abbr_<number>``, or the dataset's own."""
         return self.dataset if self.number is None else f"{self.dataset}_{self.number}"
+
+    @property
+    def size(self) -> int:
+        """Its rows' count."""
+        return len(self.rows) if self.rows else self.end - self.start
+
+    def row(self, index: int) -> int:
+        """The dataset row of its ``index``-th prediction (a prediction file counts its own rows from 0).
+
+        Args:
+            index: the prediction's key in the part's file.
+        """
+        return self.rows[index] if self.rows else self.start + index
+
+    def row_list(self) -> list[int]:
+        """Its rows, in its prediction file's order."""
+        return list(self.rows) if self.rows else list(range(self.start, self.end))
+
+    @property
+    def test_range(self) -> str:
+        """What OpenCompass's reader selects it by (:func:`row_selection`)."""
+        return row_selection(self.rows) if self.rows else f"[{self.start}:{self.end}]"
+
+
+def row_selection(rows: Sequence[int]) -> str:
+    """A ``test_range`` that OpenCompass's reader turns into these rows, in this order.
+
+    Why this form: the reader selects ``eval(f"index_list{test_range}")``; each run of consecutive rows is one of
+    the slices it documents (``[a:b]``), joined by ``+index_list``, so the reader serves an adaptive run's
+    rows as it serves a range, unchanged (``tests/test_adaptive_run.py`` checks it with OpenCompass's reader).
+    No rows: ``[0:0]``.
+
+    Args:
+        rows: the rows, in the order their predictions are read.
+    """
+    spans: list[list[int]] = []
+    for row in rows:
+        if spans and row == spans[-1][1]:
+            spans[-1][1] += 1
+        else:
+            spans.append([row, row + 1])
+    return "+index_list".join(f"[{a}:{b}]" for a, b in spans) or "[0:0]"
 
 
 @dataclass(frozen=True)
@@ -225,7 +271,7 @@ class RunPlan:
                 shards=tuple(
                     Shard(
                         s["index"],
-                        tuple(Part(**p) for p in s["parts"]),
+                        tuple(Part(**{**p, "rows": tuple(p.get("rows") or ())}) for p in s["parts"]),
                         s["samples"],
                         s["prompt_tokens"],
                         s["output_tokens"],
@@ -265,7 +311,7 @@ def _shards(
     stream, costs, ranges = token_shards(model, limited, num_shards, rows)  # stream: (dataset index, row)
     runs = [(shard, *run) for shard, (a, b) in enumerate(ranges) for run in shard_runs(stream, a, b)]
     pieces: dict[int, int] = defaultdict(int)
-    for _, di, _, _ in runs:
+    for _, di, _ in runs:
         pieces[di] += 1
     budget = {di: out_len(model, d) for di, d in limited}
     prompt = {item: cost - budget[item[0]] for item, cost in zip(stream, costs)}  # (dataset, row) -> tokens
@@ -273,11 +319,14 @@ def _shards(
     if numbered is not None:
         numbers.update({di: numbered.get(datasets[di]["abbr"], 0) for di, _ in limited})
     parts: dict[int, list[Part]] = defaultdict(list)
-    for shard, di, start, end in runs:
+    for shard, di, got in runs:
         number = None if numbered is None and pieces[di] == 1 else numbers[di]
         numbers[di] += 1
-        tokens = sum(prompt.get((di, row), 0) for row in range(start, end))
-        parts[shard].append(Part(datasets[di]["abbr"], number, start, end, tokens))
+        tokens = sum(prompt.get((di, row), 0) for row in got)
+        whole = got == list(range(got[0], got[-1] + 1))
+        parts[shard].append(
+            Part(datasets[di]["abbr"], number, got[0], got[-1] + 1, tokens, () if whole else tuple(got))
+        )
     shards = []
     for index, (a, b) in enumerate(ranges):
         outputs = sum(budget[di] for di, _ in stream[a:b])
@@ -341,9 +390,10 @@ def _model_run(
     if settings.adaptive is None:
         shards = _shards(model, datasets, limited, settings.num_shards)
     else:
+        rule = rule or EffectiveRule()
         ladders, rows, first = _first_round(datasets, limited, decided, LadderSettings.of(settings.adaptive, rule))
         shards = _shards(model, datasets, limited, settings.num_shards, rows, {})
-        rounds = (dataclasses.replace(first, shards=tuple(s.index for s in shards)),)
+        rounds = (dataclasses.replace(first, shards=tuple(s.index for s in shards), rule=dataclasses.asdict(rule)),)
     mine = {a: planned[a] for a in decided}
     press = model.get("kv_press")
     method = PressSpec.of(press, abbr).to_dict() if press is not None else None
@@ -377,7 +427,7 @@ def add_round(
         settings: the run's settings.
         ladder_round: the round (its asks are sample ids of the plan's ladders).
     """
-    limited, rows = [], {}
+    limited, rows, placed = [], {}, {}
     for di, d in enumerate(datasets):
         asks = ladder_round.asks.get(d.get("abbr", ""))
         if not asks or d["abbr"] not in run.ladders:
@@ -385,12 +435,14 @@ def add_round(
         index = run.ladders[d["abbr"]].rows()
         limited.append((di, limited_dataset(d, run.limits[d["abbr"]])))
         rows[di] = {index[s] for s in asks}
+        placed[d["abbr"]] = asks
     numbered: dict[str, int] = defaultdict(int)
     for shard in run.shards:
         for part in shard.parts:
             numbered[part.dataset] += 1
     shards = _shards(model, datasets, limited, settings.num_shards, rows, numbered, len(run.shards)) if rows else ()
-    step = dataclasses.replace(ladder_round, shards=tuple(s.index for s in shards))
+    reasons = {k: v for k, v in ladder_round.reasons.items() if k in placed}  # only what has parts is asked
+    step = dataclasses.replace(ladder_round, asks=placed, reasons=reasons, shards=tuple(s.index for s in shards))
     return dataclasses.replace(run, shards=(*run.shards, *shards), rounds=(*run.rounds, step))
 
 
@@ -405,8 +457,7 @@ def adaptive_rows(run: ModelRun, abbr: str) -> list[int] | None:
     if not run.rounds:
         return None
     parts = sorted((p for s in run.shards for p in s.parts if p.dataset == abbr), key=lambda p: p.number or 0)
-    rows = [r for p in parts for r in range(p.start, p.end)]
-    return rows if abbr in run.ladders else None
+    return [r for p in parts for r in p.row_list()] if abbr in run.ladders else None
 
 
 def plan_run(
@@ -457,5 +508,5 @@ def part_config(dataset: dict, limit: Limit, part: Part) -> dict:
     if part.number is not None:
         cfg["abbr"] = part.abbr
         cfg["reader_cfg"] = copy.deepcopy(cfg.get("reader_cfg") or {})
-        cfg["reader_cfg"]["test_range"] = f"[{part.start}:{part.end}]"
+        cfg["reader_cfg"]["test_range"] = part.test_range
     return cfg

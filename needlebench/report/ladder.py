@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..adaptive.ladder import LadderSettings, Round
 from ..aggregate.effective_length import length_text
-from ..planning.adaptive import LadderGrid, decide
+from ..planning.adaptive import LadderGrid, decide, ladder_settings
 from ..planning.run import ModelRun
 from ..record import GradedSample
 from ..runfolder.ladder_rounds import scores_of
@@ -122,7 +122,7 @@ def ladder_views(results: RunResults) -> list[LadderView]:
     for model, run in results.model_plans.items():
         if not run.ladders:
             continue
-        settings = LadderSettings.of(results.adaptive.get(model), results.effective_rule)
+        settings = ladder_settings(results.adaptive.get(model), run.rounds)  # the rule the run began with
         for abbr, grid in run.ladders.items():
             mine = [r for r in by.get((model, abbr), []) if r.unscored != "not_sampled"]
             scores = scores_of(mine)
@@ -149,12 +149,16 @@ def ladder_views(results: RunResults) -> list[LadderView]:
 
 
 def ladder_decisions(views: Sequence[LadderView]) -> dict[tuple[str, str, str], tuple[int | None, str, int | None]]:
-    """Each ladder's effective length as the effective-length table takes it, per (model, task, lang).
+    """Each ladder's effective length as the effective-length table takes it, per (model, task, lang) that one
+    ladder decides (where two datasets of one task and language climbed two ladders, the table's own walk
+    stands, and ``needlebench_adaptive.csv`` has each).
 
     Args:
         views: from :func:`ladder_views`.
     """
-    return {(v.model, v.task, v.lang): v.decision.effective for v in views}
+    keys = [(v.model, v.task, v.lang) for v in views]
+    # two ladders of one task and language (two suites' datasets): neither speaks for the curve the table pools
+    return {k: v.decision.effective for k, v in zip(keys, views) if keys.count(k) == 1}
 
 
 def ladder_table(views: Sequence[LadderView]) -> pd.DataFrame:

@@ -87,11 +87,11 @@ def _pool_part(
     rows = model_rows(d, limit)
     dropped = 0
     for key, entry in _saved(path):
-        at = part.start + int(key)  # a part's keys count its own rows from 0
-        if at >= min(part.end, len(rows)):
+        index = int(key)  # a part's keys count its own rows from 0
+        if index >= part.size or part.row(index) >= len(rows):
             dropped += 1
             continue
-        row = rows[at]
+        row = rows[part.row(index)]
         usable = (
             budget == limit.out_len
             and isinstance(entry, dict)

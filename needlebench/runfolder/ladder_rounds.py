@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..adaptive.ladder import LadderSettings, Round
-from ..aggregate.effective_length import EffectiveRule
 from ..jsonl import iter_jsonl
-from ..planning.adaptive import LadderRound, decide
+from ..planning.adaptive import LadderRound, decide, ladder_settings
 from ..planning.run import ModelRun, RunPlan, add_round
 from ..record import GradedSample
 from .pieces import piece_done
@@ -42,22 +41,20 @@ def round_scored(model_run: ModelRun, run: Path) -> bool:
 
 
 def ladder_scores(path: Path) -> dict[str, float | None]:
-    """Each graded sample's score (0-100) by sample id from one ``samples.jsonl``; None: left unscored. A line
-    that is not a record is passed over (the report counts it unreadable).
+    """Each graded sample's score (0-100) by sample id from one ``samples.jsonl`` (:func:`scores_of`). A line
+    that is not a record is passed over: its sample, asked and without a score, is left unscored by the ladder
+    (``planning.adaptive.decide``), as the report's replay leaves it.
 
     Args:
         path: the dataset's ``results/<model>/<abbr>.samples.jsonl``.
     """
-    out: dict[str, float | None] = {}
-    if not path.is_file():
-        return out
-    for _, row in iter_jsonl(path, []):
+    records = []
+    for _, row in iter_jsonl(path, []) if path.is_file() else ():
         try:
-            record = GradedSample.from_json(row)
+            records.append(GradedSample.from_json(row))
         except (ValueError, TypeError, AttributeError):
             continue
-        out[record.id] = None if record.unscored or record.score is None else float(record.score)
-    return out
+    return scores_of(records)
 
 
 def scores_of(records: Sequence[GradedSample]) -> dict[str, float | None]:
@@ -81,21 +78,20 @@ def _decided(
     return rounds, new
 
 
-def pending(plan: RunPlan, run: Path, rule: EffectiveRule | None = None) -> dict[str, int]:
+def pending(plan: RunPlan, run: Path) -> dict[str, int]:
     """Per model of an adaptive run whose latest round is scored, how many prompts the next round asks (0: its
     ladder is done); models whose round is still running are left out.
 
     Args:
         plan: the run's plan.
         run: the run folder.
-        rule: the run's effective-length rule (the summarizer's).
     """
     if plan.settings.adaptive is None:
         return {}
-    settings = LadderSettings.of(plan.settings.adaptive, rule)
     out = {}
     for model_run in plan.models:
         if model_run.rounds and round_scored(model_run, run):
+            settings = ladder_settings(plan.settings.adaptive, model_run.rounds)
             out[model_run.abbr] = sum(map(len, _decided(model_run, run, settings)[1].values()))
     return out
 
@@ -104,7 +100,6 @@ def advance(
     plan: RunPlan,
     configs: Mapping[str, tuple[dict, Sequence[dict]]],
     run: Path,
-    rule: EffectiveRule | None,
     log: Any,
 ) -> RunPlan:
     """The plan with each model's next round where its latest round is scored and the ladder asks more; those
@@ -114,17 +109,16 @@ def advance(
         plan: the run's plan (an adaptive run's; another is returned as it is).
         configs: per model abbr, its config and the dataset configs it runs (in config order).
         run: the run folder.
-        rule: the run's effective-length rule (the summarizer's).
         log: where each round is said.
     """
     if plan.settings.adaptive is None:
         return plan
-    settings = LadderSettings.of(plan.settings.adaptive, rule)
-    models = []
+    models, changed = [], False
     for model_run in plan.models:
         if not model_run.rounds or not round_scored(model_run, run) or model_run.abbr not in configs:
             models.append(model_run)
             continue
+        settings = ladder_settings(plan.settings.adaptive, model_run.rounds)
         found, new = _decided(model_run, run, settings)
         asks = {abbr: ids for abbr, ids in new.items() if ids}
         if not asks:
@@ -134,10 +128,12 @@ def advance(
         step = LadderRound(index, asks, {abbr: found[abbr].reason for abbr in asks})
         model, datasets = configs[model_run.abbr]
         models.append(add_round(model_run, model, datasets, plan.settings, step))
+        changed = True
+        asks = dict(models[-1].rounds[-1].asks)  # what has parts
         for abbr in asks:
             (run / "results" / model_run.abbr / f"{abbr}.json").unlink(missing_ok=True)
         log.warning(
             f"{model_run.abbr}: adaptive round {index} asks {sum(map(len, asks.values()))} prompts "
             f"({'; '.join(f'{a}: {len(ids)}, {found[a].reason}' for a, ids in asks.items())})"
         )
-    return dataclasses.replace(plan, models=tuple(models))
+    return dataclasses.replace(plan, models=tuple(models)) if changed else plan

@@ -43,7 +43,7 @@ from ..cgroups import memory_limit
 from ..errors import PlanChanged
 from ..grading.evaluation import metric_names, planned_lengths
 from ..planning.limits import Limit, Limits, limited_dataset
-from ..planning.run import MemoryBaseline, ModelRun, RunPlan, adaptive_rows, plan_run
+from ..planning.run import MemoryBaseline, ModelRun, RunPlan, adaptive_rows, plan_run, row_selection
 from ..planning.settings import RunSettings
 from ..planning.shards import shard_ranges
 from ..planning.window import check_windows
@@ -63,7 +63,6 @@ __all__ = [
     "dataset_fingerprints",
     "eval_groups",
     "make_plan",
-    "row_selection",
     "start_eval",
     "start_infer",
 ]
@@ -242,9 +241,6 @@ def start_infer(
             _replan(stored, plan, groups, out_dir, run, changes, set(rows), log)
         elif plan is None or stored.plan.settings.adaptive is not None:  # an adaptive run's rounds: the stored plan
             plan = dataclasses.replace(stored.plan, memory=_memory())
-        if stage == "resume":  # an adaptive run whose round is answered and scored: the next round
-            configs = {str(m.get("abbr", "model")): (m, list(ds)) for ms, ds in groups for m in ms}
-            plan = advance(plan, configs, run, rule, log)
     check_windows(plan.models, settings.beyond_window)  # before any file of the stage and any model call
     history = (*(stored.history if stored else ()), _stage_entry(stage, request.to_dict()))
     write_stored(run, StoredPlan(plan, digest, prints, history))
@@ -257,6 +253,13 @@ def start_infer(
                     f"{model_run.abbr}: asking again the {sum(found.values())} requests that failed in "
                     f"{', '.join(sorted(found))}; every answered sample is kept as it is"
                 )
+    if stage == "resume":  # an adaptive run whose round is answered and scored (its failed requests asked
+        # again first, above: a round they are in is not scored until they are): the next round
+        configs = {str(m.get("abbr", "model")): (m, list(ds)) for ms, ds in groups for m in ms}
+        advanced = advance(plan, configs, run, log)
+        if advanced is not plan:
+            plan = advanced
+            write_stored(run, StoredPlan(plan, digest, prints, history))
     clear_request(run)
     for model_run in plan.models:
         for abbr, cells in model_run.overlength.items():
@@ -376,25 +379,6 @@ def start_eval(
                     scored.setdefault("reader_cfg", {})["test_range"] = row_selection(rows)
                 pairs.append((model, scored))
     return eval_groups(pairs, settings.eval_tasks)
-
-
-def row_selection(rows: Sequence[int]) -> str:
-    """A ``test_range`` that OpenCompass's reader turns into these rows, in this order.
-
-    Why this form: the reader selects ``eval(f"index_list{test_range}")``; each run of consecutive rows is one of
-    the slices it documents (``[a:b]``), joined by ``+index_list``, so the reader serves an adaptive run's
-    rows as it serves a part's, unchanged. No rows: ``[0:0]``.
-
-    Args:
-        rows: the rows, in the order their predictions are read (an adaptive run's parts, by number).
-    """
-    spans: list[list[int]] = []
-    for row in rows:
-        if spans and row == spans[-1][1]:
-            spans[-1][1] += 1
-        else:
-            spans.append([row, row + 1])
-    return "+index_list".join(f"[{a}:{b}]" for a, b in spans) or "[0:0]"
 
 
 def eval_groups(items: list[Any], count: int) -> list[list[Any]]:

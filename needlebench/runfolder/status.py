@@ -355,7 +355,7 @@ class StatusReader:
 
     def _done(self, folder: Path, part: Part, last: Step | None) -> tuple[int, bool, float | None]:
         """(samples done, begun, last write time) of one piece."""
-        rows = part.end - part.start
+        rows = part.size
         final = folder / f"{part.abbr}.json"
         whole = folder / f"{part.dataset}.json"
         for path in (final, whole):
@@ -457,7 +457,7 @@ class StatusReader:
                 done, begun, written = self._done(folder, part, last.get(part.abbr))
                 if written is not None:
                     writes.append(written)
-                rows = part.end - part.start
+                rows = part.size
                 row = sums.setdefault(part.dataset, [0, 0, 0, 0, 0, 0])
                 step = last.get(part.abbr)
                 row[0] += rows
@@ -536,7 +536,7 @@ def _tokens_per_row(model_run: ModelRun) -> dict[str, float]:
     out: dict[str, float] = {}
     for shard in model_run.shards:
         for part in shard.parts:
-            rows = max(1, part.end - part.start)
+            rows = max(1, part.size)
             out[part.abbr] = part.prompt_tokens / rows if part.prompt_tokens else _shard_mean(shard)
     return out
 
