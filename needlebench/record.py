@@ -312,6 +312,22 @@ class GradedSample:
         if clash:
             raise ValueError(f"sample {self.id}: fields {clash} would overwrite the record's own keys")
 
+    @classmethod
+    def not_sampled(
+        cls, sample_id: str, task: str, lang: str, fields: Mapping[str, Any], model: str | None, dataset: str | None
+    ) -> GradedSample:
+        """The record of a sample an adaptive run's ladder never asked: unscored, in its cell, never a 0.
+
+        Args:
+            sample_id: its id.
+            task: its task.
+            lang: its language.
+            fields: its cell's coordinates and the fields every sample of its dataset holds alike.
+            model: its model (None: as the evaluator writes it).
+            dataset: its dataset's abbr (None: as the evaluator writes it).
+        """
+        return cls(sample_id, task, lang, dict(fields), unscored="not_sampled", model=model, dataset=dataset)
+
     @property
     def counts(self) -> bool:
         """Whether the sample enters the numbers: the one test every metric and table applies (it is not unscored)."""

@@ -145,6 +145,16 @@ def test_an_adaptive_run_asks_in_rounds_resumes_a_killed_round_and_finds_the_ful
                 assert row[f"{model} complete"] == "False"
             if model == "right":  # right on every prompt asked: the unsampled ones are not averaged in as 0
                 assert float(row[model]) == 100.0
+    # OpenCompass's own summary: the full grid planned, the prompts asked scored, every sample a record
+    summary_csv = sorted((run / "summary").glob("summary_*.csv"))[-1]  # one per round: the last
+    rows = {r["metric"]: r for r in csv.DictReader(summary_csv.open(encoding="utf-8"))}
+    scored = {m: int(r["prompts"]) for m, r in spent.items()}
+    for model in FULL_GRID:
+        assert rows["samples planned"][model] == str(PER_LENGTH * len(LENGTHS))
+        assert rows["samples scored"][model] == str(scored[model])
+        lines = (run / "results" / model / "needlebench_srt_en_4k.samples.jsonl").read_text(encoding="utf-8")
+        states = [json.loads(x).get("unscored") for x in lines.splitlines()]
+        assert len(states) == PER_LENGTH * len(LENGTHS) and states.count("not_sampled") == len(states) - scored[model]
 
 
 @pytest.mark.e2e

@@ -48,6 +48,7 @@ __all__ = [
     "RunPlan",
     "Shard",
     "adaptive_rows",
+    "not_sampled",
     "part_config",
     "plan_run",
     "row_selection",
@@ -444,6 +445,22 @@ def add_round(
     reasons = {k: v for k, v in ladder_round.reasons.items() if k in placed}  # only what has parts is asked
     step = dataclasses.replace(ladder_round, asks=placed, reasons=reasons, shards=tuple(s.index for s in shards))
     return dataclasses.replace(run, shards=(*run.shards, *shards), rounds=(*run.rounds, step))
+
+
+def not_sampled(run: ModelRun, abbr: str) -> dict[str, Any] | None:
+    """The samples of one dataset no round of an adaptive run asked, as its evaluator writes their records: the
+    fields every sample of the dataset holds alike and each sample's (length, depth); None for a full grid.
+
+    Args:
+        run: the model's plan.
+        abbr: the dataset's abbr.
+    """
+    grid = run.ladders.get(abbr)
+    if grid is None:
+        return None
+    asked = {s for r in run.rounds for s in r.asks.get(abbr, ())}
+    cells = {c[1]: [n, c[0]] for n, found in grid.cells.items() for c in found if c[1] not in asked}
+    return {"fields": dict((run.planned.get(abbr) or {}).get("fields") or {}), "cells": cells}
 
 
 def adaptive_rows(run: ModelRun, abbr: str) -> list[int] | None:

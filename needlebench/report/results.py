@@ -317,8 +317,9 @@ def _read_lines(path: Path, model: str, dataset: str, bad: list[BadLine]) -> lis
 
 
 def _not_sampled(rows: list[GradedSample], run: ModelRun | None, plan: Planned | None) -> list[GradedSample]:
-    """A record for each sample of an adaptive run's dataset that no round asked, in its cell (from the plan's
-    ladder grid), so every table counts it as not sampled, never as missing or 0.
+    """A record for each sample of an adaptive run's dataset that no round asked and its file lacks (the eval stage
+    writes them; a file written before it did has none), in its cell from the plan's ladder grid, so every table
+    counts it as not sampled, never as missing or 0.
 
     Args:
         rows: the records read from the dataset's file.
@@ -332,14 +333,8 @@ def _not_sampled(rows: list[GradedSample], run: ModelRun | None, plan: Planned |
     spec = get_task(plan.task)
     model = rows[0].model if rows else plan.model
     return [
-        GradedSample(
-            id=sid,
-            task=plan.task,
-            lang=plan.lang,
-            fields={**plan.fields, **dict(zip(spec.cell, (length, depth)))},
-            unscored="not_sampled",
-            model=model,
-            dataset=plan.dataset,
+        GradedSample.not_sampled(
+            sid, plan.task, plan.lang, {**plan.fields, **dict(zip(spec.cell, (length, depth)))}, model, plan.dataset
         )
         for length, cells in grid.cells.items()
         for depth, sid, _, _ in cells

@@ -58,12 +58,17 @@ def ladder_scores(path: Path) -> dict[str, float | None]:
 
 
 def scores_of(records: Sequence[GradedSample]) -> dict[str, float | None]:
-    """Each record's score (0-100) by sample id; None: left unscored (as :func:`ladder_scores` reads them).
+    """Each asked record's score (0-100) by sample id; None: left unscored (as :func:`ladder_scores` reads them);
+    the records of samples never asked are not the ladder's.
 
     Args:
         records: one model's graded samples of one dataset.
     """
-    return {r.id: None if r.unscored or r.score is None else float(r.score) for r in records}
+    return {
+        r.id: None if r.unscored or r.score is None else float(r.score)
+        for r in records
+        if r.unscored != "not_sampled"  # never asked: not a sample the ladder has seen
+    }
 
 
 def _decided(

@@ -43,7 +43,15 @@ from ..cgroups import memory_limit
 from ..errors import PlanChanged
 from ..grading.evaluation import metric_names, planned_lengths
 from ..planning.limits import Limit, Limits, limited_dataset
-from ..planning.run import MemoryBaseline, ModelRun, RunPlan, adaptive_rows, plan_run, row_selection
+from ..planning.run import (
+    MemoryBaseline,
+    ModelRun,
+    RunPlan,
+    adaptive_rows,
+    not_sampled,
+    plan_run,
+    row_selection,
+)
 from ..planning.settings import RunSettings
 from ..planning.shards import shard_ranges
 from ..planning.window import check_windows
@@ -375,8 +383,10 @@ def start_eval(
                     names[d["abbr"]] = _planned(d)
                 scored = _evaluated(d, limit, names[d["abbr"]], effective)
                 rows = adaptive_rows(model_run, d["abbr"]) if model_run is not None else None
-                if rows is not None:  # an adaptive run: the rows its rounds asked, in their files' order
+                if rows is not None:  # an adaptive run: the rows its rounds asked, in their files' order, and
+                    # a record for each sample none asked (every number's denominator is the full grid's)
                     scored.setdefault("reader_cfg", {})["test_range"] = row_selection(rows)
+                    scored["eval_cfg"]["evaluator"]["not_sampled"] = not_sampled(model_run, d["abbr"])
                 pairs.append((model, scored))
     return eval_groups(pairs, settings.eval_tasks)
 
