@@ -158,6 +158,19 @@ def run_export(config: str, out: Path) -> list[dict]:
 OPENCOMPASS = driver_command(str(VENV_BIN / "python"))
 
 
+def kill_when(work: Path, proc: subprocess.Popen, pattern: str, seconds: float = 300) -> None:
+    """SIGKILL a run's process group (started with ``start_new_session=True``) once a file under ``work`` matches
+    ``pattern``: no cleanup runs, as a crash or a cancelled job leaves it; fails the test if the run ends first."""
+    deadline = time.time() + seconds
+    while time.time() < deadline and proc.poll() is None:
+        if list(work.glob(pattern)):
+            os.killpg(proc.pid, 9)
+            proc.wait()
+            return
+        time.sleep(0.1)
+    pytest.fail(f"nothing matched {pattern} before the run ended")
+
+
 def run_opencompass(
     config: str, work: Path, env: dict | None = None, command: list[str] = OPENCOMPASS, timeout: int = 1200
 ) -> Path:

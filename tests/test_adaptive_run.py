@@ -8,11 +8,10 @@ import csv
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
-from conftest import OPENCOMPASS, ROOT, VENV_BIN
+from conftest import OPENCOMPASS, ROOT, VENV_BIN, kill_when
 
 from needlebench.errors import ConfigError
 from needlebench.opencompass.configs import runtime
@@ -56,17 +55,6 @@ def _answered(run: Path, model: str) -> list[str]:
     return [sid for line in lines if line.strip() for sid in json.loads(line)["costs"]]
 
 
-def _kill_when(work: Path, proc: subprocess.Popen, pattern: str, seconds: float = 300) -> None:
-    deadline = time.time() + seconds
-    while time.time() < deadline and proc.poll() is None:
-        if list(work.glob(pattern)):
-            os.killpg(proc.pid, 9)  # SIGKILL: no cleanup runs
-            proc.wait()
-            return
-        time.sleep(0.1)
-    pytest.fail(f"nothing matched {pattern} before the run ended")
-
-
 @pytest.fixture(scope="module")
 def adaptive_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`opencompass CONFIG` runs the first round and prints the command that continues; the second round is killed
@@ -88,7 +76,7 @@ def adaptive_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    _kill_when(work, second, "*/predictions/*/tmp_*.jsonl")  # a part of the second round is half done
+    kill_when(work, second, "*/predictions/*/tmp_*.jsonl")  # a part of the second round is half done
     assert all(len(m.rounds) == 2 for m in _plan(run).models)
     done = _needlebench_run(work, "-r", run.name)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -9,7 +9,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from conftest import (
     VENV_BIN,
     bin_path,
     free_port,
+    kill_when,
     run_opencompass,
     start_flaky_server,
     stop_server,
@@ -188,17 +188,6 @@ def _opencompass(work: Path, *extra: str, delay: float = 1.0) -> subprocess.Pope
     )
 
 
-def _kill_when(work: Path, proc: subprocess.Popen, pattern: str, seconds: float = 300) -> None:
-    deadline = time.time() + seconds
-    while time.time() < deadline and proc.poll() is None:
-        if list(work.glob(pattern)):
-            os.killpg(proc.pid, 9)  # SIGKILL: no cleanup runs
-            proc.wait()
-            return
-        time.sleep(0.2)
-    pytest.fail(f"nothing matched {pattern} before the run ended")
-
-
 def _summary(run: Path) -> str:
     return (run / "summary" / "needlebench_summary.csv").read_text(encoding="utf-8")
 
@@ -209,11 +198,11 @@ def test_resume_after_sigkill_in_inference_and_in_evaluation(tmp_path: Path) -> 
     clean_work = tmp_path / "clean"
     clean_run = _opencompass(clean_work, delay=0.0)
     work = tmp_path / "killed"
-    _kill_when(work, _opencompass(work), "*/predictions/slow/tmp_*.jsonl")  # a shard is half done
+    kill_when(work, _opencompass(work), "*/predictions/slow/tmp_*.jsonl")  # a shard is half done
     (run,) = [p for p in work.iterdir() if p.is_dir()]
     assert not (run / "results").exists() or not list((run / "results").rglob("*.json"))
     proc = _opencompass(work, "-r", run.name, delay=0.0)  # this kill waits for the eval stage
-    _kill_when(work, proc, "*/results/slow/*.samples.jsonl")  # the first dataset is scored
+    kill_when(work, proc, "*/results/slow/*.samples.jsonl")  # the first dataset is scored
     done = {p.name for p in (run / "results" / "slow").glob("*.samples.jsonl")}
     assert 0 < len(done) < 6
     assert _opencompass(work, "-r", run.name, delay=0.0).wait(timeout=900) == 0
