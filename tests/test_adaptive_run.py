@@ -163,6 +163,16 @@ def test_verify_replays_the_decisions_and_fails_on_an_edited_one(adaptive_run: P
     edited.write_text(json.dumps(data), encoding="utf-8")
     bad = subprocess.run([needlebench, "verify", str(edited), str(run)], capture_output=True, text=True, timeout=600)
     assert bad.returncode != 0 and "adaptive" in bad.stdout + bad.stderr
+    board = subprocess.run(
+        [needlebench, "leaderboard", str(run), "-o", str(tmp_path / "board")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert board.returncode == 0, board.stdout[-2000:] + board.stderr[-2000:]
+    rows = {r["model"]: r for r in csv.DictReader((tmp_path / "board" / "leaderboard.csv").open(encoding="utf-8"))}
+    for model in FULL_GRID:  # never set beside full-grid rows as comparable
+        assert rows[model]["comparable"].startswith("not comparable") and "adaptive run (" in rows[model]["comparable"]
 
 
 def test_an_adaptive_option_the_ladder_does_not_know_is_refused_naming_the_nearest() -> None:

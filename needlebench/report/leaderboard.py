@@ -43,6 +43,7 @@ from ..taskspec import Basis
 from .axes import board_labels, variants_of
 from .comparability import Comparability, row_comparability
 from .cutoff import Budgets, CutOff
+from .ladder import ladder_decisions, ladder_views
 from .ledger import cost_ledger
 from .parity_link import find_parity_link
 from .published import PublishedTable, load_published
@@ -255,9 +256,11 @@ def _suite_row(
     rule: EffectiveRule | None = None,
     claimed: int | None = None,
     beyond: Any = None,
+    ladders: Any = None,
 ) -> Row:
     """The sparse-suite row of one model's records (one profile and protocol), on its suite's board, with its
-    effective context length (the smallest over the board's tasks and languages) and its claimed length."""
+    effective context length (the smallest over the board's tasks and languages; an adaptive run's ladders'
+    decisions, ``report.ladder.ladder_decisions``) and its claimed length."""
     suite = infer_suite([r.get("length") for r in records], profile) or "?"
     table = summary_table(records, [model], skipped, planned, beyond)
     index = {(str(r["task"]), str(r["lang"]), str(r["length"])): r for r in table.to_dict(orient="records")}
@@ -286,7 +289,7 @@ def _suite_row(
         by_task[r.task].append(r)
     cut_off = _suite_cut_offs(records, [k for k, _ in columns], budgets or {})
     texts: dict[str, str] = {}
-    effective = _effective_cell(records, model, skipped, planned, rule, claimed, beyond)
+    effective = _effective_cell(records, model, skipped, planned, rule, claimed, beyond, ladders)
     if effective is not None:
         cells["effective"], texts["effective"] = effective
         columns = (*columns, ("effective", "effective length"))
@@ -321,12 +324,13 @@ def _effective_cell(
     rule: EffectiveRule | None,
     claimed: int | None,
     beyond: Any = None,
+    ladders: Any = None,
 ) -> tuple[Estimate, str] | None:
     """A suite row's effective length: the smallest over its tasks and languages (the length up to which every
     one of them holds), as a sortable value (0 below the shortest length) and its text, naming where it is, and
     where lengths past the model's context window were run (marked), from which length."""
     claims = {model: claimed} if claimed else None
-    table = effective_length_table(records, [model], skipped, planned, rule, claims, beyond)
+    table = effective_length_table(records, [model], skipped, planned, rule, claims, beyond, ladders)
     if table.empty:
         return None
     found = []
@@ -375,6 +379,7 @@ def measured_rows(results: RunResults, source: str) -> list[Row]:
     summary = set(summary_tasks())
     variants = variants_of(results.variants, results.records)
     spent = _spent(results)
+    ladders = ladder_decisions(ladder_views(results))  # an adaptive run's effective lengths
     rows: list[Row] = []
     for (model, profile, protocol), records in sorted(groups.items()):
         method = board_labels(model, variants, results.models)  # a variant's setting (press, ratio...), a column each
@@ -392,6 +397,7 @@ def measured_rows(results: RunResults, source: str) -> list[Row]:
                 results.effective_rule,
                 results.claimed.get(model),
                 results.beyond,
+                ladders,
             )
             labels = {**suite_row.labels, **method}
             rows.append(dataclasses.replace(suite_row, labels=labels, spent=spent.get(model, {})))
