@@ -15,7 +15,7 @@ from conftest import OPENCOMPASS, ROOT, VENV_BIN, kill_when
 
 from needlebench.errors import ConfigError
 from needlebench.opencompass.configs import runtime
-from needlebench.planning.run import RunPlan, row_selection
+from needlebench.planning.run import RunPlan
 from needlebench.runfolder.plan_file import PLAN_FILE
 
 CONFIG = "tests/configs/e2e_adaptive.py"
@@ -147,32 +147,31 @@ def test_an_adaptive_run_asks_in_rounds_resumes_a_killed_round_and_finds_the_ful
 
 @pytest.mark.e2e
 def test_verify_replays_the_decisions_and_fails_on_an_edited_one(adaptive_run: Path, tmp_path: Path) -> None:
+    """The run's results.json (its summary's) carries each decision; verify decides them again from the records
+    and fails on an edited one; the leaderboard never sets the run beside full-grid rows as comparable."""
+    from needlebench.report.bundle import verify_bundle
+    from needlebench.report.leaderboard import measured_rows
+    from needlebench.report.results import load_results
+
     run = adaptive_run
-    needlebench = str(VENV_BIN / "needlebench")
-    made = subprocess.run([needlebench, "report", str(run)], cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert made.returncode == 0, made.stderr[-2000:]
-    bundle = run / "needlebench_report" / "results.json"
+    bundle = run / "summary" / "results.json"
     data = json.loads(bundle.read_text(encoding="utf-8"))
     decisions = {d["model"]: d for d in data["adaptive"]}
     assert (decisions["cut"]["effective_length"], decisions["cut"]["edge"]) == (2000, "exact")
     assert decisions["cut"]["rungs"][-1]["status"] == "fail" and decisions["right"]["replay"] is None
-    ok = subprocess.run([needlebench, "verify", str(bundle), str(run)], capture_output=True, text=True, timeout=600)
-    assert ok.returncode == 0, ok.stdout[-2000:]
+    found = verify_bundle(bundle, run)  # what `needlebench verify` runs
+    assert found.ok, found.failures
     decisions["cut"]["effective_length"] = 3000  # the decision edited
     edited = tmp_path / "results.json"
     edited.write_text(json.dumps(data), encoding="utf-8")
-    bad = subprocess.run([needlebench, "verify", str(edited), str(run)], capture_output=True, text=True, timeout=600)
-    assert bad.returncode != 0 and "adaptive" in bad.stdout + bad.stderr
-    board = subprocess.run(
-        [needlebench, "leaderboard", str(run), "-o", str(tmp_path / "board")],
-        capture_output=True,
-        text=True,
-        timeout=600,
+    bad = subprocess.run(
+        [str(VENV_BIN / "needlebench"), "verify", str(edited), str(run)], capture_output=True, text=True, timeout=600
     )
-    assert board.returncode == 0, board.stdout[-2000:] + board.stderr[-2000:]
-    rows = {r["model"]: r for r in csv.DictReader((tmp_path / "board" / "leaderboard.csv").open(encoding="utf-8"))}
+    assert bad.returncode != 0 and "adaptive" in bad.stdout + bad.stderr
+    rows = {r.model: r for r in measured_rows(load_results([run]), run.name)}
     for model in FULL_GRID:  # never set beside full-grid rows as comparable
-        assert rows[model]["comparable"].startswith("not comparable") and "adaptive run (" in rows[model]["comparable"]
+        said = rows[model].comparability
+        assert said is not None and not said.comparable and any("adaptive run (" in x for x in said.differs)
 
 
 def test_an_adaptive_option_the_ladder_does_not_know_is_refused_naming_the_nearest() -> None:
@@ -182,20 +181,6 @@ def test_an_adaptive_option_the_ladder_does_not_know_is_refused_naming_the_neare
         runtime(adaptive=dict(first=0))
     infer, _ = runtime(adaptive=dict(delta=0.05, extend=[2000000]))
     assert infer["partitioner"]["adaptive"] == {"delta": 0.05, "extend": [2000000]}
-
-
-def test_an_adaptive_runs_rows_are_what_opencompass_reader_selects() -> None:
-    """The eval stage's ``test_range`` for an adaptive run's rows: OpenCompass's own reader selects exactly them,
-    in the order their prediction files hold them."""
-    from datasets import Dataset
-    from opencompass.openicl.icl_dataset_reader import load_partial_dataset
-
-    rows = [5, 6, 7, 1, 2, 9, 0]
-    selection = row_selection(rows)
-    assert selection == "[5:8]+index_list[1:3]+index_list[9:10]+index_list[0:1]"
-    data = Dataset.from_dict({"i": list(range(12))})
-    assert load_partial_dataset(data, selection)["i"] == rows
-    assert len(load_partial_dataset(data, row_selection([]))) == 0
 
 
 SMOLLM2 = "tests/configs/e2e_adaptive_smollm2.py"
@@ -237,3 +222,18 @@ def test_on_smollm2_plain_and_pressed_the_adaptive_and_full_grid_effective_lengt
             f"{spent[model]['prompts']} of {spent[model]['full grid prompts']} prompts, "
             f"{float(spent[model]['share of tokens']):.0%} of the prompt tokens"
         )
+
+
+def test_needlebench_run_adaptive_makes_a_config_adaptive_as_it_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``needlebench run --adaptive``: the config as OpenCompass loads it (and dumps it into the run) has both
+    stages' partitioners adaptive with the ladder's defaults; a config's own ``runtime(adaptive=...)`` wins."""
+    from mmengine.config import Config
+
+    from needlebench.launch.driver import adaptive_on_load
+
+    monkeypatch.setattr(Config, "fromfile", Config.__dict__["fromfile"])  # put back after the test
+    adaptive_on_load({})
+    plain = Config.fromfile(str(ROOT / "tests" / "configs" / "e2e_resume.py"), format_python_code=False)
+    assert plain["infer"]["partitioner"]["adaptive"] == {} and plain["eval"]["partitioner"]["adaptive"] == {}
+    own = Config.fromfile(str(ROOT / CONFIG), format_python_code=False)
+    assert own["infer"]["partitioner"]["adaptive"] == {"seed": 1}

@@ -117,3 +117,19 @@ def test_private_methods_we_call_or_override_still_mean_what_we_use() -> None:
     params = list(inspect.signature(OpenAISDK._generate).parameters)
     assert params[:4] == ["self", "input", "max_out_len", "temperature"], params
     assert ResilientOpenAISDK._generate is not OpenAISDK._generate
+
+
+def test_an_adaptive_runs_rows_are_what_opencompass_reader_selects() -> None:
+    """The eval stage's ``test_range`` for an adaptive run's rows: OpenCompass's own reader selects exactly them,
+    in the order their prediction files hold them."""
+    from datasets import Dataset
+    from opencompass.openicl.icl_dataset_reader import load_partial_dataset
+
+    from needlebench.planning.run import row_selection
+
+    rows = [5, 6, 7, 1, 2, 9, 0]
+    selection = row_selection(rows)
+    assert selection == "[5:8]+index_list[1:3]+index_list[9:10]+index_list[0:1]"
+    data = Dataset.from_dict({"i": list(range(12))})
+    assert load_partial_dataset(data, selection)["i"] == rows
+    assert len(load_partial_dataset(data, row_selection([]))) == 0

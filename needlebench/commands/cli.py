@@ -140,7 +140,7 @@ def _prompt(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from .run import run_config
 
-    run_config(args.config, args.options, replan=args.replan, retry=args.retry)
+    run_config(args.config, args.options, replan=args.replan, retry=args.retry, adaptive=args.adaptive)
     return 0
 
 
@@ -202,6 +202,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MODELS",
         help="resuming a run (-r): ask again the failed requests of these models only (comma-separated abbrs); "
         "every model's without a value, as any resume does",
+    )
+    rn.add_argument(
+        "--adaptive",
+        action="store_true",
+        help="an adaptive run where the config's runtime() sets none (the ladder's defaults): each length's prompts "
+        "asked only until its effective length is decided, every round one after another (docs: The adaptive "
+        "length ladder); give it again to resume the run",
     )
     rn.set_defaults(func=_run)
     pl = _command(

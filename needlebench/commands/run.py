@@ -66,7 +66,9 @@ def resumed_run(config: str, options: Sequence[str]) -> Path:
     return Path(work) / reuse
 
 
-def run_config(config: str, options: Sequence[str], replan: bool = False, retry: str | None = None) -> None:
+def run_config(
+    config: str, options: Sequence[str], replan: bool = False, retry: str | None = None, adaptive: bool = False
+) -> None:
     """Run ``config`` through OpenCompass's command line, with a request for the resumed run where one is asked.
 
     Args:
@@ -74,6 +76,8 @@ def run_config(config: str, options: Sequence[str], replan: bool = False, retry:
         options: OpenCompass's options, handed on as given.
         replan: re-plan a resumed run whose config gives another plan, keeping every answer still valid.
         retry: ask again the failed requests of these models (comma-separated abbrs; ``""``: every model's).
+        adaptive: run the config as an adaptive run, the ladder's defaults, where its ``runtime()`` sets none
+            (each round of it, as for a config that sets one; a resume of it gives ``--adaptive`` again).
     """
     from ..launch.driver import main as drive
 
@@ -81,8 +85,8 @@ def run_config(config: str, options: Sequence[str], replan: bool = False, retry:
         models = tuple(m for m in (retry or "").split(",") if m) or None
         write_request(resumed_run(config, options), RunRequest(replan=replan, retry=models))
     started = time.time()
-    drive([config, *options])
-    _rounds(config, options, started)
+    drive([config, *options], adaptive={} if adaptive else None)
+    _rounds(config, options, started, adaptive)
 
 
 def _work_dir(config: str, options: Sequence[str]) -> str:
@@ -112,7 +116,7 @@ def _without(options: Sequence[str], *names: str) -> list[str]:
     return out
 
 
-def _rounds(config: str, options: Sequence[str], started: float) -> None:
+def _rounds(config: str, options: Sequence[str], started: float, adaptive: bool = False) -> None:
     """An adaptive run's further rounds, each a resume of the run in a process of its own, while a model's ladder
     asks more and the round before added something (a round that adds nothing would repeat forever)."""
     from ..launch.driver import command, own_run
@@ -135,6 +139,7 @@ def _rounds(config: str, options: Sequence[str], started: float) -> None:
             return
         asked = total
         print(f"needlebench: adaptive run {run}: the next round asks {sum(due.values())} prompts", file=sys.stderr)
-        done = subprocess.run([*command(), config, *rest, "-w", str(run.parent), "-r", run.name], check=False)
+        flag = ["--adaptive"] if adaptive else []
+        done = subprocess.run([*command(), *flag, config, *rest, "-w", str(run.parent), "-r", run.name], check=False)
         if done.returncode != 0:
             raise SystemExit(done.returncode)

@@ -30,7 +30,7 @@ A config that names a type by its short registry name (``type="OpenICLInferTask"
 registry lookup that finds nothing imports the lazy packages whole and looks again
 (``task_entry.load_whole_on_registry_miss``).
 
-    python -m needlebench.launch.driver CONFIG [options]   # = needlebench run CONFIG [options]
+    python -m needlebench.launch.driver [--adaptive] CONFIG [options]   # = needlebench run [--adaptive] CONFIG [options]
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ __all__ = [
     "DRIVER_LAZY_PACKAGES",
     "DRIVER_STAND_INS",
     "RUN_MODEL_CLASSES",
+    "adaptive_on_load",
     "command",
     "hide_keys_on_load",
     "keep_format_flag",
@@ -174,13 +175,51 @@ def hide_keys_on_load() -> None:
     Config.fromfile = staticmethod(fromfile)  # type: ignore[method-assign]
 
 
-def main(argv: list[str] | None = None) -> None:
+def adaptive_on_load(options: dict[str, Any]) -> None:
+    """``mmengine.Config.fromfile`` making each loaded run config an adaptive run (``needlebench run --adaptive``):
+    both stages' partitioners (ours, as ``runtime()`` writes them) get ``adaptive`` where the config sets none.
+
+    Why at load: OpenCompass dumps the config it loaded into the run folder and runs the dump, so the setting is
+    in the run's own record of its config, and in its plan's settings, as if the config had written it.
+
+    Args:
+        options: the ladder's options (``{}``: its defaults).
+    """
+    from mmengine.config import Config
+
+    from ..opencompass.configs import PARTITIONER
+
+    load = Config.fromfile
+
+    def fromfile(*args: Any, **kwargs: Any) -> Any:
+        config = load(*args, **kwargs)
+        stages = [config.get(s) for s in ("infer", "eval") if isinstance(config.get(s), dict)]
+        if stages:
+            parts = [stage.get("partitioner") or {} for stage in stages]
+            if any(p.get("type") != PARTITIONER for p in parts):
+                raise SystemExit(
+                    "needlebench: run --adaptive: the config's partitioner is not needlebench's; use runtime()"
+                )
+            for part in parts:
+                if part.get("adaptive") is None:
+                    part["adaptive"] = dict(options)
+        return config
+
+    Config.fromfile = staticmethod(fromfile)  # type: ignore[method-assign]
+
+
+def main(argv: list[str] | None = None, adaptive: dict[str, Any] | None = None) -> None:
     """Run OpenCompass's command line on ``argv`` (a config and OpenCompass's options), lean imports first.
 
     Args:
-        argv: ``opencompass``'s arguments; default ``sys.argv[1:]``.
+        argv: ``opencompass``'s arguments; default ``sys.argv[1:]``, where a leading ``--adaptive`` (ours) is
+            taken off and read as ``adaptive={}``.
+        adaptive: make the config an adaptive run with these ladder options where its ``runtime()`` sets none
+            (``needlebench run --adaptive``); None: the config as it is.
     """
     args = list(sys.argv[1:] if argv is None else argv)
+    if argv is None and args[:1] == ["--adaptive"]:
+        args, adaptive = args[1:], {}
     started = time.time()
     why = start_lean(DRIVER_LAZY_PACKAGES, DRIVER_STAND_INS)  # on another OpenCompass: its imports as they are
     if why is not None:
@@ -189,6 +228,8 @@ def main(argv: list[str] | None = None) -> None:
     real_classes_when_read()
     keep_format_flag()
     hide_keys_on_load()
+    if adaptive is not None:
+        adaptive_on_load(adaptive)
     from opencompass.cli.main import main as opencompass_main
 
     sys.argv = ["opencompass", *args]

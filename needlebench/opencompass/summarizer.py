@@ -130,7 +130,7 @@ class NeedleBenchSummarizer:
         if any(due.values()):  # an adaptive run: `needlebench run` goes on by itself, `opencompass` stops here
             logger.warning(
                 f"adaptive run: the ladder asks {sum(due.values())} more prompts "
-                f"({', '.join(f'{m}: {n}' for m, n in due.items() if n)}); continue it: {resume_command(run)}"
+                f"({', '.join(f'{m}: {n}' for m, n in due.items() if n)}); continue it: {resume_command(run, adaptive=True)}"
             )
         elif due:
             logger.info("adaptive run: every model's ladder is decided")

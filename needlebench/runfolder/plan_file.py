@@ -107,7 +107,7 @@ def read_plan(run: Path | str) -> RunPlan | None:
     return stored.plan if stored is not None else None
 
 
-def resume_command(run: Path | str, config: Path | str = "CONFIG", replan: bool = False) -> str:
+def resume_command(run: Path | str, config: Path | str = "CONFIG", replan: bool = False, adaptive: bool = False) -> str:
     """The one command that continues a run from its stored plan, quoted for a shell: ``needlebench run CONFIG -w
     PARENT -r NAME`` (``opencompass`` takes the same arguments).
 
@@ -115,10 +115,14 @@ def resume_command(run: Path | str, config: Path | str = "CONFIG", replan: bool 
         run: the run folder.
         config: the config to name (the run's stored one where known; ``CONFIG`` where the user picks it).
         replan: re-plan the run, keeping every answer still valid (``--replan``).
+        adaptive: an adaptive run (``--adaptive``: what a run started with it needs again; a no-op for a config
+            whose ``runtime()`` sets one).
     """
     run = Path(run)
     return shlex.join(
-        ["needlebench", "run", str(config), "-w", str(run.parent), "-r", run.name] + ["--replan"] * replan
+        ["needlebench", "run", str(config), "-w", str(run.parent), "-r", run.name]
+        + ["--replan"] * replan
+        + ["--adaptive"] * adaptive
     )
 
 
