@@ -187,8 +187,6 @@ def adaptive_on_load(options: dict[str, Any]) -> None:
     """
     from mmengine.config import Config
 
-    from ..opencompass.configs import PARTITIONER
-
     load = Config.fromfile
 
     def fromfile(*args: Any, **kwargs: Any) -> Any:
@@ -196,7 +194,7 @@ def adaptive_on_load(options: dict[str, Any]) -> None:
         stages = [config.get(s) for s in ("infer", "eval") if isinstance(config.get(s), dict)]
         if stages:
             parts = [stage.get("partitioner") or {} for stage in stages]
-            if any(p.get("type") != PARTITIONER for p in parts):
+            if any("adaptive" not in p for p in parts):  # runtime() writes every setting, None where unset
                 raise SystemExit(
                     "needlebench: run --adaptive: the config's partitioner is not needlebench's; use runtime()"
                 )
