@@ -16,7 +16,7 @@ as 0. The reasons:
 - ``unreadable``: the sample's line in ``samples.jsonl`` could not be read back (not JSON, not a record, or
   missing from a file that holds its dataset): the report places it in its cell from the run's plan, so
   the cell says it is incomplete instead of quietly counting fewer samples.
-- ``not_sampled``: an adaptive run's ladder never asked it (``planning.adaptive``): the report places it in
+- ``not_sampled``: an adaptive run's ladder never asked it (``planning.adaptive``): the eval stage writes it in
   its cell from the run's plan, so the cell says how many of its planned samples the score rests on; never a 0.
 
 Whatever counts, a record says how its output ended: ``output_tokens`` (and which tokenizer

@@ -51,11 +51,7 @@ def resumed_run(config: str, options: Sequence[str]) -> Path:
     reuse = _option(options, "-r", "--reuse")
     if reuse is None:
         raise ConfigError("run: --replan and --retry resume a run; give it with -r TIME (or -r for the latest)")
-    work = _option(options, "-w", "--work-dir")
-    if not work:
-        from mmengine.config import Config
-
-        work = str(Config.fromfile(config).get("work_dir") or "./outputs/default")
+    work = _work_dir(config, options)
     if reuse in ("", "latest"):
         runs = sorted(p for p in Path(work).iterdir() if p.is_dir()) if Path(work).is_dir() else []
         if not runs:

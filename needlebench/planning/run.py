@@ -188,6 +188,14 @@ class ModelRun:
     ladders: Mapping[str, LadderGrid] = field(default_factory=dict)
     rounds: tuple[LadderRound, ...] = ()
 
+    def asked(self, abbr: str) -> list[str]:
+        """The sample ids an adaptive run's rounds asked of one dataset, round by round (empty for a full grid).
+
+        Args:
+            abbr: the dataset's abbr.
+        """
+        return [sid for step in self.rounds for sid in step.asks.get(abbr, ())]
+
     def first_round(self) -> ModelRun:
         """The plan as its first round left it (an adaptive run's; another is itself): what the config alone
         gives, which a resume compares with the plan its config gives now."""
@@ -458,7 +466,7 @@ def not_sampled(run: ModelRun, abbr: str) -> dict[str, Any] | None:
     grid = run.ladders.get(abbr)
     if grid is None:
         return None
-    asked = {s for r in run.rounds for s in r.asks.get(abbr, ())}
+    asked = set(run.asked(abbr))
     cells = {c[1]: [n, c[0]] for n, found in grid.cells.items() for c in found if c[1] not in asked}
     return {"fields": dict((run.planned.get(abbr) or {}).get("fields") or {}), "cells": cells}
 

@@ -124,9 +124,9 @@ def ladder_views(results: RunResults) -> list[LadderView]:
             continue
         settings = ladder_settings(results.adaptive.get(model), run.rounds)  # the rule the run began with
         for abbr, grid in run.ladders.items():
-            mine = [r for r in by.get((model, abbr), []) if r.unscored != "not_sampled"]
-            scores = scores_of(mine)
-            asked = [s for step in run.rounds for s in step.asks.get(abbr, ())]
+            mine = by.get((model, abbr), [])
+            scores = scores_of(mine)  # the asked samples' (the not sampled ones are not the ladder's)
+            asked = run.asked(abbr)
             decision, _ = decide(grid, scores, settings, asked)
             sizes = grid.sizes()
             planned = results.plan_entry(model, abbr)

@@ -265,7 +265,6 @@ def load_results(paths: list[Path], label_by_dir: bool = False) -> RunResults:
                     dataset = f.name.removesuffix(".samples.jsonl")
                     bad: list[BadLine] = []
                     rows = _read_lines(f, model, dataset, bad)
-                    rows += _not_sampled(rows, out.model_plans.get(model), planned.get((model, dataset)))
                     rows += _unreadable(rows, planned.get((model, dataset)), overlength.get((model, dataset)), bad, f)
                     if bad:
                         out.warnings.append(_bad_lines_note(f, bad, (model, dataset) in planned))
@@ -314,32 +313,6 @@ def _read_lines(path: Path, model: str, dataset: str, bad: list[BadLine]) -> lis
     except OSError as exc:
         bad.append(BadLine(path, 0, f"unreadable file: {exc}"))
     return rows
-
-
-def _not_sampled(rows: list[GradedSample], run: ModelRun | None, plan: Planned | None) -> list[GradedSample]:
-    """A record for each sample of an adaptive run's dataset that no round asked and its file lacks (the eval stage
-    writes them; a file written before it did has none), in its cell from the plan's ladder grid, so every table
-    counts it as not sampled, never as missing or 0.
-
-    Args:
-        rows: the records read from the dataset's file.
-        run: the model's plan (None, or no ladder for the dataset: a full-grid run).
-        plan: the dataset's planned cells.
-    """
-    if run is None or plan is None or plan.dataset not in run.ladders:
-        return []
-    grid = run.ladders[plan.dataset]
-    asked = {s for r in run.rounds for s in r.asks.get(plan.dataset, ())} | {r.id for r in rows}
-    spec = get_task(plan.task)
-    model = rows[0].model if rows else plan.model
-    return [
-        GradedSample.not_sampled(
-            sid, plan.task, plan.lang, {**plan.fields, **dict(zip(spec.cell, (length, depth)))}, model, plan.dataset
-        )
-        for length, cells in grid.cells.items()
-        for depth, sid, _, _ in cells
-        if sid not in asked
-    ]
 
 
 def _unreadable(

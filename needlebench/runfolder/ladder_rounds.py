@@ -75,11 +75,10 @@ def _decided(
     model_run: ModelRun, run: Path, settings: LadderSettings
 ) -> tuple[dict[str, Round], dict[str, tuple[str, ...]]]:
     """Per ladder dataset of a model whose round is scored: the ladder's round and the ids it newly asks."""
-    asked = {abbr: [s for r in model_run.rounds for s in r.asks.get(abbr, ())] for abbr in model_run.ladders}
     rounds, new = {}, {}
     for abbr, grid in model_run.ladders.items():
         scores = ladder_scores(run / "results" / model_run.abbr / f"{abbr}.samples.jsonl")
-        rounds[abbr], new[abbr] = decide(grid, scores, settings, asked[abbr])
+        rounds[abbr], new[abbr] = decide(grid, scores, settings, model_run.asked(abbr))
     return rounds, new
 
 
