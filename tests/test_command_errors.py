@@ -1,22 +1,27 @@
 """Bad input to ``retry``, ``batch``, ``parity`` and ``plan --prices``: one line naming what is wrong, exit
 status 2, and every file of the folders it names as it was (no traceback, no half-written file, nothing started).
+And the good ``retry`` the same run calls for.
 
 One real run serves every case: ``tests/configs/e2e_retry.py`` against the scripted server with some prompts
 failing every time, so ``api-model`` ends with failed requests and ``oracle`` with none. The cases that need
-another version's run, or prepared batch files, get a copy of it changed as such a run would be.
+another version's run, or prepared batch files, get a copy of it changed as such a run would be; the retry
+fills a copy of its own.
 """
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import os
 import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
-from conftest import ROOT, free_port, run_opencompass, start_flaky_server, stop_server
+from conftest import OPENCOMPASS, ROOT, bin_path, free_port, start_flaky_server, stop_server
 
 from needlebench.commands.cli import main
 from needlebench.parity import CORPUS_FILES
@@ -55,21 +60,46 @@ def refused(argv: list[str], watched: Path, capsys: pytest.CaptureFixture, *name
     return err
 
 
+class FailedRun(NamedTuple):
+    """The run every case starts from, the port its server listened on, and what the run printed."""
+
+    folder: Path
+    port: int
+    said: str
+
+
+FLAKY = ("--faults-per-prompt", "0", "--max-seconds", "600", "--echo")  # the scripted server, answering the prompt
+
+
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A finished run whose API model left requests failed (its oracle none)."""
+def failed_run(tmp_path_factory: pytest.TempPathFactory) -> FailedRun:
+    """A finished run whose API model left requests failed (its oracle none): every third prompt fails every time."""
     tmp = tmp_path_factory.mktemp("errors")
     port = free_port()
-    server = start_flaky_server(
-        port, tmp / "requests.jsonl", "--faults-per-prompt", "0", "--echo", "--never-every", "3"
-    )
+    server = start_flaky_server(port, tmp / "requests.jsonl", *FLAKY, "--never-every", "3")
     try:
         env = dict(os.environ, NEEDLEBENCH_API_BASE=f"http://127.0.0.1:{port}/v1")
-        found = run_opencompass("tests/configs/e2e_retry.py", tmp / "work", env=env)
+        work = tmp / "work"
+        done = subprocess.run(
+            [*OPENCOMPASS, "tests/configs/e2e_retry.py", "-w", str(work)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1200,
+        )
     finally:
         stop_server(server)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (found,) = [p for p in work.iterdir() if p.is_dir()]
     assert any('"request_failed"' in p.read_text() for p in (found / "results" / "api-model").glob("*.samples.jsonl"))
-    return found
+    return FailedRun(found, port, done.stdout + done.stderr)
+
+
+@pytest.fixture(scope="module")
+def run(failed_run: FailedRun) -> Path:
+    """The failed run's folder (each case that changes it works on a copy)."""
+    return failed_run.folder
 
 
 @pytest.fixture()
@@ -263,6 +293,56 @@ def test_batch_refuses_bad_input(
     """Nothing collected, nothing recorded ``request_failed``, no OpenCompass started: a missing config or
     results file, a run of another version, a run with nothing prepared, results of another run or none."""
     check_case(BATCH, case, run, tmp_path, capsys)
+
+
+def _api_samples(run: Path) -> list[dict]:
+    """The API model's graded samples, English then Chinese."""
+    return [
+        json.loads(x)
+        for lang in ("en", "zh")
+        for x in (run / "results" / "api-model" / f"needlebench_srt_{lang}_4k.samples.jsonl").read_text().splitlines()
+    ]
+
+
+@pytest.mark.e2e
+def test_a_retry_asks_only_what_failed_and_keeps_every_other_file(failed_run: FailedRun, tmp_path: Path) -> None:
+    """Some prompts failed until the run ended: they stay request_failed, and the run says how to ask them again;
+    `needlebench retry` against the healthy server fills exactly those, every other prediction file byte for
+    byte as it was (the oracle's all), and the summary becomes complete."""
+    assert f"needlebench retry {failed_run.folder}" in failed_run.said
+    run = copy_run(failed_run.folder, tmp_path)  # the stored config still names the run's server
+    failed = [s["id"] for s in _api_samples(run) if s["unscored"] == "request_failed"]
+    assert failed and len(failed) < 12
+    before = {p: p.read_bytes() for p in (run / "predictions").rglob("*.json")}
+    table = list(csv.DictReader((run / "summary" / "needlebench_summary.csv").open(encoding="utf-8")))
+    assert any(r["api-model complete"] == "False" and int(r["api-model failed"]) for r in table)
+    dry = subprocess.run([bin_path("needlebench"), "retry", str(run), "--dry-run"], capture_output=True, text=True)
+    assert dry.returncode == 0 and "api-model / needlebench_srt_" in dry.stdout and "oracle" not in dry.stdout
+    healthy_log = tmp_path / "healthy.jsonl"
+    server = start_flaky_server(failed_run.port, healthy_log, *FLAKY, "--never-every", "0")
+    try:
+        done = subprocess.run(
+            [bin_path("needlebench"), "retry", str(run), "--model", "api-model"],
+            cwd=ROOT,
+            env=dict(os.environ, NEEDLEBENCH_API_BASE=f"http://127.0.0.1:{failed_run.port}/v1"),
+            capture_output=True,
+            text=True,
+            timeout=1200,
+        )
+    finally:
+        stop_server(server)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "still failed" in done.stdout and ", 0 still failed" in done.stdout
+    answered = [json.loads(x)["fault"] for x in healthy_log.read_text().splitlines()]
+    assert answered.count("ok") == len(failed)  # only the failed prompts were asked
+    samples = _api_samples(run)
+    assert {s["unscored"] for s in samples} == {None} and {s["score"] for s in samples} == {100.0}
+    after = {p: p.read_bytes() for p in (run / "predictions").rglob("*.json")}
+    changed = {p for p in before if after.get(p) != before[p]}
+    assert changed and all(p.parent.name == "api-model" for p in changed)
+    assert all(p in after for p in before)
+    table = list(csv.DictReader((run / "summary" / "needlebench_summary.csv").open(encoding="utf-8")))
+    assert all(r["api-model complete"] == "True" and r["oracle complete"] == "True" for r in table)
 
 
 @pytest.mark.parametrize("case", list(PARITY))

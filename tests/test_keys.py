@@ -175,6 +175,7 @@ models = load_models(default={shipped!r}, env="NEEDLEBENCH_TEST_NO_MODELS") + [
     api_model(
         abbr="clear-key-model",
         model="flaky",
+        tokenizer_path="gpt-4",  # the scripted server names none: OpenCompass's fallback, without its import
         base_url=os.environ["NEEDLEBENCH_API_BASE"],
         key={canary!r},  # in clear text, as a user may write it
         max_seq_len=8192,
@@ -215,6 +216,7 @@ def test_no_key_lands_in_a_run_folder(tmp_path: Path, command: str) -> None:
         os.environ,
         NEEDLEBENCH_API_BASE=f"http://127.0.0.1:{port}/v1",
         NEEDLEBENCH_API_MODEL="flaky",
+        NEEDLEBENCH_API_TOKENIZER="gpt-4",
         NEEDLEBENCH_API_KEY=canary,
         NEEDLEBENCH_API_MAX_SEQ_LEN="8192",
         NEEDLEBENCH_API_MAX_OUT_LEN="16",

@@ -16,7 +16,6 @@ from conftest import (
     OPENCOMPASS,
     ROOT,
     VENV_BIN,
-    bin_path,
     free_port,
     kill_when,
     run_opencompass,
@@ -254,27 +253,26 @@ def test_a_resume_under_another_plan_stops_before_any_call_and_replans_keeping_v
     change; with `needlebench run --replan` it finishes, asking only the prompts whose answers are no longer valid
     (none for the shards and the tokenizer, every one for the budget), and its summary is the clean run's."""
     work, calls = tmp_path / "work", tmp_path / "calls.txt"
-    first = _replan_run(work, calls)
+    # a budget the tiny tokenizer's word counts stay under (at 16 some answers would read as cut off)
+    first = _replan_run(work, calls, NEEDLEBENCH_TEST_OUT="24")
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
     (run,) = [p for p in work.iterdir() if p.is_dir()]
     asked = calls.read_text().splitlines()
     assert len(asked) == len(set(asked)) == 8  # S-RT and M-RS, 2 lengths x 2 depths each
     clean = _summary(run)
     tokenizer = str(_tiny_tokenizer(tmp_path / "tok"))
+    # two changes that keep every answer at once (each named), then one that keeps none
+    kept = {"NEEDLEBENCH_TEST_OUT": "24", "NEEDLEBENCH_TEST_SHARDS": "3", "NEEDLEBENCH_TEST_TOKENIZER": tokenizer}
     changes = (
-        ({"NEEDLEBENCH_TEST_SHARDS": "3"}, "partitioner num_shards: 2 -> 3", 0),
-        ({"NEEDLEBENCH_TEST_SHARDS": "3", "NEEDLEBENCH_TEST_OUT": "24"}, "out_len 16 -> 24", 8),
-        (
-            {"NEEDLEBENCH_TEST_SHARDS": "3", "NEEDLEBENCH_TEST_OUT": "24", "NEEDLEBENCH_TEST_TOKENIZER": tokenizer},
-            "output_tokenizer None -> ",
-            0,
-        ),
+        (kept, ["partitioner num_shards: 2 -> 3", "output_tokenizer None -> "], 0),
+        ({**kept, "NEEDLEBENCH_TEST_OUT": "32"}, ["out_len 24 -> 32"], 8),
     )
     for env, named, reasked in changes:
         before = len(calls.read_text().splitlines())
         stopped = _replan_run(work, calls, "-r", run.name, **env)
         said = stopped.stdout + stopped.stderr
-        assert stopped.returncode != 0 and named in said and "--replan" in said, said[-3000:]
+        assert stopped.returncode != 0 and "--replan" in said, said[-3000:]
+        assert all(name in said for name in named), (named, said[-3000:])
         assert len(calls.read_text().splitlines()) == before  # no model was asked anything
         done = _replan_run(work, calls, "-r", run.name, "--replan", **env)
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
@@ -302,7 +300,8 @@ def test_a_resume_under_another_plan_stops_before_any_call_and_replans_keeping_v
         assert not (run / "needlebench_request.json").exists()  # taken: the next resume is a plain one
 
 
-# ---- failed requests asked again: in the run, and on a resume -------------------------------------------------
+# ---- failed requests asked again in the run (on a resume, with `needlebench retry`: tests/test_command_errors.py,
+# whose one failed run it fills) ----------------------------------------------------------------------------------
 
 
 def _flaky_server(port: int, log: Path, *options: str) -> subprocess.Popen:
@@ -361,61 +360,6 @@ def test_failed_requests_are_asked_again_in_the_run_and_each_prompt_answered_onc
         assert sent["batch_size"] == [4] and sent["in_flight"] == [4] and sent["flow"] is None, (model, sent)
         assert sent["order"] == ["needlebench stream: datasets sharing a haystack interleaved, rows in dataset order"]
     assert {s["score"] for s in _samples(run, "oracle")} == {100.0}
-
-
-def test_a_retry_asks_only_what_failed_and_keeps_every_other_file(tmp_path: Path) -> None:
-    """Some prompts fail until the run ends: they stay request_failed, and the run says how to ask them again;
-    `needlebench retry` against the healthy server fills exactly those, every other prediction file byte for
-    byte as it was (the oracle's all), and the summary becomes complete."""
-    port, log = free_port(), tmp_path / "requests.jsonl"
-    server = _flaky_server(port, log, "--never-every", "3")
-    try:
-        env = dict(os.environ, NEEDLEBENCH_API_BASE=f"http://127.0.0.1:{port}/v1")
-        work = tmp_path / "work"
-        result = subprocess.run(
-            [*OPENCOMPASS, "tests/configs/e2e_retry.py", "-w", str(work)],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=1200,
-        )
-        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    finally:
-        stop_server(server)
-    (run,) = [p for p in work.iterdir() if p.is_dir()]
-    failed = [s["id"] for s in _samples(run, "api-model") if s["unscored"] == "request_failed"]
-    assert failed and len(failed) < 12
-    assert f"needlebench retry {run}" in result.stdout + result.stderr
-    before = {p: p.read_bytes() for p in (run / "predictions").rglob("*.json")}
-    table = list(csv.DictReader((run / "summary" / "needlebench_summary.csv").open(encoding="utf-8")))
-    assert any(r["api-model complete"] == "False" and int(r["api-model failed"]) for r in table)
-    dry = subprocess.run([bin_path("needlebench"), "retry", str(run), "--dry-run"], capture_output=True, text=True)
-    assert dry.returncode == 0 and "api-model / needlebench_srt_" in dry.stdout and "oracle" not in dry.stdout
-    healthy_log = tmp_path / "healthy.jsonl"
-    server = _flaky_server(port, healthy_log, "--never-every", "0")
-    try:
-        done = subprocess.run(
-            [bin_path("needlebench"), "retry", str(run), "--model", "api-model"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=1200,
-        )
-    finally:
-        stop_server(server)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "still failed" in done.stdout and ", 0 still failed" in done.stdout
-    assert sum(_answered(healthy_log).values()) == len(failed)  # only the failed prompts were asked
-    samples = _samples(run, "api-model")
-    assert {s["unscored"] for s in samples} == {None} and {s["score"] for s in samples} == {100.0}
-    after = {p: p.read_bytes() for p in (run / "predictions").rglob("*.json")}
-    changed = {p for p in before if after.get(p) != before[p]}
-    assert changed and all(p.parent.name == "api-model" for p in changed)
-    assert all(p in after for p in before)
-    table = list(csv.DictReader((run / "summary" / "needlebench_summary.csv").open(encoding="utf-8")))
-    assert all(r["api-model complete"] == "True" and r["oracle complete"] == "True" for r in table)
 
 
 @pytest.fixture(scope="module")

@@ -263,47 +263,65 @@ def test_opencompass_against_vllm_summary_matches_samples(
         assert 0 < c["ttft_ms"] <= c["wall_s"] * 1000 and c["decode_ms"] >= 0 and c["queue_ms"] >= 0, c
 
 
-def _model_dicts(config: Path) -> str:
-    """The ``models`` of a config file as JSON, loaded with mmengine in the project's .venv."""
+SHIPPED_VLLM = sorted(p.name for p in (ROOT / "configs" / "models").glob("vllm_*.py"))
+TYPO = {
+    "abbr": "typo",
+    "model_kwargs": {"max_model_len": 8192, "enable_prefix_cachng": True},
+    "generation_kwargs": {"temperatur": 0.6, "top_p": 0.95},
+}
+
+
+def _model_dicts(configs: list[Path]) -> list[list[dict]]:
+    """Each config file's ``models``, loaded with mmengine in the project's .venv (one process for all)."""
     code = (
         "import json, sys\n"
         "from mmengine.config import Config\n"
-        "ms = Config.fromfile(sys.argv[1])['models']\n"
-        "print(json.dumps([m.to_dict() if hasattr(m, 'to_dict') else dict(m) for m in ms], default=str))\n"
+        "print(json.dumps([[m.to_dict() if hasattr(m, 'to_dict') else dict(m) for m in Config.fromfile(c)['models']]"
+        " for c in sys.argv[1:]], default=str))\n"
     )
-    r = subprocess.run([sys.executable, "-c", code, str(config)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", code, *map(str, configs)], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 0, r.stderr
-    return r.stdout
+    return json.loads(r.stdout)
 
 
-def _check_args(payload: str) -> tuple[int, list[dict]]:
+@pytest.fixture(scope="module")
+def vllm_arg_checks(server: dict[str, str]) -> tuple[int, dict[str, list[dict]]]:
+    """tools/check_vllm_args.py on every shipped vLLM config's models and one with typos, in one vLLM process
+    (each start imports vLLM, ~6 s): its exit status and its results per config (``"typo"`` for the typos)."""
+    shipped = _model_dicts([ROOT / "configs" / "models" / name for name in SHIPPED_VLLM])
+    models = [m for ms in shipped for m in ms] + [TYPO]
     r = subprocess.run(
         [str(VLLM_PYTHON), str(ROOT / "tools" / "check_vllm_args.py")],
         cwd=ROOT,
-        input=payload,
+        input=json.dumps(models),
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert r.returncode in (0, 1), r.stderr[-3000:]
-    return r.returncode, [json.loads(x) for x in r.stdout.splitlines()]
+    results = [json.loads(x) for x in r.stdout.splitlines()]
+    assert len(results) == len(models), results
+    by_config, start = {}, 0
+    for name, ms in zip([*SHIPPED_VLLM, "typo"], [*shipped, [TYPO]], strict=True):
+        by_config[name], start = results[start : start + len(ms)], start + len(ms)
+    return r.returncode, by_config
 
 
-@pytest.mark.parametrize("config", sorted(p.name for p in (ROOT / "configs" / "models").glob("vllm_*.py")))
-def test_shipped_vllm_configs_match_the_installed_vllm(server: dict[str, str], config: str) -> None:
-    rc, results = _check_args(_model_dicts(ROOT / "configs" / "models" / config))
-    assert rc == 0 and results and all(r["problems"] == [] for r in results), results
+@pytest.mark.parametrize("config", SHIPPED_VLLM)
+def test_shipped_vllm_configs_match_the_installed_vllm(
+    vllm_arg_checks: tuple[int, dict[str, list[dict]]], config: str
+) -> None:
+    results = vllm_arg_checks[1][config]
+    assert results and all(r["problems"] == [] for r in results), results
 
 
-def test_check_vllm_args_reports_typos(server: dict[str, str]) -> None:
-    bad = {
-        "abbr": "typo",
-        "model_kwargs": {"max_model_len": 8192, "enable_prefix_cachng": True},
-        "generation_kwargs": {"temperatur": 0.6, "top_p": 0.95},
-    }
-    rc, (result,) = _check_args(json.dumps(bad))
-    assert rc == 1
-    assert result["problems"] == [
+def test_check_vllm_args_reports_typos(vllm_arg_checks: tuple[int, dict[str, list[dict]]]) -> None:
+    rc, by_config = vllm_arg_checks
+    assert rc == 1  # a model with a problem: exit status 1
+    (result,) = by_config["typo"]
+    assert result["abbr"] == "typo" and result["problems"] == [
         "model_kwargs.enable_prefix_cachng: not an EngineArgs field of this vLLM",
         "generation_kwargs.temperatur: not a SamplingParams argument of this vLLM",
     ]
