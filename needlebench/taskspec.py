@@ -185,6 +185,10 @@ class TaskSpec:
             it keeps its datasets whole in the request stream.
         inputs: ``params -> {role: path}``: the data files the generator reads (needles, names, ...); the
             dataset cache key holds their contents, so an edited file builds new rows.
+        binary: ``(params, options) -> bool``: every sample's score is 0 or 100 under these parameters and
+            scoring options (S-RT's keyword hit), so the adaptive ladder's exact bounds for right-or-wrong
+            answers hold; None: a score may lie between (a share of needles, an edit distance), where only
+            bounds for any score in [0, 100] hold.
     """
 
     name: str
@@ -206,6 +210,7 @@ class TaskSpec:
     report_text: str = ""
     prefix_group: Callable[[str, Mapping[str, Any]], tuple[Hashable, float]] | None = None
     inputs: Callable[[Any], Mapping[str, str]] | None = None
+    binary: Callable[[Any, ScoreOptions], bool] | None = None
 
     @property
     def options(self) -> Mapping[str, Option]:

@@ -180,3 +180,29 @@ def test_the_ladder_climbs_past_the_suite_only_once_every_length_passed() -> Non
     assert step.effective == (1000, "exact", None) and not any(k[0] > 16000 for k in asked)
     with pytest.raises(ConfigError, match="adaptive extend"):
         LadderSettings(extend=(0,))
+
+
+def test_a_task_whose_scores_may_lie_between_gets_the_bounds_for_any_score_from_the_first_look() -> None:
+    """Whether a dataset's scores are right-or-wrong is the task's word for its parameters and scoring options
+    (``TaskSpec.binary``), kept in the plan's grid: S-RT and the kinship M-RS by keyword are 0 or 100; M-RT (a
+    share of needles) and any Levenshtein score are not. A graded grid's rungs take the wider bounds for any
+    score even while every score seen is 0 or 100, so an oracle's lengths are not passed on bounds that hold
+    for right-or-wrong answers alone."""
+    from needlebench.opencompass.configs import needlebench_datasets
+    from needlebench.planning.adaptive import LadderGrid, decide, ladder_grid
+
+    grid = dict(suite="4k", langs=["en"], lengths=[1000], depths=[0, 100], repeats=1)
+    graded = {d["abbr"]: ladder_grid(d, None).graded for d in needlebench_datasets(**grid)}  # type: ignore[union-attr]
+    assert graded == {"needlebench_srt_en_4k": False, "needlebench_mrt_en_4k": True, "needlebench_mrs_en_4k": False}
+    (levenshtein,) = needlebench_datasets(**grid, tasks=["srt"], metric="levenshtein")
+    assert ladder_grid(levenshtein, None).graded is True  # type: ignore[union-attr]
+    # the same answers (all right) on a right-or-wrong grid and on a graded one
+    cells = {n: tuple((d, f"{n}-{d}-{r}", i, n) for i, (d, r) in enumerate(GRID[n])) for n in LENGTHS}
+    binary, partial = LadderGrid("srt", cells), LadderGrid("mrt", cells, graded=True)
+    assert LadderGrid.from_dict({"task": "srt", "cells": cells}).graded is False  # a plan from before the field
+    settings = LadderSettings()
+    first, asks = decide(binary, {}, settings)
+    scores = dict.fromkeys(asks, 100.0)
+    (b, _), (p, _) = (decide(g, scores, settings, asks) for g in (binary, partial))
+    assert [r.answered for r in b.rungs] == [r.answered for r in p.rungs]
+    assert all(rp.low < rb.low for rb, rp in zip(b.rungs, p.rungs, strict=True)), (b.rungs, p.rungs)

@@ -62,8 +62,9 @@ class LadderSettings:
         seed: the sampling order's seed.
         extend: lengths of the grid past its suite (2M, 4M, 8M: the rungs past 1M), climbed one at a time and
             only once every length below has passed; never in the sparse first round.
-        graded: the task's scores may lie between 0 and 1 (M-RT's share of needles, Levenshtein): the bounds
-            are Hoeffding-Serfling's even where the prompts seen so far scored 0 or 1 only.
+        graded: every dataset's scores may lie between 0 and 1: the bounds are Hoeffding-Serfling's even where
+            the prompts seen so far scored 0 or 1 only. A dataset whose task says so (M-RT's share of needles,
+            Levenshtein: ``planning.adaptive.LadderGrid.graded``) gets them without it.
 
     Raises:
         ConfigError: a value out of its range.

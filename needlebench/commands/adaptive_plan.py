@@ -13,15 +13,14 @@ follow the stream's). Adaptive runs through OpenCompass are issue 74's next step
 
 from __future__ import annotations
 
-import json
-from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ..adaptive.ladder import LadderSettings
 from ..adaptive.scenarios import answer, climb, curves, named
+from ..planning.adaptive import LadderGrid, ladder_grid
 from ..planning.rates import Planned, Rates, predict
-from ..tasks import get_task
 from .plan import PlanReport, text_table
 from .rates import batch_sizes
 
@@ -76,36 +75,33 @@ class AdaptivePlan:
 Asked = dict[str, list[tuple[int, int]]]  # dataset -> (prompt tokens, output budget) of each prompt asked
 
 
-def _grids(plan: PlanReport, model: str, datasets: Sequence[Any]) -> dict[str, tuple[str, dict, dict, dict, int]]:
-    """Per summary-task dataset of the config's ``datasets``: (task, ladder grid, tokens per length, each prompt's
-    tokens by key, budget)."""
-    from ..planning.limits import model_rows
-
+def _grids(plan: PlanReport, model: str, datasets: Sequence[Any]) -> dict[str, tuple[LadderGrid, int]]:
+    """Per summary-task dataset of the config's ``datasets``: its ladder grid as the run would plan it, and its
+    output budget."""
     run = plan.run.model(model)
     budgets = {d.abbr: d.max_out_len for m in plan.models if m.abbr == model for d in m.datasets}
     out = {}
     for d in datasets:
-        spec = get_task(d["task"])
-        if not spec.suite_weights or run is None or d["abbr"] not in run.limits:
+        if run is None or d["abbr"] not in run.limits:
             continue
-        rows = model_rows(d, run.limits[d["abbr"]])
-        grid: dict[int, list[tuple[Any, Hashable]]] = {}
-        sizes: dict[tuple[int, Any, Hashable], int] = {}
-        for sample, meta, tokens in zip(rows["id"], rows["meta"], rows["prompt_tokens"], strict=True):
-            length, depth = spec.cell_of(json.loads(meta))
-            grid.setdefault(int(length), []).append((depth, sample))
-            sizes[(int(length), depth, sample)] = int(tokens)
-        per_length = {n: sum(sizes[(n, *c)] for c in cells) / len(cells) for n, cells in grid.items()}
-        out[d["abbr"]] = (spec.name, grid, per_length, sizes, budgets.get(d["abbr"], 0))
+        grid = ladder_grid(d, run.limits[d["abbr"]])
+        if grid is not None:
+            out[d["abbr"]] = (grid, budgets.get(d["abbr"], 0))
     return out
 
 
-def _climb_all(grids: Mapping[str, tuple], settings: LadderSettings, name: str, curve: Any) -> tuple[Asked, int]:
-    """Every dataset's ladder climbed against one scripted model: what each asked, and the most rounds any took."""
+def _climb_all(
+    grids: Mapping[str, tuple[LadderGrid, int]], settings: LadderSettings, name: str, curve: Any
+) -> tuple[Asked, int]:
+    """Every dataset's ladder climbed against one scripted model: what each asked, and the most rounds any took.
+    A graded dataset climbs on the bounds for any score, as its run would (``LadderGrid.graded``)."""
     asked: Asked = {}
     most = 0
-    for abbr, (_, grid, per_length, sizes, budget) in grids.items():
-        _, got, rounds = climb(grid, per_length, settings, lambda n, d, key: answer(name, curve, n, d, key, SEED))
+    for abbr, (grid, budget) in grids.items():
+        cells = {n: [(c[0], c[1]) for c in found] for n, found in grid.cells.items()}
+        sizes = {(n, c[0], c[1]): c[3] for n, found in grid.cells.items() for c in found}
+        own = replace(settings, graded=True) if grid.graded else settings
+        _, got, rounds = climb(cells, grid.tokens, own, lambda n, d, key: answer(name, curve, n, d, key, SEED))
         asked[abbr] = [(sizes[k], budget) for k in got]
         most = max(most, rounds)
     return asked, most
@@ -158,15 +154,15 @@ def adaptive_plan(
         grids = _grids(plan, m.abbr, datasets)
         if not grids:
             continue
-        tasks = {abbr: g[0] for abbr, g in grids.items()}
-        full: Asked = {abbr: [(t, g[4]) for t in g[3].values()] for abbr, g in grids.items()}
+        tasks = {abbr: g.task for abbr, (g, _) in grids.items()}
+        full: Asked = {abbr: [(t, budget) for t in g.sizes().values()] for abbr, (g, budget) in grids.items()}
         total = sum(t for v in full.values() for t, _ in v)
         mine = (rates or {}).get(m.abbr)
         price = prices.of(m.abbr) if prices is not None else None
         batch = batch_size.get(m.abbr, 1)
 
         cases = [_case("full grid", full, total, 1, tasks, mine, batch, price)]
-        lengths = sorted({n for g in grids.values() for n in g[1]})
+        lengths = sorted({n for g, _ in grids.values() for n in g.cells})
         for name, curve in named(lengths):
             asked, rounds = _climb_all(grids, settings, name, curve)
             cases.append(_case(name, asked, total, rounds, tasks, mine, batch, price))

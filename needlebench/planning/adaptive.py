@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..adaptive.ladder import LadderSettings, Round, next_round
 from ..aggregate.effective_length import EffectiveRule
-from ..tasks import get_task
+from ..scoring import SCORING_NAMES, ScoreOptions
+from ..tasks import config_params, get_task, make_params
 from .limits import Limit, model_rows
 
 __all__ = ["LadderGrid", "LadderRound", "decide", "ladder_grid", "ladder_settings"]
@@ -36,10 +37,15 @@ class LadderGrid:
         task: the dataset's task.
         cells: per length, each prompt as (depth as its metadata gives it, sample id, row, prompt tokens as the
             model is sent it), in row order.
+        graded: a score may lie between 0 and 100 (the task says so for the dataset's parameters and scoring
+            options, ``TaskSpec.binary``): the ladder's bounds are then those for any score from the first
+            look (``LadderSettings.graded``). Decided when the run is planned and kept, so every round and
+            the replay bound alike.
     """
 
     task: str
     cells: Mapping[int, tuple[tuple[Any, str, int, int], ...]]
+    graded: bool = False
 
     @property
     def tokens(self) -> dict[int, float]:
@@ -68,6 +74,7 @@ class LadderGrid:
         return cls(
             str(data["task"]),
             {int(n): tuple((d, str(s), int(r), int(t)) for d, s, r, t in cells) for n, cells in data["cells"].items()},
+            bool(data.get("graded", False)),  # a plan from before the field decided as right-or-wrong
         )
 
 
@@ -127,12 +134,15 @@ def ladder_grid(dataset: dict, limit: Limit | None) -> LadderGrid | None:
     spec = get_task(dataset["task"])
     if not spec.suite_weights:
         return None
+    scoring = dict((dataset.get("eval_cfg") or {}).get("evaluator") or {})
+    options = ScoreOptions.of({k: v for k, v in scoring.items() if k in SCORING_NAMES})
+    graded = spec.binary is None or not spec.binary(make_params(spec.name, **config_params(dataset)), options)
     rows = model_rows(dataset, limit)
     cells: dict[int, list[tuple[Any, str, int, int]]] = {}
     for row, (sample, meta, tokens) in enumerate(zip(rows["id"], rows["meta"], rows["prompt_tokens"], strict=True)):
         length, depth = spec.cell_of(json.loads(meta))
         cells.setdefault(int(length), []).append((depth, str(sample), row, int(tokens)))
-    return LadderGrid(spec.name, {n: tuple(c) for n, c in sorted(cells.items())})
+    return LadderGrid(spec.name, {n: tuple(c) for n, c in sorted(cells.items())}, graded)
 
 
 def decide(
@@ -152,7 +162,7 @@ def decide(
     cells = {n: [(c[0], c[1]) for c in found if c[1] not in left] for n, found in grid.cells.items()}
     keys = grid.keys()
     answers = {keys[s][:2] + (s,): float(v) / 100 for s, v in scores.items() if v is not None and s in keys}
-    found = next_round(cells, answers, grid.tokens, settings)
+    found = next_round(cells, answers, grid.tokens, replace(settings, graded=True) if grid.graded else settings)
     before = set(asked)
     new = tuple(s for n in sorted(found.asks) for _, s in found.asks[n] if s not in before)
     return found, new

@@ -341,6 +341,16 @@ def grade_mrs(prediction: object, gold: dict, options: ScoreOptions) -> SampleSc
     return grade_boxed(prediction, gold, options)
 
 
+def kinship_form(params: SparseParams, options: ScoreOptions) -> bool:
+    """The kinship form's boxed answer is right or wrong (100 or 0); the 2024 form credits each word.
+
+    Args:
+        params: the dataset's parameters (the form is the 2024 one where a multihop file is read).
+        options: its scoring options.
+    """
+    return not multihop_file(params)
+
+
 def oracle_mrs(gold: dict) -> str:
     """A perfect M-RS answer: the boxed kinship answer, or the multihop form's keyword in a sentence.
 
@@ -361,4 +371,5 @@ MRS = sparse_task(
     "needlebench.tasks.sparse.results:REASONING",
     report_text="M-RS needs several hidden facts combined (answer in <code>\\boxed{}</code>).",
     error_kinds=(*RECALL_ERRORS, *BOXED_ERRORS),  # the 2024 multihop form is graded as a recall
+    binary=kinship_form,
 )

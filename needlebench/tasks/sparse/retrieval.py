@@ -574,6 +574,7 @@ def sparse_task(
     score_options: tuple[str, ...] = (),
     report_text: str = "",
     error_kinds: tuple[str, ...] = RECALL_ERRORS,
+    binary: Callable[[SparseParams, ScoreOptions], bool] | None = None,
 ) -> TaskSpec:
     """A sparse task's spec: a haystack that can be shortened, a row of the summary table, a suite default.
 
@@ -591,6 +592,8 @@ def sparse_task(
         score_options: grading options a suite config sets for it.
         report_text: what its numbers mean, for the report's "How to read" part.
         error_kinds: the error kinds its grader can give.
+        binary: whether every score is 0 or 100 under a dataset's parameters and scoring options
+            (``TaskSpec.binary``); None: scores may lie between.
     """
     return TaskSpec(
         name,
@@ -612,6 +615,7 @@ def sparse_task(
         error_kinds=error_kinds,
         prefix_group=haystack_group,
         inputs=haystack_inputs,
+        binary=binary,
     )
 
 
@@ -649,6 +653,16 @@ SPARSE_META_KEYS = (
 )
 
 
+def keyword_scored(params: SparseParams, options: ScoreOptions) -> bool:
+    """A recall scored by its keyword hit (100 or 0); Levenshtein gives partial credit.
+
+    Args:
+        params: the dataset's parameters.
+        options: its scoring options.
+    """
+    return options.metric == "keyword"
+
+
 SRT = sparse_task(
     "srt",
     generate_srt,
@@ -660,6 +674,7 @@ SRT = sparse_task(
     "needlebench.tasks.sparse.results:SINGLE",
     ("metric",),
     "S-RT asks for one hidden fact.",
+    binary=keyword_scored,
 )
 MRT = sparse_task(
     "mrt",
