@@ -12,11 +12,14 @@ from pathlib import Path
 
 import pytest
 from conftest import OPENCOMPASS, ROOT, VENV_BIN, kill_when
+from rich.console import Console
 
 from needlebench.errors import ConfigError
 from needlebench.opencompass.configs import runtime
 from needlebench.planning.run import RunPlan
+from needlebench.report.status_view import status_view
 from needlebench.runfolder.plan_file import PLAN_FILE
+from needlebench.runfolder.status import StatusReader
 
 CONFIG = "tests/configs/e2e_adaptive.py"
 LENGTHS = (1000, 2000, 3000)
@@ -68,6 +71,14 @@ def adaptive_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     said = first.stdout + first.stderr
     assert "adaptive run: the ladder asks 24 more prompts (cut: 12, right: 12); continue it: needlebench run" in said
     assert f"-r {run.name}" in said and len(_plan(run).models[0].rounds) == 1
+    # `needlebench status` between rounds: not finished, each model's next round and the command with --adaptive
+    between = StatusReader(run).read()
+    assert (between.state, between.stage) == ("stopped", "next round")
+    assert {m.abbr: m.next_round for m in between.models} == {"cut": 12, "right": 12}
+    assert {(d.planned, d.grid) for m in between.models for d in m.datasets} == {(12, PER_LENGTH * len(LENGTHS))}
+    assert "cut: the ladder's next round asks 12 prompts (adaptive run)" in between.left()
+    (command,) = between.commands
+    assert command.endswith(f"-r {run.name} --adaptive")
     second = subprocess.Popen(
         [*OPENCOMPASS, CONFIG, "-w", str(work), "-r", run.name],
         cwd=ROOT,
@@ -81,6 +92,12 @@ def adaptive_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     done = _needlebench_run(work, "-r", run.name)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "every model's ladder is decided" in done.stdout + done.stderr
+    after = StatusReader(run).read()  # decided: finished, nothing left, the rounds' asks against the full grid
+    assert (after.state, after.stage, after.commands, after.left()) == ("finished", "done", (), [])
+    assert {m.next_round for m in after.models} == {0}
+    shown = Console(width=200, record=True)
+    shown.print(status_view(after))
+    assert f"40/40 (100%) of a grid of {PER_LENGTH * len(LENGTHS)} (adaptive)" in shown.export_text()
     return run
 
 

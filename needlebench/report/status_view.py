@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rich.console import Group, RenderableType
@@ -18,7 +18,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from ..runfolder.status import ModelProgress, RunStatus, StatusReader
+from ..runfolder.status import DatasetProgress, ModelProgress, RunStatus, StatusReader
 from ..terminal import console
 
 __all__ = ["LiveStatus", "duration", "status_view"]
@@ -44,6 +44,14 @@ def duration(seconds: float | None) -> str:
 
 def _share(done: int, planned: int) -> str:
     return f"{done:,}/{planned:,}" + (f" ({100 * done / planned:.0f}%)" if planned else "")
+
+
+def _asked(datasets: Sequence[DatasetProgress]) -> str:
+    """An adaptive run's datasets: the samples its rounds asked, against their full grid's (else nothing)."""
+    grids = [d for d in datasets if d.grid is not None]
+    if not grids:
+        return ""
+    return f" of a grid of {sum(d.grid or 0 for d in grids):,} (adaptive)"
 
 
 def _tasks(status: RunStatus, model: ModelProgress | None = None) -> str:
@@ -107,7 +115,7 @@ def status_view(status: RunStatus, compact: bool = False) -> RenderableType:
         table.add_row(
             Text(m.abbr, style="bold"),
             f"{len(m.datasets)} datasets" + (f" (+{len(m.others)} not needlebench's)" if m.others else ""),
-            _share(m.total("done"), m.total("planned")),
+            _share(m.total("done"), m.total("planned")) + _asked(m.datasets),
             _share(m.total("done_tokens"), m.total("planned_tokens")),
             f"{m.total('failed'):,}",
             f"{m.total('throttles'):,}",
@@ -121,7 +129,7 @@ def status_view(status: RunStatus, compact: bool = False) -> RenderableType:
             table.add_row(
                 "",
                 d.dataset,
-                _share(d.done, d.planned),
+                _share(d.done, d.planned) + _asked([d]),
                 _share(d.done_tokens, d.planned_tokens),
                 f"{d.failed:,}",
                 f"{d.throttles:,}",

@@ -32,6 +32,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..planning.run import ModelRun, Part, Shard
 from .cost_log import CostTally, tally_costs
+from .ladder_rounds import pending
 from .pieces import piece_done
 from .plan_file import PLAN_FILE, StoredPlan, read_stored, resume_command, retry_command
 from .progress_log import Step, read_progress
@@ -72,6 +73,8 @@ class DatasetProgress:
         failed: requests that failed so far (asked again at the next resume or ``needlebench retry``).
         throttles: throttling answers its requests met (API models).
         scored: its result file is written.
+        grid: in an adaptive run, the samples of the dataset's full grid, of which its rounds so far asked
+            ``planned``; None where the plan holds no ladder for it.
     """
 
     dataset: str
@@ -82,6 +85,7 @@ class DatasetProgress:
     failed: int
     throttles: int
     scored: bool
+    grid: int | None = None
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,8 @@ class ModelProgress:
         others: its datasets that are not needlebench's (OpenCompass runs them; not counted here).
         spent: what its requests have cost so far (its cost log, ``runfolder.cost_log``); None before any.
         devices: the GPUs each of its tasks holds (the plan's), for its device-hours.
+        next_round: in an adaptive run whose latest round is answered and scored, the prompts the ladder's next
+            round asks of this model (0: its ladders are decided); None otherwise.
     """
 
     abbr: str
@@ -123,6 +129,7 @@ class ModelProgress:
     others: tuple[str, ...] = ()
     spent: CostTally | None = None
     devices: int = 0
+    next_round: int | None = None
 
     def total(self, name: str) -> int:
         """A count summed over the model's datasets (``planned``, ``done``, ``planned_tokens``, ...).
@@ -140,7 +147,8 @@ class RunStatus:
     Args:
         run: the run folder.
         state: ``running``, ``stopped`` or ``finished``.
-        stage: ``infer`` (pieces to predict), ``eval`` (datasets to score) or ``done``.
+        stage: ``infer`` (pieces to predict), ``eval`` (datasets to score), ``next round`` (an adaptive run
+            whose ladder asks more once every round so far is scored) or ``done``.
         how: how the state is known (the process and host, or when a file was last written).
         started: when the last infer stage started (Unix seconds).
         last_write: when the run last wrote a prediction, progress line or result.
@@ -185,6 +193,8 @@ class RunStatus:
                     parts.append("not scored")
                 if parts:
                     lines.append(f"{m.abbr} / {d.dataset}: {', '.join(parts)}")
+            if m.next_round:
+                lines.append(f"{m.abbr}: the ladder's next round asks {m.next_round:,} prompts (adaptive run)")
         return lines
 
     def to_dict(self) -> dict[str, Any]:
@@ -424,6 +434,11 @@ class StatusReader:
         stage = "infer" if status.total("done") < status.total("planned") else "eval"
         if all(d.scored for m in models for d in m.datasets):
             stage = "done" if stage == "eval" else stage
+        if stage == "done" and stored.plan.settings.adaptive is not None:
+            asks = pending(stored.plan, self.run)
+            models = [dataclasses.replace(m, next_round=asks.get(m.abbr)) for m in models]
+            status = dataclasses.replace(status, models=tuple(models))
+            stage = "next round" if any(asks.values()) else stage
         if state == "stopped" and stage == "done":
             state = "finished"
         elif state == "stopped" and last_write is not None and now - last_write < RECENT:
@@ -470,8 +485,9 @@ class StatusReader:
                 states.append("done" if done >= rows else "active" if recent else "begun" if begun else "none")
             tasks.append((shard, states))
         results = self.run / "results" / model_run.abbr
+        grids = {abbr: len(grid.sizes()) for abbr, grid in model_run.ladders.items()}
         datasets = tuple(
-            DatasetProgress(abbr, *row[:4], row[4], row[5], (results / f"{abbr}.json").is_file())
+            DatasetProgress(abbr, *row[:4], row[4], row[5], (results / f"{abbr}.json").is_file(), grids.get(abbr))
             for abbr, row in sums.items()
         )
         return ModelProgress(
@@ -557,13 +573,14 @@ def _rate(steps: list[tuple[float, Step]], end: float) -> float | None:
 
 def _commands(status: RunStatus) -> tuple[str, ...]:
     """The command that finishes a run that is not running: a resume where pieces or scores are left (it asks
-    failed requests again too), ``needlebench retry`` where only failed requests are, else none."""
+    failed requests again too) or an adaptive run's ladder asks another round, ``needlebench retry`` where only
+    failed requests are, else none."""
     run = status.run
     if status.stage != "done":
         config = stored_config(run)
         if config is None:
             return ()
-        return (resume_command(run, config),)
+        return (resume_command(run, config, adaptive=status.stage == "next round"),)
     if status.total("failed"):
         return (retry_command(run),)
     return ()
