@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -33,11 +34,11 @@ def _env(delay: float = 0.0) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": path, "NEEDLEBENCH_TEST_DELAY": str(delay)}
 
 
-def _needlebench_run(work: Path, *extra: str) -> subprocess.CompletedProcess:
+def _needlebench_run(work: Path, *extra: str, shards: int = 1) -> subprocess.CompletedProcess:
     return subprocess.run(
         [str(VENV_BIN / "needlebench"), "run", CONFIG, "-w", str(work), *extra],
         cwd=ROOT,
-        env=_env(),
+        env={**_env(), "NEEDLEBENCH_TEST_SHARDS": str(shards)},
         capture_output=True,
         text=True,
         timeout=900,
@@ -189,6 +190,26 @@ def test_verify_replays_the_decisions_and_fails_on_an_edited_one(adaptive_run: P
     for model in FULL_GRID:  # never set beside full-grid rows as comparable
         said = rows[model].comparability
         assert said is not None and not said.comparable and any("adaptive run (" in x for x in said.differs)
+
+
+@pytest.mark.e2e
+def test_a_replan_keeps_every_answer_and_decides_the_same_rounds(adaptive_run: Path, tmp_path: Path) -> None:
+    """A finished adaptive run re-planned under another shard count (``--replan``) asks nothing again: the new
+    plan's rounds are decided again from the answers it carried, each the round it was, and the effective
+    lengths are the same."""
+    copy = tmp_path / "work" / adaptive_run.name
+    shutil.copytree(adaptive_run, copy)
+    done = _needlebench_run(copy.parent, "-r", copy.name, "--replan", shards=2)
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said[-3000:]
+    assert "re-planning this run" in said and "every model's ladder is decided" in said
+    before, after = _plan(adaptive_run), _plan(copy)
+    assert after.settings.num_shards == 2
+    for old, new in zip(before.models, after.models, strict=True):
+        assert [r.asks for r in new.rounds] == [r.asks for r in old.rounds]
+        assert _answered(copy, new.abbr) == _answered(adaptive_run, old.abbr)  # no prompt asked again
+    effective = {r["model"]: (r["effective_length"], r["edge"]) for r in _table(copy, "needlebench_effective_length")}
+    assert effective == FULL_GRID
 
 
 def test_an_adaptive_option_the_ladder_does_not_know_is_refused_naming_the_nearest() -> None:
