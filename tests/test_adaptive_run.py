@@ -155,9 +155,14 @@ def test_an_adaptive_run_asks_in_rounds_resumes_a_killed_round_and_finds_the_ful
     summary_csv = sorted((run / "summary").glob("summary_*.csv"))[-1]  # one per round: the last
     rows = {r["metric"]: r for r in csv.DictReader(summary_csv.open(encoding="utf-8"))}
     scored = {m: int(r["prompts"]) for m, r in spent.items()}
-    for model in FULL_GRID:
+    for model, (length, edge) in FULL_GRID.items():
         assert rows["samples planned"][model] == str(PER_LENGTH * len(LENGTHS))
         assert rows["samples scored"][model] == str(scored[model])
+        # the result file's (and so OpenCompass's row's) effective length is the ladder's, as the table's
+        assert rows["effective length (tokens)"][model] == length
+        result = json.loads((run / "results" / model / "needlebench_srt_en_4k.json").read_text(encoding="utf-8"))
+        assert result["effective_length"] == float(length) == float(effective[model]["ci_high"])
+        assert result["effective_length_at_least"] == float(edge == "at_least")
         lines = (run / "results" / model / "needlebench_srt_en_4k.samples.jsonl").read_text(encoding="utf-8")
         states = [json.loads(x).get("unscored") for x in lines.splitlines()]
         assert len(states) == PER_LENGTH * len(LENGTHS) and states.count("not_sampled") == len(states) - scored[model]

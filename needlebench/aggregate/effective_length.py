@@ -22,7 +22,7 @@ percentiles of the resulting positions are read back as tested lengths.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -272,6 +272,25 @@ def effective_length(
         ci_low=low,
         ci_high=high,
     )
+
+
+def sampled_effective_length(
+    cells: Sequence[LengthCell], rule: EffectiveRule, decided: tuple[int | None, str, int | None], *identity: object
+) -> EffectiveLength:
+    """An adaptive run's effective length: its ladder's decision, with the interval the same bootstrap over each
+    length's sampled prompts (a length's prompts are the ladder's sample, not its whole; an ``undetermined`` or
+    ``below`` decision has no interval).
+
+    Args:
+        cells: the tested lengths' samples, as scored (their ``complete`` is set aside).
+        rule: which scores pass.
+        decided: the ladder's (effective length, edge, first open length).
+        identity: what names the curve (model, task, language): it seeds the interval's draws.
+    """
+    sampled = [replace(c, complete=True) for c in cells if c.scores]
+    value, edge, above = decided
+    found = replace(effective_length(sampled, rule, *identity), value=value, edge=edge, undetermined_above=above)
+    return replace(found, ci_low=None, ci_high=None) if edge in ("undetermined", "below") else found
 
 
 def _interval(

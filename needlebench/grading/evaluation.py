@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..aggregate.effective_length import METRICS as EFFECTIVE_METRICS
-from ..aggregate.effective_length import EffectiveRule, effective_length, length_cell
+from ..aggregate.effective_length import EffectiveRule, effective_length, length_cell, sampled_effective_length
 from ..aggregate.metrics import COMMON_METRICS, GRADER_ERROR, summarise_details
 from ..errors import ConfigError
 from ..files import atomic_write
@@ -243,7 +243,11 @@ def planned_lengths(metas: Sequence[Mapping[str, Any]]) -> dict[str, int]:
 
 
 def dataset_effective_length(
-    records: Sequence[GradedSample], planned: Mapping[str, int], rule: EffectiveRule, model: str = ""
+    records: Sequence[GradedSample],
+    planned: Mapping[str, int],
+    rule: EffectiveRule,
+    model: str = "",
+    decided: tuple[int | None, str, int | None] | None = None,
 ) -> dict[str, float]:
     """A dataset's effective-length numbers (``aggregate.effective_length.METRICS``) over its planned lengths.
 
@@ -255,6 +259,9 @@ def dataset_effective_length(
         planned: samples planned per length (:func:`planned_lengths`).
         rule: which scores pass.
         model: the model's abbr (the result file's folder).
+        decided: an adaptive run's ladder decision for the dataset (``planning.adaptive.ladder_effective``): the
+            number and edge are the ladder's, the interval the bootstrap over the sampled prompts, as the
+            summary's table takes them.
     """
     if not records or not planned:
         return {}
@@ -264,7 +271,10 @@ def dataset_effective_length(
         if r.counts and length is not None and int(length) in scores:
             scores[int(length)].append(float(r.score))
     cells = [length_cell(n, s, planned[str(n)]) for n, s in scores.items()]
-    return effective_length(cells, rule, model, records[0].task, records[0].lang).metrics()
+    identity = (model, records[0].task, records[0].lang)
+    if decided is not None:
+        return sampled_effective_length(cells, rule, decided, *identity).metrics()
+    return effective_length(cells, rule, *identity).metrics()
 
 
 def dataset_results(

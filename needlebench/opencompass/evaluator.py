@@ -27,6 +27,7 @@ from ..grading.evaluation import (
     planned_lengths,
     write_results,
 )
+from ..planning.adaptive import ladder_effective
 from ..record import GradedSample, postprocessed
 from ..request_cost import RequestCost
 from ..runfolder.cost_log import dataset_costs
@@ -74,6 +75,10 @@ class NeedleBenchEvaluator(BaseEvaluator):
         not_sampled: an adaptive run's samples no round asked (``planning.run.not_sampled``: the dataset's shared
             ``fields`` and each sample's ``cells``), each written as a record left unscored, so the dataset's
             ``num_samples`` is its full grid's; None: a full grid.
+        ladder: an adaptive run's ladder for the dataset (``planning.run.ladder_config``): its effective length
+            is the one the ladder decides from these records (``planning.adaptive.ladder_effective``), as the
+            summary's table takes it, not the full grid's walk over lengths it did not ask whole; None: a full
+            grid.
         scoring: the scoring options, by name, as declared once in
             :data:`~needlebench.scoring.SCORING_OPTIONS` (``metric``, ``strip_think``, ``alpha``, ``truncated``,
             ``reasoning_apart``); the others take their declared defaults. ``strip_think=True`` on reference
@@ -93,6 +98,7 @@ class NeedleBenchEvaluator(BaseEvaluator):
         planned_lengths: dict | None = None,
         effective_length: dict | None = None,
         not_sampled: dict | None = None,
+        ladder: dict | None = None,
         **scoring: Any,
     ) -> None:
         super().__init__(pred_postprocessor=pred_postprocessor)
@@ -107,6 +113,7 @@ class NeedleBenchEvaluator(BaseEvaluator):
         self.planned_lengths = {str(k): int(v) for k, v in (planned_lengths or {}).items()}
         self.effective_rule = EffectiveRule.of(None if effective_length is None else dict(effective_length))
         self.not_sampled = dict(not_sampled) if not_sampled else None
+        self.ladder = dict(ladder) if ladder else None
 
     def score(
         self, predictions: list[Any], references: list[str], test_set: Any, prediction: list[Any] | None = None
@@ -151,7 +158,8 @@ class NeedleBenchEvaluator(BaseEvaluator):
         if names is not None and "effective_length" in names:
             model = Path(str(out)).parent.name if out else ""
             planned = self.planned_lengths or planned_lengths([json.loads(m) for m in _column(test_set, "meta")])
-            effective = dataset_effective_length(records, planned, self.effective_rule, model)
+            decided = ladder_effective(self.ladder, records) if self.ladder and records else None
+            effective = dataset_effective_length(records, planned, self.effective_rule, model, decided)
         if out:
             metrics = write_results(out, records, task, names, effective)
         else:

@@ -22,11 +22,12 @@ from typing import Any
 
 from ..adaptive.ladder import LadderSettings, Round, next_round
 from ..aggregate.effective_length import EffectiveRule
+from ..record import GradedSample
 from ..scoring import SCORING_NAMES, ScoreOptions
 from ..tasks import config_params, get_task, make_params
 from .limits import Limit, model_rows
 
-__all__ = ["LadderGrid", "LadderRound", "decide", "ladder_grid", "ladder_settings"]
+__all__ = ["LadderGrid", "LadderRound", "decide", "ladder_effective", "ladder_grid", "ladder_settings", "scores_of"]
 
 
 @dataclass(frozen=True)
@@ -166,3 +167,33 @@ def decide(
     before = set(asked)
     new = tuple(s for n in sorted(found.asks) for _, s in found.asks[n] if s not in before)
     return found, new
+
+
+def scores_of(records: Sequence[GradedSample]) -> dict[str, float | None]:
+    """Each asked record's score (0-100) by sample id; None: left unscored; the records of samples never asked
+    are not the ladder's.
+
+    Args:
+        records: one model's graded samples of one dataset.
+    """
+    return {
+        r.id: None if r.unscored or r.score is None else float(r.score)
+        for r in records
+        if r.unscored != "not_sampled"  # never asked: not a sample the ladder has seen
+    }
+
+
+def ladder_effective(ladder: Mapping[str, Any], records: Sequence[GradedSample]) -> tuple[int | None, str, int | None]:
+    """One dataset's effective length as its ladder decides it from the dataset's records: (the length, its edge,
+    the first open length). What its evaluator writes in the result file (OpenCompass's summary row), decided as
+    the report's replay decides it.
+
+    Args:
+        ladder: the dataset's ladder as its evaluator is given it (``planning.run.ladder_config``): ``grid``,
+            ``asked``, ``adaptive`` (the run's options) and ``rule`` (the one the run began with).
+        records: the dataset's graded samples.
+    """
+    rule = ladder.get("rule")
+    settings = LadderSettings.of(ladder.get("adaptive"), EffectiveRule.of(dict(rule)) if rule else None)
+    decision, _ = decide(LadderGrid.from_dict(ladder["grid"]), scores_of(records), settings, ladder.get("asked") or ())
+    return decision.effective

@@ -48,6 +48,7 @@ __all__ = [
     "RunPlan",
     "Shard",
     "adaptive_rows",
+    "ladder_config",
     "not_sampled",
     "part_config",
     "plan_run",
@@ -469,6 +470,28 @@ def not_sampled(run: ModelRun, abbr: str) -> dict[str, Any] | None:
     asked = set(run.asked(abbr))
     cells = {c[1]: [n, c[0]] for n, found in grid.cells.items() for c in found if c[1] not in asked}
     return {"fields": dict((run.planned.get(abbr) or {}).get("fields") or {}), "cells": cells}
+
+
+def ladder_config(run: ModelRun, abbr: str, adaptive: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """What one dataset's evaluator needs to decide its ladder from its records (``planning.adaptive.
+    ladder_effective``): the grid, the sample ids the rounds asked, the run's ladder options and the rule its
+    first round stored; None for a dataset without a ladder.
+
+    Args:
+        run: the model's plan.
+        abbr: the dataset's abbr.
+        adaptive: the run's ``RunSettings.adaptive``.
+    """
+    grid = run.ladders.get(abbr)
+    if grid is None:
+        return None
+    rule = run.rounds[0].rule if run.rounds else None
+    return {
+        "grid": asdict(grid),
+        "asked": list(run.asked(abbr)),
+        "adaptive": dict(adaptive or {}),
+        "rule": dict(rule) if rule else None,
+    }
 
 
 def adaptive_rows(run: ModelRun, abbr: str) -> list[int] | None:

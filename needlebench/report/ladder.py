@@ -18,10 +18,9 @@ import pandas as pd
 
 from ..adaptive.ladder import LadderSettings, Round
 from ..aggregate.effective_length import length_text
-from ..planning.adaptive import LadderGrid, decide, ladder_settings
+from ..planning.adaptive import LadderGrid, decide, ladder_settings, scores_of
 from ..planning.run import ModelRun
 from ..record import GradedSample
-from ..runfolder.ladder_rounds import scores_of
 from ..tasks import get_task
 from .results import RunResults
 

@@ -12,7 +12,6 @@ completeness rule (:func:`summary_table`) decides what a number may contain.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +24,13 @@ from ..aggregate.cells import NAN as _NAN
 from ..aggregate.cells import format_failure_rate as _rate
 from ..aggregate.cells import output_notes, truncated_rate
 from ..aggregate.cells import put_interval as _ci
-from ..aggregate.effective_length import EffectiveRule, effective_length, length_cell, length_text
+from ..aggregate.effective_length import (
+    EffectiveRule,
+    effective_length,
+    length_cell,
+    length_text,
+    sampled_effective_length,
+)
 from ..aggregate.metrics import mean
 from ..aggregate.uncertainty import resample_means, significant
 from ..record import GradedSample
@@ -510,13 +515,7 @@ def effective_length_table(
                     continue
                 decided = (ladders or {}).get((m, task, lang))
                 if decided is not None:  # sampled, not whole: each length's prompts are the ladder's sample
-                    sampled = [dataclasses.replace(c, complete=True) for c in cells if c.scores]
-                    value, edge, above = decided
-                    found = dataclasses.replace(
-                        effective_length(sampled, rule, m, task, lang), value=value, edge=edge, undetermined_above=above
-                    )
-                    if edge in ("undetermined", "below"):
-                        found = dataclasses.replace(found, ci_low=None, ci_high=None)
+                    found = sampled_effective_length(cells, rule, decided, m, task, lang)
                 else:
                     found = effective_length(cells, rule, m, task, lang)
                 limit = (claimed or {}).get(m)

@@ -18,12 +18,12 @@ from typing import Any
 
 from ..adaptive.ladder import LadderSettings, Round
 from ..jsonl import iter_jsonl
-from ..planning.adaptive import LadderRound, decide, ladder_settings
+from ..planning.adaptive import LadderRound, decide, ladder_settings, scores_of
 from ..planning.run import ModelRun, RunPlan, add_round
 from ..record import GradedSample
 from .pieces import piece_done
 
-__all__ = ["advance", "ladder_scores", "pending", "round_scored", "scores_of"]
+__all__ = ["advance", "ladder_scores", "pending", "round_scored"]
 
 
 def round_scored(model_run: ModelRun, run: Path) -> bool:
@@ -55,20 +55,6 @@ def ladder_scores(path: Path) -> dict[str, float | None]:
         except (ValueError, TypeError, AttributeError):
             continue
     return scores_of(records)
-
-
-def scores_of(records: Sequence[GradedSample]) -> dict[str, float | None]:
-    """Each asked record's score (0-100) by sample id; None: left unscored (as :func:`ladder_scores` reads them);
-    the records of samples never asked are not the ladder's.
-
-    Args:
-        records: one model's graded samples of one dataset.
-    """
-    return {
-        r.id: None if r.unscored or r.score is None else float(r.score)
-        for r in records
-        if r.unscored != "not_sampled"  # never asked: not a sample the ladder has seen
-    }
 
 
 def _decided(

@@ -48,6 +48,7 @@ from ..planning.run import (
     ModelRun,
     RunPlan,
     adaptive_rows,
+    ladder_config,
     not_sampled,
     plan_run,
     row_selection,
@@ -387,6 +388,7 @@ def start_eval(
                     # a record for each sample none asked (every number's denominator is the full grid's)
                     scored.setdefault("reader_cfg", {})["test_range"] = row_selection(rows)
                     scored["eval_cfg"]["evaluator"]["not_sampled"] = not_sampled(model_run, d["abbr"])
+                    scored["eval_cfg"]["evaluator"]["ladder"] = ladder_config(model_run, d["abbr"], settings.adaptive)
                 pairs.append((model, scored))
     return eval_groups(pairs, settings.eval_tasks)
 
