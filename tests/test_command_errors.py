@@ -71,26 +71,33 @@ class FailedRun(NamedTuple):
 FLAKY = ("--faults-per-prompt", "0", "--max-seconds", "600", "--echo")  # the scripted server, answering the prompt
 
 
+def served(port: int, log: Path, argv: list[str], *options: str) -> subprocess.CompletedProcess:
+    """``argv`` run from the repository root against the scripted server on ``port`` (with ``options``), which
+    stops after it; the command must succeed.
+
+    Args:
+        port: the server's port (the run's config reads it from ``$NEEDLEBENCH_API_BASE``).
+        log: where the server writes each request.
+        argv: the command.
+        options: the server's own options (``--never-every``).
+    """
+    server = start_flaky_server(port, log, *FLAKY, *options)
+    try:
+        env = dict(os.environ, NEEDLEBENCH_API_BASE=f"http://127.0.0.1:{port}/v1")
+        done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+    finally:
+        stop_server(server)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
 @pytest.fixture(scope="module")
 def failed_run(tmp_path_factory: pytest.TempPathFactory) -> FailedRun:
     """A finished run whose API model left requests failed (its oracle none): every third prompt fails every time."""
     tmp = tmp_path_factory.mktemp("errors")
-    port = free_port()
-    server = start_flaky_server(port, tmp / "requests.jsonl", *FLAKY, "--never-every", "3")
-    try:
-        env = dict(os.environ, NEEDLEBENCH_API_BASE=f"http://127.0.0.1:{port}/v1")
-        work = tmp / "work"
-        done = subprocess.run(
-            [*OPENCOMPASS, "tests/configs/e2e_retry.py", "-w", str(work)],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=1200,
-        )
-    finally:
-        stop_server(server)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    port, work = free_port(), tmp / "work"
+    argv = [*OPENCOMPASS, "tests/configs/e2e_retry.py", "-w", str(work)]
+    done = served(port, tmp / "requests.jsonl", argv, "--never-every", "3")
     (found,) = [p for p in work.iterdir() if p.is_dir()]
     assert any('"request_failed"' in p.read_text() for p in (found / "results" / "api-model").glob("*.samples.jsonl"))
     return FailedRun(found, port, done.stdout + done.stderr)
@@ -319,19 +326,8 @@ def test_a_retry_asks_only_what_failed_and_keeps_every_other_file(failed_run: Fa
     dry = subprocess.run([bin_path("needlebench"), "retry", str(run), "--dry-run"], capture_output=True, text=True)
     assert dry.returncode == 0 and "api-model / needlebench_srt_" in dry.stdout and "oracle" not in dry.stdout
     healthy_log = tmp_path / "healthy.jsonl"
-    server = start_flaky_server(failed_run.port, healthy_log, *FLAKY, "--never-every", "0")
-    try:
-        done = subprocess.run(
-            [bin_path("needlebench"), "retry", str(run), "--model", "api-model"],
-            cwd=ROOT,
-            env=dict(os.environ, NEEDLEBENCH_API_BASE=f"http://127.0.0.1:{failed_run.port}/v1"),
-            capture_output=True,
-            text=True,
-            timeout=1200,
-        )
-    finally:
-        stop_server(server)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    argv = [bin_path("needlebench"), "retry", str(run), "--model", "api-model"]
+    done = served(failed_run.port, healthy_log, argv, "--never-every", "0")
     assert "still failed" in done.stdout and ", 0 still failed" in done.stdout
     answered = [json.loads(x)["fault"] for x in healthy_log.read_text().splitlines()]
     assert answered.count("ok") == len(failed)  # only the failed prompts were asked
