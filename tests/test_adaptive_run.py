@@ -161,7 +161,9 @@ def test_an_adaptive_run_asks_in_rounds_resumes_a_killed_round_and_finds_the_ful
         # the result file's (and so OpenCompass's row's) effective length is the ladder's, as the table's
         assert rows["effective length (tokens)"][model] == length
         result = json.loads((run / "results" / model / "needlebench_srt_en_4k.json").read_text(encoding="utf-8"))
-        assert result["effective_length"] == float(length) == float(effective[model]["ci_high"])
+        assert result["effective_length"] == float(length)
+        interval = (result["effective_length_ci_low"], result["effective_length_ci_high"])
+        assert interval == (float(effective[model]["ci_low"]), float(effective[model]["ci_high"]))
         assert result["effective_length_at_least"] == float(edge == "at_least")
         lines = (run / "results" / model / "needlebench_srt_en_4k.samples.jsonl").read_text(encoding="utf-8")
         states = [json.loads(x).get("unscored") for x in lines.splitlines()]
@@ -215,6 +217,21 @@ def test_a_replan_keeps_every_answer_and_decides_the_same_rounds(adaptive_run: P
         assert _answered(copy, new.abbr) == _answered(adaptive_run, old.abbr)  # no prompt asked again
     effective = {r["model"]: (r["effective_length"], r["edge"]) for r in _table(copy, "needlebench_effective_length")}
     assert effective == FULL_GRID
+
+
+def test_a_resume_whose_ladder_would_take_other_bounds_stops_naming_it(tmp_path: Path) -> None:
+    """Every round so far was bounded as the stored grid says; a config whose scores are now graded (Levenshtein)
+    gives another plan, named per model and dataset, which a resume stops on (``--replan`` decides again)."""
+    from needlebench.commands.plan import plan_config
+    from needlebench.runfolder.plan_diff import plan_changes
+
+    edited = tmp_path / "levenshtein.py"
+    edited.write_text((ROOT / CONFIG).read_text().replace("repeats=4\n", 'repeats=4, metric="levenshtein"\n'))
+    changed = plan_changes(plan_config(CONFIG).run, plan_config(str(edited)).run)
+    assert changed == [
+        f"{m} / needlebench_srt_en_4k: the ladder's bounds for right-or-wrong scores -> for any score"
+        for m in FULL_GRID
+    ]
 
 
 def test_an_adaptive_option_the_ladder_does_not_know_is_refused_naming_the_nearest() -> None:

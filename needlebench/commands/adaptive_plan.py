@@ -14,7 +14,7 @@ follow the stream's). Adaptive runs through OpenCompass are issue 74's next step
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..adaptive.ladder import LadderSettings
@@ -100,8 +100,9 @@ def _climb_all(
     for abbr, (grid, budget) in grids.items():
         cells = {n: [(c[0], c[1]) for c in found] for n, found in grid.cells.items()}
         sizes = {(n, c[0], c[1]): c[3] for n, found in grid.cells.items() for c in found}
-        own = replace(settings, graded=True) if grid.graded else settings
-        _, got, rounds = climb(cells, grid.tokens, own, lambda n, d, key: answer(name, curve, n, d, key, SEED))
+        _, got, rounds = climb(
+            cells, grid.tokens, grid.bounded(settings), lambda n, d, key: answer(name, curve, n, d, key, SEED)
+        )
         asked[abbr] = [(sizes[k], budget) for k in got]
         most = max(most, rounds)
     return asked, most

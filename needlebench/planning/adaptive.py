@@ -48,6 +48,14 @@ class LadderGrid:
     cells: Mapping[int, tuple[tuple[Any, str, int, int], ...]]
     graded: bool = False
 
+    def bounded(self, settings: LadderSettings) -> LadderSettings:
+        """The settings this grid's ladder climbs by: the bounds for any score where its scores are graded.
+
+        Args:
+            settings: the run's ladder settings.
+        """
+        return replace(settings, graded=True) if self.graded else settings
+
     @property
     def tokens(self) -> dict[int, float]:
         """Per length, the mean prompt tokens of one of its prompts (what a budget counts)."""
@@ -163,7 +171,7 @@ def decide(
     cells = {n: [(c[0], c[1]) for c in found if c[1] not in left] for n, found in grid.cells.items()}
     keys = grid.keys()
     answers = {keys[s][:2] + (s,): float(v) / 100 for s, v in scores.items() if v is not None and s in keys}
-    found = next_round(cells, answers, grid.tokens, replace(settings, graded=True) if grid.graded else settings)
+    found = next_round(cells, answers, grid.tokens, grid.bounded(settings))
     before = set(asked)
     new = tuple(s for n in sorted(found.asks) for _, s in found.asks[n] if s not in before)
     return found, new

@@ -47,11 +47,11 @@ def _share(done: int, planned: int) -> str:
 
 
 def _asked(datasets: Sequence[DatasetProgress]) -> str:
-    """An adaptive run's datasets: the samples its rounds asked, against their full grid's (else nothing)."""
-    grids = [d for d in datasets if d.grid is not None]
-    if not grids:
+    """An adaptive run's datasets: the samples its rounds asked, against their full grid's (a dataset without a
+    ladder, asked whole, its own); nothing for a full-grid run."""
+    if all(d.grid is None for d in datasets):
         return ""
-    return f" of a grid of {sum(d.grid or 0 for d in grids):,} (adaptive)"
+    return f" of a grid of {sum(d.planned if d.grid is None else d.grid for d in datasets):,} (adaptive)"
 
 
 def _tasks(status: RunStatus, model: ModelProgress | None = None) -> str:

@@ -61,7 +61,14 @@ def plan_changes(stored: RunPlan, new: RunPlan) -> list[str]:
         if not (fields or settings_changed) and set(old.limits) == set(model.limits) and old.shards != model.shards:
             out.append(f"{model.abbr}: the shards are cut otherwise ({len(old.shards)} -> {len(model.shards)})")
         out.extend(f"{model.abbr}: {line}" for line in model_changes(old, model))
+        for abbr in sorted(set(old.ladders) & set(model.ladders)):  # every round so far was bounded as stored
+            before, after = old.ladders[abbr].graded, model.ladders[abbr].graded
+            if before != after:
+                out.append(f"{model.abbr} / {abbr}: the ladder's bounds {_BOUNDS[before]} -> {_BOUNDS[after]}")
     return out
+
+
+_BOUNDS = {False: "for right-or-wrong scores", True: "for any score"}  # LadderGrid.graded, as a user reads it
 
 
 def model_changes(old: ModelRun, new: ModelRun) -> list[str]:

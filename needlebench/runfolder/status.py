@@ -580,7 +580,8 @@ def _commands(status: RunStatus) -> tuple[str, ...]:
         config = stored_config(run)
         if config is None:
             return ()
-        return (resume_command(run, config, adaptive=status.stage == "next round"),)
+        adaptive = any(d.grid is not None for m in status.models for d in m.datasets)  # killed mid-round too
+        return (resume_command(run, config, adaptive=adaptive),)
     if status.total("failed"):
         return (retry_command(run),)
     return ()
