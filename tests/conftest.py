@@ -46,7 +46,6 @@ LONG_FILES = (
     "test_differential_prompts.py",
     "test_extras.py",
     "test_bench.py",
-    "test_adaptive_run.py",
     "test_kv_press.py",
     "test_status.py",
     "test_window.py",
@@ -60,7 +59,6 @@ LONG_FILES = (
     "test_command_errors.py",
     "test_effective_length.py",
     "test_configs.py",
-    "test_cost_ledger.py",
     "test_hostile_e2e.py",
 )
 
