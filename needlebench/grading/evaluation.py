@@ -259,8 +259,8 @@ def dataset_effective_length(
         planned: samples planned per length (:func:`planned_lengths`).
         rule: which scores pass.
         model: the model's abbr (the result file's folder).
-        decided: an adaptive run's ladder decision for the dataset (``planning.adaptive.ladder_effective``): the
-            number and edge are the ladder's, the interval the bootstrap over the sampled prompts, as the
+        decided: an adaptive run's ladder decision for the dataset (``planning.adaptive.DatasetLadder.effective``):
+            the number and edge are the ladder's, the interval the bootstrap over the sampled prompts, as the
             summary's table takes them.
     """
     if not records or not planned:

@@ -27,7 +27,7 @@ from ..grading.evaluation import (
     planned_lengths,
     write_results,
 )
-from ..planning.adaptive import ladder_effective
+from ..planning.adaptive import DatasetLadder
 from ..record import GradedSample, postprocessed
 from ..request_cost import RequestCost
 from ..runfolder.cost_log import dataset_costs
@@ -72,13 +72,11 @@ class NeedleBenchEvaluator(BaseEvaluator):
             samples): the effective length's completeness per length; None: the rows this model was given.
         effective_length: how the effective length is read (``summarizer``'s ``effective_length``, which the
             eval stage passes on); None: the default rule.
-        not_sampled: an adaptive run's samples no round asked (``planning.run.not_sampled``: the dataset's shared
-            ``fields`` and each sample's ``cells``), each written as a record left unscored, so the dataset's
-            ``num_samples`` is its full grid's; None: a full grid.
-        ladder: an adaptive run's ladder for the dataset (``planning.run.ladder_config``): its effective length
-            is the one the ladder decides from these records (``planning.adaptive.ladder_effective``), as the
-            summary's table takes it, not the full grid's walk over lengths it did not ask whole; None: a full
-            grid.
+        ladder: an adaptive run's ladder for the dataset (``planning.run.ladder_config``, read as
+            ``planning.adaptive.DatasetLadder``): each sample no round asked is written as a record left unscored
+            (``not_sampled``), so the dataset's ``num_samples`` is its full grid's, and its effective length is
+            the one the ladder decides from these records, as the summary's table takes it, not the full grid's
+            walk over lengths it did not ask whole; None: a full grid.
         scoring: the scoring options, by name, as declared once in
             :data:`~needlebench.scoring.SCORING_OPTIONS` (``metric``, ``strip_think``, ``alpha``, ``truncated``,
             ``reasoning_apart``); the others take their declared defaults. ``strip_think=True`` on reference
@@ -97,7 +95,6 @@ class NeedleBenchEvaluator(BaseEvaluator):
         pred_postprocessor: dict | None = None,
         planned_lengths: dict | None = None,
         effective_length: dict | None = None,
-        not_sampled: dict | None = None,
         ladder: dict | None = None,
         **scoring: Any,
     ) -> None:
@@ -112,8 +109,7 @@ class NeedleBenchEvaluator(BaseEvaluator):
         self.metric_names = list(metric_names) if metric_names is not None else None
         self.planned_lengths = {str(k): int(v) for k, v in (planned_lengths or {}).items()}
         self.effective_rule = EffectiveRule.of(None if effective_length is None else dict(effective_length))
-        self.not_sampled = dict(not_sampled) if not_sampled else None
-        self.ladder = dict(ladder) if ladder else None
+        self.ladder = DatasetLadder.from_dict(ladder) if ladder else None
 
     def score(
         self, predictions: list[Any], references: list[str], test_set: Any, prediction: list[Any] | None = None
@@ -142,13 +138,13 @@ class NeedleBenchEvaluator(BaseEvaluator):
             rows = released_every(rows_on_demand(test_set), dataset_mappings(test_set), every=RELEASE_EVERY)
             costs = self._costs(test_set)
             records = grade_rows(predictions, references, rows, task, self.options, raw=raw, meter=meter, costs=costs)
-            if self.not_sampled and records:  # an adaptive run's samples no round asked: counted, never scored
-                fields, cells = self.not_sampled.get("fields") or {}, self.not_sampled.get("cells") or {}
+            if self.ladder and records:  # an adaptive run's samples no round asked: counted, never scored
+                fields = self.ladder.fields
                 records += [
                     GradedSample.not_sampled(
                         sid, task.name, records[0].lang, {**fields, **dict(zip(task.cell, at))}, None, None
                     )
-                    for sid, at in cells.items()
+                    for sid, at in self.ladder.unasked().items()
                 ]
         names = self.metric_names
         if names is None and task is not None:
@@ -158,7 +154,7 @@ class NeedleBenchEvaluator(BaseEvaluator):
         if names is not None and "effective_length" in names:
             model = Path(str(out)).parent.name if out else ""
             planned = self.planned_lengths or planned_lengths([json.loads(m) for m in _column(test_set, "meta")])
-            decided = ladder_effective(self.ladder, records) if self.ladder and records else None
+            decided = self.ladder.effective(records) if self.ladder and records else None
             effective = dataset_effective_length(records, planned, self.effective_rule, model, decided)
         if out:
             metrics = write_results(out, records, task, names, effective)

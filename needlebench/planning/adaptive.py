@@ -27,7 +27,7 @@ from ..scoring import SCORING_NAMES, ScoreOptions
 from ..tasks import config_params, get_task, make_params
 from .limits import Limit, model_rows
 
-__all__ = ["LadderGrid", "LadderRound", "decide", "ladder_effective", "ladder_grid", "ladder_settings", "scores_of"]
+__all__ = ["DatasetLadder", "LadderGrid", "LadderRound", "decide", "ladder_grid", "ladder_settings", "scores_of"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,11 @@ class LadderGrid:
             settings: the run's ladder settings.
         """
         return replace(settings, graded=True) if self.graded else settings
+
+    @property
+    def size(self) -> int:
+        """Its samples' count (the full grid's)."""
+        return sum(map(len, self.cells.values()))
 
     @property
     def tokens(self) -> dict[int, float]:
@@ -122,14 +127,13 @@ class LadderRound:
         )
 
 
-def ladder_settings(adaptive: Mapping[str, Any] | None, rounds: Sequence[LadderRound]) -> LadderSettings:
+def ladder_settings(adaptive: Mapping[str, Any] | None, rule: Mapping[str, Any] | None) -> LadderSettings:
     """The ladder's settings of a run: its config's ``adaptive`` options and the rule its first round stored.
 
     Args:
         adaptive: the run's ``RunSettings.adaptive``.
-        rounds: the model's rounds.
+        rule: the effective-length rule the run began with (``planning.run.ModelRun.rule``); None: the default.
     """
-    rule = rounds[0].rule if rounds and rounds[0].rule else None
     return LadderSettings.of(adaptive, EffectiveRule.of(dict(rule)) if rule else None)
 
 
@@ -191,17 +195,55 @@ def scores_of(records: Sequence[GradedSample]) -> dict[str, float | None]:
     }
 
 
-def ladder_effective(ladder: Mapping[str, Any], records: Sequence[GradedSample]) -> tuple[int | None, str, int | None]:
-    """One dataset's effective length as its ladder decides it from the dataset's records: (the length, its edge,
-    the first open length). What its evaluator writes in the result file (OpenCompass's summary row), decided as
-    the report's replay decides it.
+@dataclass(frozen=True)
+class DatasetLadder:
+    """One dataset's ladder as the eval stage gives it to the dataset's evaluator (``planning.run.ladder_config``):
+    the evaluator writes a ``not_sampled`` record for each prompt no round asked, so every number's denominator
+    is the full grid's, and the effective length the ladder decides from the records, as the report's replay
+    decides it.
 
     Args:
-        ladder: the dataset's ladder as its evaluator is given it (``planning.run.ladder_config``): ``grid``,
-            ``asked``, ``adaptive`` (the run's options) and ``rule`` (the one the run began with).
-        records: the dataset's graded samples.
+        grid: the dataset's full grid.
+        asked: the sample ids its rounds asked.
+        adaptive: the run's ladder options (``RunSettings.adaptive``).
+        rule: the effective-length rule the run began with (``ModelRun.rule``).
+        fields: what every sample of the dataset holds alike (its planned entry's ``fields``), for the records of
+            the prompts not asked.
     """
-    rule = ladder.get("rule")
-    settings = LadderSettings.of(ladder.get("adaptive"), EffectiveRule.of(dict(rule)) if rule else None)
-    decision, _ = decide(LadderGrid.from_dict(ladder["grid"]), scores_of(records), settings, ladder.get("asked") or ())
-    return decision.effective
+
+    grid: LadderGrid
+    asked: tuple[str, ...]
+    adaptive: Mapping[str, Any]
+    rule: Mapping[str, Any] | None
+    fields: Mapping[str, Any]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> DatasetLadder:
+        """A dataset's ladder from ``dataclasses.asdict`` of one (the evaluator's config).
+
+        Args:
+            data: the JSON data.
+        """
+        rule = data.get("rule")
+        return cls(
+            LadderGrid.from_dict(data["grid"]),
+            tuple(str(s) for s in data.get("asked") or ()),
+            dict(data.get("adaptive") or {}),
+            dict(rule) if rule else None,
+            dict(data.get("fields") or {}),
+        )
+
+    def unasked(self) -> dict[str, tuple[int, Any]]:
+        """Each sample no round asked: its id and its cell (length, depth)."""
+        asked = set(self.asked)
+        return {c[1]: (n, c[0]) for n, cells in self.grid.cells.items() for c in cells if c[1] not in asked}
+
+    def effective(self, records: Sequence[GradedSample]) -> tuple[int | None, str, int | None]:
+        """The dataset's effective length as its ladder decides it from its records: (the length, its edge, the
+        first open length).
+
+        Args:
+            records: the dataset's graded samples.
+        """
+        settings = ladder_settings(self.adaptive, self.rule)
+        return decide(self.grid, scores_of(records), settings, self.asked)[0].effective

@@ -24,7 +24,7 @@ from ..aggregate.effective_length import EffectiveRule
 from ..methods.kv_press import PressSpec
 from ..placement import task_gpus
 from ..tasks import is_needlebench
-from .adaptive import LadderGrid, LadderRound, decide, ladder_grid
+from .adaptive import DatasetLadder, LadderGrid, LadderRound, decide, ladder_grid
 from .limits import (
     Limit,
     Limits,
@@ -49,7 +49,6 @@ __all__ = [
     "Shard",
     "adaptive_rows",
     "ladder_config",
-    "not_sampled",
     "part_config",
     "plan_run",
     "row_selection",
@@ -196,6 +195,12 @@ class ModelRun:
             abbr: the dataset's abbr.
         """
         return [sid for step in self.rounds for sid in step.asks.get(abbr, ())]
+
+    @property
+    def rule(self) -> Mapping[str, Any] | None:
+        """The effective-length rule an adaptive run's first round stored (``EffectiveRule``'s fields): every
+        later round, the eval stage and the report's replay decide by it; None for a full grid."""
+        return self.rounds[0].rule if self.rounds else None
 
     def first_round(self) -> ModelRun:
         """The plan as its first round left it (an adaptive run's; another is itself): what the config alone
@@ -456,26 +461,10 @@ def add_round(
     return dataclasses.replace(run, shards=(*run.shards, *shards), rounds=(*run.rounds, step))
 
 
-def not_sampled(run: ModelRun, abbr: str) -> dict[str, Any] | None:
-    """The samples of one dataset no round of an adaptive run asked, as its evaluator writes their records: the
-    fields every sample of the dataset holds alike and each sample's (length, depth); None for a full grid.
-
-    Args:
-        run: the model's plan.
-        abbr: the dataset's abbr.
-    """
-    grid = run.ladders.get(abbr)
-    if grid is None:
-        return None
-    asked = set(run.asked(abbr))
-    cells = {c[1]: [n, c[0]] for n, found in grid.cells.items() for c in found if c[1] not in asked}
-    return {"fields": dict((run.planned.get(abbr) or {}).get("fields") or {}), "cells": cells}
-
-
 def ladder_config(run: ModelRun, abbr: str, adaptive: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """What one dataset's evaluator needs to decide its ladder from its records (``planning.adaptive.
-    ladder_effective``): the grid, the sample ids the rounds asked, the run's ladder options and the rule its
-    first round stored; None for a dataset without a ladder.
+    """One dataset's ladder as its evaluator is given it (``planning.adaptive.DatasetLadder``, as JSON data):
+    what it writes for the prompts no round asked and how it decides the effective length; None for a dataset
+    without a ladder.
 
     Args:
         run: the model's plan.
@@ -485,13 +474,8 @@ def ladder_config(run: ModelRun, abbr: str, adaptive: Mapping[str, Any] | None) 
     grid = run.ladders.get(abbr)
     if grid is None:
         return None
-    rule = run.rounds[0].rule if run.rounds else None
-    return {
-        "grid": asdict(grid),
-        "asked": list(run.asked(abbr)),
-        "adaptive": dict(adaptive or {}),
-        "rule": dict(rule) if rule else None,
-    }
+    fields = (run.planned.get(abbr) or {}).get("fields") or {}
+    return asdict(DatasetLadder(grid, tuple(run.asked(abbr)), dict(adaptive or {}), run.rule, dict(fields)))
 
 
 def adaptive_rows(run: ModelRun, abbr: str) -> list[int] | None:

@@ -121,7 +121,7 @@ def ladder_views(results: RunResults) -> list[LadderView]:
     for model, run in results.model_plans.items():
         if not run.ladders:
             continue
-        settings = ladder_settings(results.adaptive.get(model), run.rounds)  # the rule the run began with
+        settings = ladder_settings(results.adaptive.get(model), run.rule)  # the rule the run began with
         for abbr, grid in run.ladders.items():
             mine = by.get((model, abbr), [])
             scores = scores_of(mine)  # the asked samples' (the not sampled ones are not the ladder's)

@@ -81,7 +81,7 @@ def pending(plan: RunPlan, run: Path) -> dict[str, int]:
     out = {}
     for model_run in plan.models:
         if model_run.rounds and round_scored(model_run, run):
-            settings = ladder_settings(plan.settings.adaptive, model_run.rounds)
+            settings = ladder_settings(plan.settings.adaptive, model_run.rule)
             out[model_run.abbr] = sum(map(len, _decided(model_run, run, settings)[1].values()))
     return out
 
@@ -108,7 +108,7 @@ def advance(
         if not model_run.rounds or not round_scored(model_run, run) or model_run.abbr not in configs:
             models.append(model_run)
             continue
-        settings = ladder_settings(plan.settings.adaptive, model_run.rounds)
+        settings = ladder_settings(plan.settings.adaptive, model_run.rule)
         found, new = _decided(model_run, run, settings)
         asks = {abbr: ids for abbr, ids in new.items() if ids}
         if not asks:

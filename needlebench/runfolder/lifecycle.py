@@ -49,7 +49,6 @@ from ..planning.run import (
     RunPlan,
     adaptive_rows,
     ladder_config,
-    not_sampled,
     plan_run,
     row_selection,
 )
@@ -385,9 +384,8 @@ def start_eval(
                 scored = _evaluated(d, limit, names[d["abbr"]], effective)
                 rows = adaptive_rows(model_run, d["abbr"]) if model_run is not None else None
                 if rows is not None:  # an adaptive run: the rows its rounds asked, in their files' order, and
-                    # a record for each sample none asked (every number's denominator is the full grid's)
+                    # its ladder (a record for each sample none asked, and the ladder's effective length)
                     scored.setdefault("reader_cfg", {})["test_range"] = row_selection(rows)
-                    scored["eval_cfg"]["evaluator"]["not_sampled"] = not_sampled(model_run, d["abbr"])
                     scored["eval_cfg"]["evaluator"]["ladder"] = ladder_config(model_run, d["abbr"], settings.adaptive)
                 pairs.append((model, scored))
     return eval_groups(pairs, settings.eval_tasks)

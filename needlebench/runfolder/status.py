@@ -485,7 +485,7 @@ class StatusReader:
                 states.append("done" if done >= rows else "active" if recent else "begun" if begun else "none")
             tasks.append((shard, states))
         results = self.run / "results" / model_run.abbr
-        grids = {abbr: len(grid.sizes()) for abbr, grid in model_run.ladders.items()}
+        grids = {abbr: grid.size for abbr, grid in model_run.ladders.items()}
         datasets = tuple(
             DatasetProgress(abbr, *row[:4], row[4], row[5], (results / f"{abbr}.json").is_file(), grids.get(abbr))
             for abbr, row in sums.items()
